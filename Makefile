@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# The thin front door. `make run` and `make test` are all a newcomer needs on a fresh
+# Debian 12 machine: both install missing packages (contrib/deps.sh), configure with CMake
+# into build/ and build. Everything else is in CMakeLists.txt.
+
+BUILD ?= build
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+NP ?= 4
+
+.PHONY: all deps configure build run test bench format clean
+
+all: build
+
+deps:
+	@sh contrib/deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# Until ringd exists, the main job is the example trainer on NP workers through ringrun.
+run: build
+	@mkdir -p var/checkpoints
+	$(BUILD)/worker/ringrun/ringrun -np $(NP) $(BUILD)/worker/examples/train \
+	    --epochs 10 --checkpoint-dir var/checkpoints --fresh
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(JOBS)
+
+bench: build
+	@bench/allreduce/run.sh --build $(BUILD)
+
+format:
+	@find worker tests bench -name '*.[ch]' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,43 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Installs the Debian packages Ringmaster needs to build, test and benchmark.
+# Idempotent: packages already present are left alone, and apt-get runs only when
+# something is missing. Uses sudo when not run as root.
+set -eu
+
+# Build: compiler, CMake, pkg-config. Tests: Check (unit suites), iproute2 (network
+# namespaces), procps (pgrep/pkill in integration scripts). Peers for bench/:
+# Open MPI. Formatting: clang-format.
+PACKAGES="build-essential cmake pkg-config check
+iproute2 procps
+openmpi-bin libopenmpi-dev
+clang-format"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "deps.sh: missing packages:$missing" >&2
+    echo "deps.sh: not root and no sudo; install them as root, then run make again" >&2
+    exit 1
+fi
+
+echo "deps.sh: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has empty package lists; update before the first install.
+$SUDO apt-get update -q
+# shellcheck disable=SC2086 # word splitting of the package list is intended
+$SUDO apt-get install -y -q --no-install-recommends $missing

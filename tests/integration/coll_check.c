@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * coll_check - runs every collective with every dtype and op on awkward counts and checks
+ * each rank's result against a serial reference computed in double precision.
+ *
+ * Run under ringrun at any np. Inputs are small integers (or halves, with scaling) so that
+ * every partial sum is exact in every dtype, and results can be compared exactly whatever
+ * order the ranks combine them in; only AVERAGE of float types needs a tolerance.
+ * Exits 0 when every check passed, 1 at the first wrong element (with a description).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring.h"
+#include "ring_internal.h"
+
+static int rank, size, checks;
+
+static void put(void *buf, size_t i, ring_dtype_t t, double v)
+{
+    switch (t) {
+    case RING_UINT8:
+        ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v;
+        break;
+    case RING_INT8:
+        ((int8_t *)buf)[i] = (int8_t)v;
+        break;
+    case RING_INT32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    case RING_INT64:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
+    case RING_FLOAT16:
+        ((uint16_t *)buf)[i] = ring__float_to_half((float)v);
+        break;
+    case RING_BFLOAT16:
+        ((uint16_t *)buf)[i] = ring__float_to_bf16((float)v);
+        break;
+    case RING_FLOAT32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case RING_FLOAT64:
+        ((double *)buf)[i] = v;
+        break;
+    default:
+        break;
+    }
+}
+
+static double get(const void *buf, size_t i, ring_dtype_t t)
+{
+    switch (t) {
+    case RING_UINT8:
+        return ((const uint8_t *)buf)[i];
+    case RING_INT8:
+        return ((const int8_t *)buf)[i];
+    case RING_INT32:
+        return ((const int32_t *)buf)[i];
+    case RING_INT64:
+        return (double)((const int64_t *)buf)[i];
+    case RING_FLOAT16:
+        return ring__half_to_float(((const uint16_t *)buf)[i]);
+    case RING_BFLOAT16:
+        return ring__bf16_to_float(((const uint16_t *)buf)[i]);
+    case RING_FLOAT32:
+        return ((const float *)buf)[i];
+    case RING_FLOAT64:
+        return ((const double *)buf)[i];
+    default:
+        return 0;
+    }
+}
+
+static int is_float(ring_dtype_t t)
+{
+    return t >= RING_FLOAT16;
+}
+
+static int is_signed(ring_dtype_t t)
+{
+    return t != RING_UINT8;
+}
+
+/* Rank r's input element i for op: small enough that every combination is exact. */
+static double input(int r, size_t i, ring_dtype_t t, ring_op_t op)
+{
+    unsigned h = (unsigned)(i * 2654435761u + (unsigned)r * 40503u);
+    switch (op) {
+    case RING_PRODUCT: /* mostly 1, sometimes 2 or -1: products stay tiny */
+        if (h % 7 == 0)
+            return 2;
+        if (h % 5 == 0 && is_signed(t))
+            return -1;
+        return 1;
+    case RING_MIN:
+    case RING_MAX:
+        return (double)(h % 50) - (is_signed(t) ? 25 : 0);
+    default:
+        return (double)(h % 4) - (is_signed(t) && h % 3 == 0 ? 2 : 0);
+    }
+}
+
+/* What libring does to one value when scaling: doubles, truncated for integers. */
+static double scaled(double v, ring_dtype_t t, double f)
+{
+    if (f == 1.0)
+        return v;
+    return is_float(t) ? v * f : trunc(v * f);
+}
+
+static double reference(size_t i, ring_dtype_t t, ring_op_t op, double pre, double post)
+{
+    double acc = 0;
+    if (op == RING_AVERAGE)
+        post /= size;
+    for (int r = 0; r < size; r++) {
+        double x = scaled(input(r, i, t, op), t, pre);
+        if (r == 0)
+            acc = x;
+        else if (op == RING_PRODUCT)
+            acc *= x;
+        else if (op == RING_MIN)
+            acc = fmin(acc, x);
+        else if (op == RING_MAX)
+            acc = fmax(acc, x);
+        else
+            acc += x;
+    }
+    acc = scaled(acc, t, post);
+    if (t == RING_UINT8) /* wraps like the uint8 arithmetic does */
+        acc = (double)(uint8_t)(int64_t)acc;
+    return acc;
+}
+
+static void fail(const char *what, size_t i, double got, double want)
+{
+    fprintf(stderr, "rank %d/%d: %s: element %zu is %g, want %g\n", rank, size, what, i, got,
+            want);
+    exit(1);
+}
+
+static void check_rc(int rc, const char *what)
+{
+    if (rc != 0) {
+        fprintf(stderr, "rank %d/%d: %s failed: %s (%s)\n", rank, size, what, ring_strerror(rc),
+                ring_last_error());
+        exit(1);
+    }
+}
+
+static int close_enough(double got, double want, ring_dtype_t t, ring_op_t op)
+{
+    double tol;
+    if (got == want)
+        return 1;
+    if (!is_float(t) || op != RING_AVERAGE)
+        return 0;
+    tol = t == RING_FLOAT64 ? 1e-12 : t == RING_FLOAT32 ? 1e-6 : t == RING_FLOAT16 ? 1e-3 : 1e-2;
+    return fabs(got - want) <= tol * fmax(1.0, fabs(want));
+}
+
+static void check_allreduce(size_t count, ring_dtype_t t, ring_op_t op, int in_place, int algo,
+                            double pre, double post)
+{
+    size_t es = ring_dtype_size(t);
+    char *in = malloc(count * es + 1), *out = malloc(count * es + 1);
+    char what[160];
+    struct ring__ctx *c = ring__ctx();
+
+    for (size_t i = 0; i < count; i++)
+        put(in, i, t, input(rank, i, t, op));
+    c->algo = algo;
+    if (in_place) {
+        memcpy(out, in, count * es);
+        check_rc(ring_allreduce_scaled(RING_IN_PLACE, out, count, t, op, pre, post), "allreduce");
+    } else {
+        check_rc(ring_allreduce_scaled(in, out, count, t, op, pre, post), "allreduce");
+    }
+    snprintf(what, sizeof(what), "allreduce %s %s count %zu %s algo %d pre %g post %g",
+             ring_dtype_name(t), ring_op_name(op), count, in_place ? "in-place" : "out-of-place",
+             algo, pre, post);
+    for (size_t i = 0; i < count; i++) {
+        double want = reference(i, t, op, pre, post), got = get(out, i, t);
+        if (!close_enough(got, want, t, op))
+            fail(what, i, got, want);
+    }
+    checks++;
+    free(in);
+    free(out);
+}
+
+static void check_reducescatter(size_t count, ring_dtype_t t, ring_op_t op)
+{
+    size_t es = ring_dtype_size(t), off, mine = ring_reducescatter_count(count, size, rank, &off);
+    char *in = malloc(count * es + 1), *out = malloc(mine * es + 1);
+    char what[128];
+
+    for (size_t i = 0; i < count; i++)
+        put(in, i, t, input(rank, i, t, op));
+    check_rc(ring_reducescatter(in, out, count, t, op), "reducescatter");
+    snprintf(what, sizeof(what), "reducescatter %s %s count %zu", ring_dtype_name(t),
+             ring_op_name(op), count);
+    for (size_t i = 0; i < mine; i++) {
+        double want = reference(off + i, t, op, 1.0, 1.0), got = get(out, i, t);
+        if (!close_enough(got, want, t, op))
+            fail(what, i, got, want);
+    }
+    checks++;
+    free(in);
+    free(out);
+}
+
+/* Value of element i of rank r's block in the data-movement collectives. */
+static double token(int r, size_t i)
+{
+    return (double)((r * 31 + (int)(i % 97)) % 100);
+}
+
+static void check_allgather(size_t count, ring_dtype_t t, int variable, int in_place)
+{
+    size_t es = ring_dtype_size(t), total = 0, *counts = malloc((size_t)size * sizeof(size_t));
+    size_t *offs = malloc((size_t)size * sizeof(size_t));
+    char *in, *out, what[128];
+
+    for (int r = 0; r < size; r++) {
+        counts[r] = variable ? (count + (size_t)r * 3) % (count + 5) : count;
+        offs[r] = total;
+        total += counts[r];
+    }
+    in = malloc(counts[rank] * es + 1);
+    out = malloc(total * es + 1);
+    for (size_t i = 0; i < counts[rank]; i++)
+        put(in, i, t, token(rank, i));
+    if (in_place)
+        memcpy(out + offs[rank] * es, in, counts[rank] * es);
+    if (variable)
+        check_rc(ring_allgatherv(in_place ? RING_IN_PLACE : in, counts[rank], out, counts, t),
+                 "allgatherv");
+    else
+        check_rc(ring_allgather(in_place ? RING_IN_PLACE : in, count, out, t), "allgather");
+    snprintf(what, sizeof(what), "allgather%s %s count %zu", variable ? "v" : "",
+             ring_dtype_name(t), count);
+    for (int r = 0; r < size; r++) {
+        for (size_t i = 0; i < counts[r]; i++) {
+            double got = get(out, offs[r] + i, t);
+            if (got != token(r, i))
+                fail(what, offs[r] + i, got, token(r, i));
+        }
+    }
+    checks++;
+    free(in);
+    free(out);
+    free(counts);
+    free(offs);
+}
+
+static void check_broadcast(size_t count, ring_dtype_t t, int root)
+{
+    size_t es = ring_dtype_size(t);
+    char *buf = malloc(count * es + 1), what[128];
+
+    for (size_t i = 0; i < count; i++)
+        put(buf, i, t, rank == root ? token(root, i) : 0);
+    check_rc(ring_broadcast(buf, count, t, root), "broadcast");
+    snprintf(what, sizeof(what), "broadcast %s count %zu root %d", ring_dtype_name(t), count,
+             root);
+    for (size_t i = 0; i < count; i++) {
+        if (get(buf, i, t) != token(root, i))
+            fail(what, i, get(buf, i, t), token(root, i));
+    }
+    checks++;
+    free(buf);
+}
+
+static void check_alltoall(size_t count, ring_dtype_t t, int variable)
+{
+    size_t es = ring_dtype_size(t), *sc = malloc((size_t)size * sizeof(size_t));
+    size_t *rc = malloc((size_t)size * sizeof(size_t)), stot = 0, rtot = 0;
+    char *in, *out, what[128];
+
+    /* rank a sends (count + a + 2b) % (count + 3) elements to rank b when variable */
+    for (int r = 0; r < size; r++) {
+        sc[r] = variable ? (count + (size_t)rank + 2 * (size_t)r) % (count + 3) : count;
+        rc[r] = variable ? (count + (size_t)r + 2 * (size_t)rank) % (count + 3) : count;
+        stot += sc[r];
+        rtot += rc[r];
+    }
+    in = malloc(stot * es + 1);
+    out = malloc(rtot * es + 1);
+    for (size_t i = 0, at = 0; i < (size_t)size; i++) {
+        for (size_t k = 0; k < sc[i]; k++)
+            put(in, at++, t, token(rank, k + i * 7));
+    }
+    if (variable)
+        check_rc(ring_alltoallv(in, sc, out, rc, t), "alltoallv");
+    else
+        check_rc(ring_alltoall(in, out, count, t), "alltoall");
+    snprintf(what, sizeof(what), "alltoall%s %s count %zu", variable ? "v" : "",
+             ring_dtype_name(t), count);
+    for (size_t i = 0, at = 0; i < (size_t)size; i++) {
+        for (size_t k = 0; k < rc[i]; k++, at++) {
+            double want = token((int)i, k + (size_t)rank * 7);
+            if (get(out, at, t) != want)
+                fail(what, at, get(out, at, t), want);
+        }
+    }
+    checks++;
+    free(in);
+    free(out);
+    free(sc);
+    free(rc);
+}
+
+int main(void)
+{
+    size_t counts[] = {0, 1, 2, 3, 7, 13, 1000, 65537};
+    size_t ncounts = sizeof(counts) / sizeof(counts[0]);
+    int rc = ring_init();
+    struct ring__ctx *c;
+
+    if (rc != 0) {
+        fprintf(stderr, "ring_init: %s (%s)\n", ring_strerror(rc), ring_last_error());
+        return 1;
+    }
+    rank = ring_rank();
+    size = ring_size();
+    c = ring__ctx();
+
+    for (int t = 0; t < RING_DTYPE_COUNT; t++) {
+        for (int op = 0; op < RING_OP_COUNT; op++) {
+            for (size_t k = 0; k < ncounts; k++) {
+                size_t n = counts[k];
+                check_allreduce(n, t, op, 0, RING__ALGO_RING, 1.0, 1.0);
+                check_allreduce(n, t, op, 1, RING__ALGO_RING, 1.0, 1.0);
+                check_allreduce(n, t, op, 0, RING__ALGO_RD, 1.0, 1.0);
+                check_allreduce(n, t, op, 1, RING__ALGO_AUTO, 1.0, 1.0);
+                check_reducescatter(n, t, op);
+                if (op == RING_SUM) {
+                    check_allreduce(n, t, op, 0, RING__ALGO_RING, 0.5, 2.0);
+                    check_allreduce(n, t, op, 0, RING__ALGO_RD, 0.5, 2.0);
+                }
+            }
+        }
+        for (size_t k = 0; k < ncounts; k++) {
+            check_allgather(counts[k], t, 0, 0);
+            check_allgather(counts[k], t, 0, 1);
+            check_allgather(counts[k], t, 1, 0);
+            check_alltoall(counts[k], t, 0);
+            check_alltoall(counts[k], t, 1);
+            for (int root = 0; root < size; root++) {
+                check_broadcast(counts[k], t, root);
+                /* again through the pipelined chain, which large messages take */
+                c->small_bytes = 0;
+                check_broadcast(counts[k], t, root);
+                c->small_bytes = 65536;
+            }
+        }
+    }
+    /* count < size and the sizes around it */
+    for (size_t n = 0; n <= (size_t)size + 1; n++) {
+        check_allreduce(n, RING_INT32, RING_SUM, 0, RING__ALGO_RING, 1.0, 1.0);
+        check_allreduce(n, RING_FLOAT32, RING_MAX, 0, RING__ALGO_RD, 1.0, 1.0);
+        check_reducescatter(n, RING_INT64, RING_SUM);
+    }
+    check_rc(ring_barrier(), "barrier");
+    if (rank == 0)
+        printf("coll_check: %d checks passed at np %d\n", checks, size);
+    ring_finalize();
+    return 0;
+}

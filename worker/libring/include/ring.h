@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ring.h - the public interface of libring, Ringmaster's collective runtime.
+ *
+ * A training program calls ring_init() once, then any of the collectives, then
+ * ring_finalize(). Every rank of a job must call the same collectives in the same order
+ * with the same count, dtype, op and root.
+ *
+ * Errors: every function that can fail returns 0 on success or a negative RING_E* code;
+ * ring_strerror() and ring_err_name() describe it. After a transport error (a peer died or
+ * timed out) the job's communicator is broken: later collectives return RING_EBROKEN at
+ * once, and the program should exit. libring never calls exit() or abort(), and prints
+ * only through its logger (RING_LOG_LEVEL=error|warning|info|debug|trace, default warning).
+ *
+ * Threads: the calls are not thread safe; call them from one thread.
+ *
+ * Environment read by ring_init() (set by ringrun or ringd; see DESIGN.md):
+ *   RING_RANK, RING_SIZE, RING_LOCAL_RANK, RING_LOCAL_SIZE, RING_CROSS_RANK,
+ *   RING_CROSS_SIZE, RING_RENDEZVOUS (host:port). With none of them, the program runs as
+ *   a single process of a world of size 1.
+ *   RING_TIMEOUT_SECONDS      setup timeout (rendezvous, connections), default 30.
+ *   RING_OP_TIMEOUT_SECONDS   longest a collective waits without any byte moving, default
+ *                             30; a dead or stuck peer turns into RING_ETIMEDOUT/EPEER.
+ *   RING_ALLREDUCE_ALGO       auto (default), ring or rd (recursive doubling).
+ *   RING_SMALL_ALLREDUCE_BYTES  auto switches from recursive doubling to the ring above
+ *                             this size, default 65536.
+ *   RING_SOCKET_BUFFER_BYTES  SO_SNDBUF/SO_RCVBUF for peer sockets, 0 = kernel autotuning
+ *                             (default 4194304).
+ *   RING_HANDLE_SIGTERM       1 (default) installs a SIGTERM handler that requests a stop.
+ */
+#ifndef RING_H
+#define RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RING_BUILDING_SHARED)
+#define RING_API __attribute__((visibility("default")))
+#else
+#define RING_API
+#endif
+
+#define RING_VERSION_MAJOR 0
+#define RING_VERSION_MINOR 1
+#define RING_VERSION_PATCH 0
+
+/* Returns "MAJOR.MINOR.PATCH" of the library that is linked. Static string. */
+RING_API const char *ring_version(void);
+
+/*
+ * Error codes. XX(NAME, message). The codes are -1, -2, ... in table order, so they never
+ * collide with 0 (success) and stay stable as long as entries are only appended.
+ */
+#define RING_ERRNO_MAP(XX)                                                                     \
+    XX(EINVAL, "invalid argument")                                                             \
+    XX(ENOMEM, "out of memory")                                                                \
+    XX(ENOTINIT, "libring is not initialized; call ring_init() first")                         \
+    XX(EALREADY, "libring is already initialized")                                             \
+    XX(EENV, "the RING_* environment is malformed")                                            \
+    XX(EBOOTSTRAP, "could not reach the rendezvous or exchange addresses with it")             \
+    XX(ETIMEDOUT, "timed out waiting for a peer")                                              \
+    XX(EPEER, "the connection to a peer was lost (did a rank die?)")                           \
+    XX(EBROKEN, "an earlier transport error broke the communicator; the job must restart")    \
+    XX(EPROTO, "a peer sent something unexpected")                                             \
+    XX(ESYS, "a system call failed")                                                           \
+    XX(ENOTSUP, "not supported by this build or for this dtype and op")
+
+enum {
+    RING_OK = 0,
+#define RING__ERR_ENUM(name, msg) RING__ERRIDX_##name,
+    RING__ERRIDX_BASE = 0,
+    RING_ERRNO_MAP(RING__ERR_ENUM)
+#undef RING__ERR_ENUM
+};
+
+#define RING__ERR(name) (-(int)RING__ERRIDX_##name)
+#define RING_EINVAL     RING__ERR(EINVAL)
+#define RING_ENOMEM     RING__ERR(ENOMEM)
+#define RING_ENOTINIT   RING__ERR(ENOTINIT)
+#define RING_EALREADY   RING__ERR(EALREADY)
+#define RING_EENV       RING__ERR(EENV)
+#define RING_EBOOTSTRAP RING__ERR(EBOOTSTRAP)
+#define RING_ETIMEDOUT  RING__ERR(ETIMEDOUT)
+#define RING_EPEER      RING__ERR(EPEER)
+#define RING_EBROKEN    RING__ERR(EBROKEN)
+#define RING_EPROTO     RING__ERR(EPROTO)
+#define RING_ESYS       RING__ERR(ESYS)
+#define RING_ENOTSUP    RING__ERR(ENOTSUP)
+
+/* Returns a static message for err ("unknown error" for codes not in the table). */
+RING_API const char *ring_strerror(int err);
+/* Returns the static name of err, such as "RING_ETIMEDOUT". */
+RING_API const char *ring_err_name(int err);
+/*
+ * Returns a static, per-process description of the last error, with details such as the
+ * peer's rank ("rank 2: recv from rank 1: connection reset"). Empty when none.
+ */
+RING_API const char *ring_last_error(void);
+
+typedef enum {
+    RING_UINT8,
+    RING_INT8,
+    RING_INT32,
+    RING_INT64,
+    RING_FLOAT16,
+    RING_BFLOAT16,
+    RING_FLOAT32,
+    RING_FLOAT64,
+    RING_DTYPE_COUNT
+} ring_dtype_t;
+
+/*
+ * Reductions. AVERAGE is SUM followed by a postscale of 1/size. float16 and bfloat16 are
+ * combined in float32 and rounded once per step. Integer scaling (prescale, postscale,
+ * AVERAGE) computes in double and truncates toward zero.
+ */
+typedef enum { RING_SUM, RING_AVERAGE, RING_MIN, RING_MAX, RING_PRODUCT, RING_OP_COUNT } ring_op_t;
+
+/* Returns the size in bytes of one element, or 0 for an invalid dtype. */
+RING_API size_t ring_dtype_size(ring_dtype_t dtype);
+/* Returns a static name ("float32") or "invalid". */
+RING_API const char *ring_dtype_name(ring_dtype_t dtype);
+RING_API const char *ring_op_name(ring_op_t op);
+
+/*
+ * Starts libring: reads the environment, meets the other ranks through the rendezvous and
+ * connects to them. Returns 0, RING_EALREADY, RING_EENV, RING_EBOOTSTRAP, RING_ETIMEDOUT or
+ * RING_ENOMEM. On error nothing stays allocated and ring_init() may be called again.
+ */
+RING_API int ring_init(void);
+/* Closes every connection and frees everything. Returns 0 or RING_ENOTINIT. */
+RING_API int ring_finalize(void);
+/* Returns 1 between a successful ring_init() and ring_finalize(), else 0. */
+RING_API int ring_initialized(void);
+
+/* The worker contract. Each returns -1 when libring is not initialized. */
+RING_API int ring_rank(void);
+RING_API int ring_size(void);
+RING_API int ring_local_rank(void);
+RING_API int ring_local_size(void);
+RING_API int ring_cross_rank(void);
+RING_API int ring_cross_size(void);
+
+/* Pass as sendbuf to reduce or gather in place, in recvbuf. sendbuf == recvbuf also works. */
+#define RING_IN_PLACE ((const void *)1)
+
+/*
+ * Allreduce: every rank's recvbuf receives op over all ranks' count elements.
+ * prescale multiplies each input before the reduction and postscale the result (use 1.0 for
+ * none); they are invalid (RING_EINVAL) with MIN and MAX unless 1.0. count may be 0.
+ * Algorithm: recursive doubling up to RING_SMALL_ALLREDUCE_BYTES, else a pipelined ring.
+ */
+RING_API int ring_allreduce(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
+                            ring_op_t op);
+RING_API int ring_allreduce_scaled(const void *sendbuf, void *recvbuf, size_t count,
+                                   ring_dtype_t dtype, ring_op_t op, double prescale,
+                                   double postscale);
+
+/*
+ * Allgather: recvbuf receives size blocks of sendcount elements, rank order.
+ * Allgatherv: rank i contributes recvcounts[i] elements (sendcount must equal
+ * recvcounts[rank]); blocks are packed in rank order without gaps.
+ * With RING_IN_PLACE, the rank's own block is already in recvbuf.
+ */
+RING_API int ring_allgather(const void *sendbuf, size_t sendcount, void *recvbuf,
+                            ring_dtype_t dtype);
+RING_API int ring_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                             const size_t *recvcounts, ring_dtype_t dtype);
+
+/* Broadcast: count elements of root's buf to every rank's buf. */
+RING_API int ring_broadcast(void *buf, size_t count, ring_dtype_t dtype, int root);
+
+/*
+ * Reducescatter: reduces count elements across ranks and leaves rank r's part in recvbuf.
+ * The parts are split as evenly as possible, the first count % size ranks getting one more
+ * element (ring_reducescatter_count() tells how many). prescale/postscale as in allreduce.
+ */
+RING_API int ring_reducescatter(const void *sendbuf, void *recvbuf, size_t count,
+                                ring_dtype_t dtype, ring_op_t op);
+RING_API int ring_reducescatter_scaled(const void *sendbuf, void *recvbuf, size_t count,
+                                       ring_dtype_t dtype, ring_op_t op, double prescale,
+                                       double postscale);
+/* Returns how many of count elements rank gets, and their first index in *offset if set. */
+RING_API size_t ring_reducescatter_count(size_t count, int size, int rank, size_t *offset);
+
+/*
+ * Alltoall: sendbuf holds size blocks of count elements; block j goes to rank j, and
+ * recvbuf's block i comes from rank i. Alltoallv: sendcounts[j] elements go to rank j and
+ * recvcounts[i] come from rank i, blocks packed in rank order. sendbuf and recvbuf must not
+ * overlap.
+ */
+RING_API int ring_alltoall(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype);
+RING_API int ring_alltoallv(const void *sendbuf, const size_t *sendcounts, void *recvbuf,
+                            const size_t *recvcounts, ring_dtype_t dtype);
+
+/* Returns once every rank has entered the barrier. */
+RING_API int ring_barrier(void);
+
+/*
+ * Stop requests, for the scheduler's stop-and-resume. SIGTERM (unless RING_HANDLE_SIGTERM=0)
+ * or ring_request_stop() sets this rank's flag; ring_stop_requested() returns it. Ranks
+ * agree on it by reducing the flag with RING_MAX at a step boundary (see the example
+ * trainer) until the engine agrees on it during negotiation.
+ */
+RING_API void ring_request_stop(void);
+RING_API int ring_stop_requested(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RING_H */

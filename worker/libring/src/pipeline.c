@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pipeline.c - runs one pass of the ring (schedule.c) as a single duplex stream.
+ *
+ * Received reduce-scatter bytes land in a scratch segment; when a segment is complete it
+ * is reduced into recvbuf and becomes sendable at once, because what a rank receives at
+ * item j is what it sends at item j+1. So sending, receiving and reducing overlap: while
+ * this rank reduces segment k, the kernel keeps receiving segment k+1 into the socket
+ * buffer and the right neighbour is still draining what was sent before. Allgather bytes
+ * are received straight into recvbuf, with no copy.
+ */
+#include <stdlib.h>
+
+#include "ring_internal.h"
+
+struct run {
+    const struct ring__pipe *p;
+    int rank, size;
+    size_t esize, seg;
+    char *scratch;
+    size_t tx_len0;          /* length of send item 0: sendable from the start */
+    size_t tx_ready;         /* send-stream bytes that may go now */
+    int tx_item, rx_item;    /* cursors: the item holding the current offset */
+    size_t tx_start, rx_start;
+};
+
+static size_t item_len(const struct run *r, int item, int send)
+{
+    int c = send ? ring__ring_send_chunk(r->rank, r->size, item, r->p->first_chunk)
+                 : ring__ring_recv_chunk(r->rank, r->size, item, r->p->first_chunk);
+    return r->p->blen[c];
+}
+
+static int recv_chunk(const struct run *r)
+{
+    return ring__ring_recv_chunk(r->rank, r->size, r->rx_item, r->p->first_chunk);
+}
+
+static const void *tx_src(void *arg, size_t off, size_t *len)
+{
+    struct run *r = arg;
+    size_t end;
+    int c;
+
+    while (off >= r->tx_start + item_len(r, r->tx_item, 1)) {
+        r->tx_start += item_len(r, r->tx_item, 1);
+        r->tx_item++;
+    }
+    if (off >= r->tx_ready) {
+        *len = 0;
+        return NULL;
+    }
+    end = r->tx_start + item_len(r, r->tx_item, 1);
+    *len = (end < r->tx_ready ? end : r->tx_ready) - off;
+    if (r->tx_item == 0)
+        return r->p->src0 + (off - r->tx_start);
+    c = ring__ring_send_chunk(r->rank, r->size, r->tx_item, r->p->first_chunk);
+    return r->p->recvbuf + r->p->boff[c] + (off - r->tx_start);
+}
+
+/* Moves the receive cursor to the item holding off (skipping empty chunks). */
+static void rx_seek(struct run *r, size_t off)
+{
+    while (off >= r->rx_start + item_len(r, r->rx_item, 0)) {
+        r->rx_start += item_len(r, r->rx_item, 0);
+        r->rx_item++;
+    }
+}
+
+static size_t seg_start(const struct run *r, size_t off)
+{
+    return r->rx_start + (off - r->rx_start) / r->seg * r->seg;
+}
+
+static size_t seg_end(const struct run *r, size_t start)
+{
+    size_t item_end = r->rx_start + item_len(r, r->rx_item, 0);
+    return start + r->seg < item_end ? start + r->seg : item_end;
+}
+
+static void *rx_dst(void *arg, size_t off, size_t *len)
+{
+    struct run *r = arg;
+
+    rx_seek(r, off);
+    if (r->rx_item < r->p->nreduce) {
+        size_t s = seg_start(r, off);
+        *len = seg_end(r, s) - off;
+        return r->scratch + (off - s);
+    }
+    *len = r->rx_start + item_len(r, r->rx_item, 0) - off;
+    return r->p->recvbuf + r->p->boff[recv_chunk(r)] + (off - r->rx_start);
+}
+
+static int rx_done(void *arg, size_t off, size_t len)
+{
+    struct run *r = arg;
+    const struct ring__pipe *p = r->p;
+
+    if (r->rx_item < p->nreduce) {
+        size_t s = seg_start(r, off), e = seg_end(r, s);
+        size_t at, n;
+        if (off + len < e)
+            return 0; /* segment not complete yet */
+        at = p->boff[recv_chunk(r)] + (s - r->rx_start);
+        n = (e - s) / r->esize;
+        ring__reduce(p->recvbuf + at, p->local + at, r->scratch, n, p->dtype, p->op);
+        if (r->rx_item == p->nreduce - 1 && p->postscale != 1.0)
+            ring__scale(p->recvbuf + at, p->recvbuf + at, n, p->dtype, p->postscale);
+        r->tx_ready = r->tx_len0 + e;
+    } else {
+        r->tx_ready = r->tx_len0 + off + len;
+    }
+    return 0;
+}
+
+int ring__pipe_run(struct ring__ctx *c, const struct ring__pipe *p)
+{
+    struct run r = {
+        .p = p,
+        .rank = c->rank,
+        .size = c->size,
+        .esize = ring_dtype_size(p->dtype),
+        .seg = c->segment_bytes,
+    };
+    struct ring__stream s = {
+        .tx_peer = ring__mod(c->rank + 1, c->size),
+        .rx_peer = ring__mod(c->rank - 1, c->size),
+        .tx_src = tx_src,
+        .rx_dst = rx_dst,
+        .rx_done = rx_done,
+        .arg = &r,
+    };
+    int rc;
+
+    for (int j = 0; j < p->nitems; j++) {
+        s.tx_total += item_len(&r, j, 1);
+        s.rx_total += item_len(&r, j, 0);
+    }
+    r.tx_len0 = item_len(&r, 0, 1);
+    r.tx_ready = r.tx_len0;
+    if (p->nreduce > 0) {
+        r.scratch = malloc(r.seg);
+        if (r.scratch == NULL)
+            return ring__err(RING_ENOMEM, "cannot allocate a %zu-byte segment", r.seg);
+    }
+    rc = ring__tp_stream(c->tp, &s);
+    free(r.scratch);
+    return rc;
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ring.c - ring_init/ring_finalize, the worker contract getters and stop requests. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ring_internal.h"
+
+static struct ring__ctx ctx;
+static int initialized;
+static volatile sig_atomic_t stop_flag;
+
+/*
+ * Defaults. The 30 s timeouts match Horovod's start timeout: long enough for a slow
+ * launch on a loaded node, short enough that a dead job is noticed within a minute.
+ * 64 KiB is where the ring's 2(n-1) latency terms stop dominating on TCP (bench/allreduce).
+ * 256 KiB segments fit many times into the 4 MiB socket buffers, so the kernel keeps
+ * receiving while a segment is reduced.
+ */
+#define DEFAULT_TIMEOUT_S     30
+#define DEFAULT_SMALL_BYTES   65536
+#define DEFAULT_SEGMENT_BYTES (256 * 1024)
+#define DEFAULT_SOCKBUF       (4 * 1024 * 1024)
+
+const char *ring_version(void)
+{
+    return RING_VERSION_STRING;
+}
+
+struct ring__ctx *ring__ctx(void)
+{
+    return initialized ? &ctx : NULL;
+}
+
+struct ring__ctx *ring__ctx_usable(int *rc)
+{
+    if (!initialized) {
+        *rc = ring__err(RING_ENOTINIT, "call ring_init() first");
+        return NULL;
+    }
+    if (ctx.tp != NULL && ring__tp_broken(ctx.tp)) {
+        *rc = ring__err(RING_EBROKEN, "rank %d: an earlier error broke the communicator",
+                        ctx.rank);
+        return NULL;
+    }
+    *rc = 0;
+    return &ctx;
+}
+
+static void on_sigterm(int sig)
+{
+    stop_flag = 1;
+}
+
+static int install_sigterm(void)
+{
+    struct sigaction sa;
+    long handle;
+    int rc = ring__env_int("RING_HANDLE_SIGTERM", 1, 0, 1, &handle);
+
+    if (rc < 0 || !handle)
+        return rc;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGTERM, &sa, NULL) < 0)
+        return ring__err(RING_ESYS, "sigaction(SIGTERM) failed");
+    return 0;
+}
+
+/* Reads RING_RANK and friends; all absent means a world of one. */
+static int read_contract(struct ring__ctx *c)
+{
+    long v[6]; /* rank, size, local rank, local size, cross rank, cross size */
+    int rc;
+
+    if ((rc = ring__env_int("RING_SIZE", 1, 1, 1 << 20, &v[1])) < 0)
+        return rc;
+    if ((rc = ring__env_int("RING_RANK", 0, 0, v[1] - 1, &v[0])) < 0)
+        return rc;
+    if ((rc = ring__env_int("RING_LOCAL_SIZE", v[1], 1, v[1], &v[3])) < 0 ||
+        (rc = ring__env_int("RING_LOCAL_RANK", v[0] % v[3], 0, v[3] - 1, &v[2])) < 0 ||
+        (rc = ring__env_int("RING_CROSS_SIZE", 1, 1, v[1], &v[5])) < 0 ||
+        (rc = ring__env_int("RING_CROSS_RANK", 0, 0, v[5] - 1, &v[4])) < 0)
+        return rc;
+    c->rank = (int)v[0];
+    c->size = (int)v[1];
+    c->local_rank = (int)v[2];
+    c->local_size = (int)v[3];
+    c->cross_rank = (int)v[4];
+    c->cross_size = (int)v[5];
+    return 0;
+}
+
+static int read_tuning(struct ring__ctx *c)
+{
+    const char *algo = getenv("RING_ALLREDUCE_ALGO");
+    long small, seg;
+    int rc;
+
+    if ((rc = ring__env_int("RING_SMALL_ALLREDUCE_BYTES", DEFAULT_SMALL_BYTES, 0, 1L << 40,
+                            &small)) < 0 ||
+        (rc = ring__env_int("RING_SEGMENT_BYTES", DEFAULT_SEGMENT_BYTES, 4096, 1L << 30, &seg)) <
+            0)
+        return rc;
+    c->small_bytes = (size_t)small;
+    c->segment_bytes = (size_t)seg & ~(size_t)7; /* a whole number of elements of any dtype */
+    c->algo = RING__ALGO_AUTO;
+    if (algo != NULL && *algo != '\0') {
+        if (strcasecmp(algo, "ring") == 0)
+            c->algo = RING__ALGO_RING;
+        else if (strcasecmp(algo, "rd") == 0)
+            c->algo = RING__ALGO_RD;
+        else if (strcasecmp(algo, "auto") != 0) {
+            ring__log(RING_LOG_ERROR, "RING_ALLREDUCE_ALGO='%s' must be auto, ring or rd", algo);
+            return ring__err(RING_EENV, "RING_ALLREDUCE_ALGO='%s' must be auto, ring or rd",
+                             algo);
+        }
+    }
+    return 0;
+}
+
+int ring_init(void)
+{
+    struct ring__ctx c = {0};
+    long setup_s, op_s, sockbuf;
+    const char *rdv = getenv("RING_RENDEZVOUS");
+    int rc;
+
+    if (initialized)
+        return ring__err(RING_EALREADY, "ring_init called twice");
+    ring__log_init(-1);
+    if ((rc = read_contract(&c)) < 0 || (rc = read_tuning(&c)) < 0)
+        return rc;
+    ring__log_init(c.rank);
+    if ((rc = ring__env_int("RING_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &setup_s)) < 0 ||
+        (rc = ring__env_int("RING_OP_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &op_s)) < 0 ||
+        (rc = ring__env_int("RING_SOCKET_BUFFER_BYTES", DEFAULT_SOCKBUF, 0, 1L << 30, &sockbuf)) <
+            0)
+        return rc;
+    if (c.size > 1) {
+        if (rdv == NULL || *rdv == '\0') {
+            ring__log(RING_LOG_ERROR, "RING_SIZE=%d but RING_RENDEZVOUS is not set; launch the "
+                                      "program with ringrun",
+                      c.size);
+            return ring__err(RING_EENV, "RING_SIZE=%d but RING_RENDEZVOUS is not set", c.size);
+        }
+        rc = ring__tp_create(c.rank, c.size, rdv, (int)setup_s * 1000, (int)op_s * 1000,
+                             (int)sockbuf, &c.tp);
+        if (rc < 0) {
+            ring__log(RING_LOG_ERROR, "bootstrap failed: %s", ring_last_error());
+            return rc;
+        }
+    }
+    if ((rc = install_sigterm()) < 0) {
+        ring__tp_destroy(c.tp);
+        return rc;
+    }
+    ctx = c;
+    initialized = 1;
+    ring__log(RING_LOG_INFO, "initialized: rank %d of %d (local %d/%d, host %d/%d)", c.rank,
+              c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size);
+    return 0;
+}
+
+int ring_finalize(void)
+{
+    if (!initialized)
+        return RING_ENOTINIT;
+    ring__tp_destroy(ctx.tp);
+    memset(&ctx, 0, sizeof(ctx));
+    initialized = 0;
+    return 0;
+}
+
+int ring_initialized(void)
+{
+    return initialized;
+}
+
+#define GETTER(fn, field)                                                                          \
+    int fn(void)                                                                                   \
+    {                                                                                              \
+        return initialized ? ctx.field : -1;                                                       \
+    }
+GETTER(ring_rank, rank)
+GETTER(ring_size, size)
+GETTER(ring_local_rank, local_rank)
+GETTER(ring_local_size, local_size)
+GETTER(ring_cross_rank, cross_rank)
+GETTER(ring_cross_size, cross_size)
+
+void ring_request_stop(void)
+{
+    stop_flag = 1;
+}
+
+int ring_stop_requested(void)
+{
+    return stop_flag != 0;
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hosts.c - host lists and rank placement. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hosts.h"
+
+/* Slots per host: well above any real node, low enough that np * slots never overflows. */
+#define SLOTS_MAX 4096
+
+static int errprintf(struct error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int errprintf(struct error *err, const char *fmt, ...)
+{
+    va_list ap;
+    if (err != NULL) {
+        va_start(ap, fmt);
+        vsnprintf(err->text, sizeof(err->text), fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > HOSTS_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!isalnum(c) && c != '-' && c != '.' && c != '_')
+            return 0;
+    }
+    return 1;
+}
+
+static int parse_slots(const char *s, int *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 1 || v > SLOTS_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int add_host(struct hostlist *hl, const char *name, size_t n, int slots, struct error *err)
+{
+    struct host *grown;
+
+    for (int i = 0; i < hl->count; i++) {
+        if (strlen(hl->hosts[i].name) == n && memcmp(hl->hosts[i].name, name, n) == 0)
+            return errprintf(err, "host '%.*s' is listed twice; give it once with its slots",
+                             (int)n, name);
+    }
+    grown = realloc(hl->hosts, (size_t)(hl->count + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return errprintf(err, "out of memory");
+    hl->hosts = grown;
+    memcpy(grown[hl->count].name, name, n);
+    grown[hl->count].name[n] = '\0';
+    grown[hl->count].slots = slots;
+    hl->count++;
+    return 0;
+}
+
+/* Parses one "host" or "host:slots" entry of length n. */
+static int parse_entry(struct hostlist *hl, const char *e, size_t n, struct error *err)
+{
+    const char *colon = memchr(e, ':', n);
+    size_t name_len = colon ? (size_t)(colon - e) : n;
+    int slots = 1;
+
+    if (!name_ok(e, name_len))
+        return errprintf(err, "bad host name '%.*s' (letters, digits, '-', '.', '_')", (int)n, e);
+    if (colon != NULL) {
+        char buf[16];
+        size_t sl = n - name_len - 1;
+        if (sl == 0 || sl >= sizeof(buf))
+            return errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)",
+                             (int)n, e, SLOTS_MAX);
+        memcpy(buf, colon + 1, sl);
+        buf[sl] = '\0';
+        if (parse_slots(buf, &slots) < 0)
+            return errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)",
+                             (int)n, e, SLOTS_MAX);
+    }
+    return add_host(hl, e, name_len, slots, err);
+}
+
+int hosts_parse_list(struct hostlist *hl, const char *spec, struct error *err)
+{
+    const char *p = spec;
+
+    if (spec == NULL || *spec == '\0')
+        return errprintf(err, "empty host list (want host:slots,host:slots,...)");
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n == 0)
+            return errprintf(err, "empty entry in host list '%s'", spec);
+        if (parse_entry(hl, p, n, err) < 0)
+            return -1;
+        if (comma == NULL)
+            return 0;
+        p = comma + 1;
+    }
+}
+
+int hosts_parse_file(struct hostlist *hl, const char *path, struct error *err)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int lineno = 0, rc = 0;
+
+    if (f == NULL)
+        return errprintf(err, "cannot open hostfile %s: %s", path, strerror(errno));
+    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+        char *s = line, *end, *slots;
+        lineno++;
+        if (strchr(line, '\n') == NULL && !feof(f)) {
+            rc = errprintf(err, "%s:%d: line too long", path, lineno);
+            break;
+        }
+        if ((end = strchr(s, '#')) != NULL)
+            *end = '\0';
+        while (isspace((unsigned char)*s))
+            s++;
+        end = s + strlen(s);
+        while (end > s && isspace((unsigned char)end[-1]))
+            *--end = '\0';
+        if (*s == '\0')
+            continue;
+        slots = strstr(s, "slots=");
+        if (slots != NULL) { /* "host slots=N" */
+            char *name_end = s;
+            int n;
+            while (*name_end && !isspace((unsigned char)*name_end))
+                name_end++;
+            if (!name_ok(s, (size_t)(name_end - s)) || parse_slots(slots + 6, &n) < 0) {
+                rc = errprintf(err, "%s:%d: want 'host', 'host:N' or 'host slots=N'", path,
+                               lineno);
+                break;
+            }
+            rc = add_host(hl, s, (size_t)(name_end - s), n, err);
+        } else {
+            struct error e2;
+            if (parse_entry(hl, s, strlen(s), &e2) < 0)
+                rc = errprintf(err, "%s:%d: %s", path, lineno, e2.text);
+        }
+    }
+    fclose(f);
+    if (rc == 0 && hl->count == 0)
+        return errprintf(err, "hostfile %s lists no hosts", path);
+    return rc;
+}
+
+int hosts_slots(const struct hostlist *hl)
+{
+    int n = 0;
+    for (int i = 0; i < hl->count; i++)
+        n += hl->hosts[i].slots;
+    return n;
+}
+
+int hosts_place(const struct hostlist *hl, int np, struct placement *out, struct error *err)
+{
+    int total = hosts_slots(hl), rank = 0, used = 0;
+
+    if (np < 1)
+        return errprintf(err, "-np must be at least 1");
+    if (np > total)
+        return errprintf(err, "-np %d is more than the %d slots of the host list", np, total);
+    for (int h = 0; h < hl->count && rank < np; h++) {
+        int here = hl->hosts[h].slots < np - rank ? hl->hosts[h].slots : np - rank;
+        for (int i = 0; i < here; i++) {
+            out[rank + i].host = h;
+            out[rank + i].local_rank = i;
+            out[rank + i].local_size = here;
+            out[rank + i].cross_rank = used;
+        }
+        rank += here;
+        used++;
+    }
+    for (int r = 0; r < np; r++)
+        out[r].cross_size = used;
+    return 0;
+}
+
+int hosts_is_local(const char *name)
+{
+    char me[256];
+    if (strcmp(name, "localhost") == 0 || strncmp(name, "127.", 4) == 0 ||
+        strcmp(name, "::1") == 0)
+        return 1;
+    if (gethostname(me, sizeof(me)) == 0) {
+        me[sizeof(me) - 1] = '\0';
+        if (strcmp(name, me) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+void hosts_free(struct hostlist *hl)
+{
+    free(hl->hosts);
+    hl->hosts = NULL;
+    hl->count = 0;
+}

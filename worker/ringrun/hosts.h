@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hosts.h - host lists (-H, --hostfile) and the placement of ranks on them.
+ */
+#ifndef RINGRUN_HOSTS_H
+#define RINGRUN_HOSTS_H
+
+#include <stddef.h>
+
+#define HOSTS_NAME_MAX 255
+
+struct host {
+    char name[HOSTS_NAME_MAX + 1];
+    int slots;
+};
+
+struct hostlist {
+    struct host *hosts;
+    int count;
+};
+
+/* Where one rank runs, and its place in the worker contract. */
+struct placement {
+    int host;                    /* index into the host list */
+    int local_rank, local_size;  /* among the ranks on that host */
+    int cross_rank, cross_size;  /* the host's index among hosts used, and their number */
+};
+
+struct error {
+    char text[160];
+};
+
+/*
+ * Parses "host[:slots],host[:slots],..." (slots default to 1) and appends to *hl.
+ * Returns 0, or -1 with err->text naming the bad entry. A host named twice is an error.
+ */
+int hosts_parse_list(struct hostlist *hl, const char *spec, struct error *err);
+
+/*
+ * Parses a hostfile: one host per line as "host", "host:N" or "host slots=N"; '#' starts a
+ * comment. Returns 0, or -1 with err->text naming the file and line.
+ */
+int hosts_parse_file(struct hostlist *hl, const char *path, struct error *err);
+
+/* Total slots. */
+int hosts_slots(const struct hostlist *hl);
+
+/*
+ * Places np ranks on the hosts in order, filling each host's slots before the next, as
+ * horovodrun and mpirun --map-by slot do. Fills out[0..np-1]. Returns 0, or -1 with err->text
+ * when np exceeds the slots.
+ */
+int hosts_place(const struct hostlist *hl, int np, struct placement *out, struct error *err);
+
+/* Returns 1 when name means this machine (localhost, 127.x.x.x, ::1 or our hostname). */
+int hosts_is_local(const char *name);
+
+/* Frees the list and zeroes it. Accepts an empty list. */
+void hosts_free(struct hostlist *hl);
+
+#endif /* RINGRUN_HOSTS_H */

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ringrun - launches the ranks of a libring job, like horovodrun or mpirun.
+ *
+ *   ringrun -np 4 ./train --epochs 10
+ *   ringrun -np 8 -H node1:4,node2:4 ./train
+ *
+ * ringrun serves the rendezvous that ranks meet at, starts each rank (fork/exec here, a
+ * remote shell elsewhere) with the worker contract in its environment, forwards its
+ * output with a rank prefix, forwards SIGINT/SIGTERM, and when one rank fails stops the
+ * others after a grace period. It exits with the first failing rank's status.
+ *
+ * One thread and one poll loop do all of it: the rendezvous sockets, the ranks' pipes and
+ * a signalfd for SIGCHLD and the termination signals.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "hosts.h"
+#include "net.h"
+#include "output.h"
+#include "rendezvous.h"
+#include "ring.h"
+
+/* Exit codes of ringrun itself (sysexits.h and shell conventions); a rank's failure is
+ * reported with that rank's own status instead. */
+#define EXIT_USAGE       64  /* EX_USAGE: bad arguments */
+#define EXIT_UNAVAILABLE 69  /* EX_UNAVAILABLE: port in use, cannot listen */
+#define EXIT_OSERR       71  /* EX_OSERR: fork, pipe or poll failed */
+#define EXIT_NOEXEC      126 /* the program exists but is not executable */
+#define EXIT_NOTFOUND    127 /* the program does not exist */
+
+#define DEFAULT_GRACE_S 5
+
+struct opts {
+    int np;
+    struct hostlist hosts;
+    int verbose;
+    const char *output_dir;
+    int timeout_s;         /* 0: leave RING_TIMEOUT_SECONDS to the environment */
+    const char *rsh;
+    int port;
+    const char *rdv_addr;  /* address ranks use to reach the rendezvous */
+    int grace_s;
+    const char **xvars;    /* -x NAME or NAME=VALUE, for remote ranks */
+    int nx;
+    char **argv;           /* the program and its arguments */
+};
+
+struct rank {
+    pid_t pid;
+    int alive;
+    int status;            /* wait status once reaped */
+    struct output out[2];  /* stdout, stderr */
+};
+
+static int verbose;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    int n = snprintf(line, sizeof(line), "ringrun: ");
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    n = (int)strlen(line);
+    line[n++] = '\n';
+    if (write(STDERR_FILENO, line, (size_t)n) < 0)
+        return;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ringrun -np N [options] program [args...]\n"
+            "\n"
+            "Starts N ranks of a libring program and wires them together.\n"
+            "\n"
+            "  -np N                 number of ranks\n"
+            "  -H, --hosts LIST      host:slots,... (default localhost:N)\n"
+            "  --hostfile FILE       one 'host slots=N' or 'host:N' per line\n"
+            "  --rsh CMD             remote shell for other hosts (default 'ssh'); %%h stands\n"
+            "                        for the host, else it is appended. The last argument is\n"
+            "                        one shell command line, e.g. --rsh 'ip netns exec %%h sh -c'\n"
+            "  -x NAME[=VALUE]       also pass this variable to remote ranks\n"
+            "  --output-dir DIR      also write DIR/rank.N/stdout and stderr\n"
+            "  --timeout S           ranks give up connecting after S seconds (RING_TIMEOUT_SECONDS)\n"
+            "  --port P              rendezvous port (default: any free port)\n"
+            "  --rendezvous-addr A   address remote ranks reach this host at\n"
+            "  --kill-grace S        after a rank fails, wait S seconds before killing the\n"
+            "                        others (default %d)\n"
+            "  -v, --verbose         say what is launched where\n"
+            "  --version, --help\n"
+            "\n"
+            "Exit status: 0 when every rank succeeded; else the first failing rank's status\n"
+            "(128+N for signal N); 64 bad arguments, 69 port unavailable, 126 program not\n"
+            "executable, 127 program not found.\n",
+            DEFAULT_GRACE_S);
+}
+
+static int parse_int(const char *s, int min, int max, int *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+enum {
+    OPT_HOSTFILE = 256,
+    OPT_OUTPUT_DIR,
+    OPT_TIMEOUT,
+    OPT_RSH,
+    OPT_PORT,
+    OPT_RDV_ADDR,
+    OPT_GRACE,
+    OPT_VERSION,
+    OPT_HELP,
+};
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        {"np", required_argument, NULL, 'n'},
+        {"hosts", required_argument, NULL, 'H'},
+        {"hostfile", required_argument, NULL, OPT_HOSTFILE},
+        {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"rsh", required_argument, NULL, OPT_RSH},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"rendezvous-addr", required_argument, NULL, OPT_RDV_ADDR},
+        {"kill-grace", required_argument, NULL, OPT_GRACE},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    const char *hosts_spec = NULL, *hostfile = NULL;
+    struct error err;
+    int c;
+
+    o->grace_s = DEFAULT_GRACE_S;
+    o->rsh = "ssh";
+    opterr = 0;
+    /* '+': stop at the program name, so its own options are left alone. */
+    while ((c = getopt_long_only(argc, argv, "+n:H:x:vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (parse_int(optarg, 1, 1 << 20, &o->np) < 0)
+                return say("-np '%s' must be a positive integer", optarg), -1;
+            break;
+        case 'H':
+            hosts_spec = optarg;
+            break;
+        case OPT_HOSTFILE:
+            hostfile = optarg;
+            break;
+        case OPT_OUTPUT_DIR:
+            o->output_dir = optarg;
+            break;
+        case OPT_TIMEOUT:
+            if (parse_int(optarg, 1, 86400, &o->timeout_s) < 0)
+                return say("--timeout '%s' must be seconds in 1..86400", optarg), -1;
+            break;
+        case OPT_RSH:
+            if (*optarg == '\0')
+                return say("--rsh must name a command"), -1;
+            o->rsh = optarg;
+            break;
+        case OPT_PORT:
+            if (parse_int(optarg, 0, 65535, &o->port) < 0)
+                return say("--port '%s' must be in 0..65535", optarg), -1;
+            break;
+        case OPT_RDV_ADDR:
+            o->rdv_addr = optarg;
+            break;
+        case OPT_GRACE:
+            if (parse_int(optarg, 0, 3600, &o->grace_s) < 0)
+                return say("--kill-grace '%s' must be seconds in 0..3600", optarg), -1;
+            break;
+        case 'x': {
+            const char **grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
+            if (grown == NULL)
+                return say("out of memory"), -1;
+            o->xvars = grown;
+            o->xvars[o->nx++] = optarg;
+            break;
+        }
+        case 'v':
+            o->verbose = 1;
+            break;
+        case OPT_VERSION:
+            printf("ringrun %s (libring %s)\n", RING_VERSION_STRING, ring_version());
+            exit(0);
+        case 'h':
+        case OPT_HELP:
+            usage(stdout);
+            exit(0);
+        default:
+            if (optopt != 0 && optopt < 256)
+                say("unknown option '-%c' or missing value (see ringrun --help)", optopt);
+            else
+                say("unknown option '%s' or missing value (see ringrun --help)",
+                    argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind >= argc)
+        return say("no program given (usage: ringrun -np N program [args...])"), -1;
+    o->argv = argv + optind;
+    if (hosts_spec != NULL && hostfile != NULL)
+        return say("give either -H or --hostfile, not both"), -1;
+    if (hosts_spec != NULL && hosts_parse_list(&o->hosts, hosts_spec, &err) < 0)
+        return say("-H: %s", err.text), -1;
+    if (hostfile != NULL && hosts_parse_file(&o->hosts, hostfile, &err) < 0)
+        return say("--hostfile: %s", err.text), -1;
+    if (o->np == 0) {
+        if (o->hosts.count == 0)
+            return say("-np N is required"), -1;
+        o->np = hosts_slots(&o->hosts);
+    }
+    if (o->hosts.count == 0) {
+        char spec[32];
+        snprintf(spec, sizeof(spec), "localhost:%d", o->np);
+        if (hosts_parse_list(&o->hosts, spec, &err) < 0)
+            return say("%s", err.text), -1;
+    }
+    return 0;
+}
+
+/* Finds prog as execvp would. Returns 0, EXIT_NOTFOUND or EXIT_NOEXEC, with a message. */
+static int check_program(const char *prog)
+{
+    struct stat st;
+    if (strchr(prog, '/') == NULL) {
+        const char *path = getenv("PATH");
+        char buf[PATH_MAX];
+        int found_noexec = 0;
+        if (path == NULL)
+            path = "/usr/bin:/bin";
+        while (*path) {
+            const char *colon = strchr(path, ':');
+            size_t n = colon ? (size_t)(colon - path) : strlen(path);
+            snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? path : ".", prog);
+            if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
+                if (access(buf, X_OK) == 0)
+                    return 0;
+                found_noexec = 1;
+            }
+            path += n + (colon ? 1 : 0);
+        }
+        if (found_noexec)
+            return say("%s: found on PATH but not executable (chmod +x it)", prog), EXIT_NOEXEC;
+        return say("%s: command not found on PATH", prog), EXIT_NOTFOUND;
+    }
+    if (stat(prog, &st) < 0)
+        return say("%s: %s", prog, strerror(errno)), EXIT_NOTFOUND;
+    if (!S_ISREG(st.st_mode) || access(prog, X_OK) < 0)
+        return say("%s: not an executable file (chmod +x it?)", prog), EXIT_NOEXEC;
+    return 0;
+}
+
+/* Appends s to buf as one single-quoted shell word. Returns -1 if it does not fit. */
+static int shell_quote(char *buf, size_t cap, size_t *len, const char *s)
+{
+    size_t n = *len;
+#define PUT(ch)                                                                                    \
+    do {                                                                                           \
+        if (n + 1 >= cap)                                                                          \
+            return -1;                                                                             \
+        buf[n++] = (ch);                                                                           \
+    } while (0)
+    if (n > 0)
+        PUT(' ');
+    PUT('\'');
+    for (; *s; s++) {
+        if (*s == '\'') { /* close, escaped quote, reopen */
+            PUT('\'');
+            PUT('\\');
+            PUT('\'');
+            PUT('\'');
+        } else {
+            PUT(*s);
+        }
+    }
+    PUT('\'');
+#undef PUT
+    buf[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+/* The environment of one rank: the worker contract, as NAME=VALUE strings. */
+struct rank_env {
+    char vars[8][128];
+    int n;
+};
+
+static void make_env(const struct opts *o, const struct placement *pl, int rank,
+                     const char *rendezvous, struct rank_env *e)
+{
+    e->n = 0;
+#define ADD(...) snprintf(e->vars[e->n++], sizeof(e->vars[0]), __VA_ARGS__)
+    ADD("RING_RANK=%d", rank);
+    ADD("RING_SIZE=%d", o->np);
+    ADD("RING_LOCAL_RANK=%d", pl->local_rank);
+    ADD("RING_LOCAL_SIZE=%d", pl->local_size);
+    ADD("RING_CROSS_RANK=%d", pl->cross_rank);
+    ADD("RING_CROSS_SIZE=%d", pl->cross_size);
+    ADD("RING_RENDEZVOUS=%s", rendezvous);
+    if (o->timeout_s > 0)
+        ADD("RING_TIMEOUT_SECONDS=%d", o->timeout_s);
+#undef ADD
+}
+
+/* The argv of a remote shell that starts one rank on another host. */
+struct remote {
+    char *words;    /* a copy of --rsh, cut into words that av points into */
+    char *av[64];
+    char cmd[65536]; /* the one shell command line run on the remote host */
+};
+
+/*
+ * Builds r->av = rsh words (with %h replaced by host, else host appended) followed by
+ * "cd DIR && exec env VAR=... program args", every word single-quoted. Returns 0, or -1 when
+ * out of memory or the line is too long. Free r->words after use.
+ */
+static int remote_argv(const struct opts *o, const char *host, const struct rank_env *e,
+                       struct remote *r)
+{
+    char cwd[PATH_MAX], *save = NULL, *w;
+    size_t len = 0;
+    int n = 0, has_host = 0;
+
+    r->words = strdup(o->rsh);
+    if (r->words == NULL || getcwd(cwd, sizeof(cwd)) == NULL)
+        return -1;
+    for (w = strtok_r(r->words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        if (n >= 60)
+            return -1;
+        has_host |= strcmp(w, "%h") == 0;
+        r->av[n++] = strcmp(w, "%h") == 0 ? (char *)host : w;
+    }
+    if (!has_host)
+        r->av[n++] = (char *)host;
+    r->cmd[0] = '\0';
+    if (shell_quote(r->cmd, sizeof(r->cmd), &len, "cd") < 0 ||
+        shell_quote(r->cmd, sizeof(r->cmd), &len, cwd) < 0 || len + 16 >= sizeof(r->cmd))
+        return -1;
+    strcat(r->cmd, " && exec env");
+    len = strlen(r->cmd);
+    for (int i = 0; i < e->n; i++) {
+        if (shell_quote(r->cmd, sizeof(r->cmd), &len, e->vars[i]) < 0)
+            return -1;
+    }
+    for (int i = 0; i < o->nx; i++) {
+        char kv[4096];
+        const char *v = strchr(o->xvars[i], '=') ? NULL : getenv(o->xvars[i]);
+        if (strchr(o->xvars[i], '=') == NULL && v == NULL)
+            continue; /* -x NAME of an unset variable passes nothing */
+        snprintf(kv, sizeof(kv), "%s%s%s", o->xvars[i], v ? "=" : "", v ? v : "");
+        if (shell_quote(r->cmd, sizeof(r->cmd), &len, kv) < 0)
+            return -1;
+    }
+    for (char **a = o->argv; *a; a++) {
+        if (shell_quote(r->cmd, sizeof(r->cmd), &len, *a) < 0)
+            return -1;
+    }
+    r->av[n++] = r->cmd;
+    r->av[n] = NULL;
+    return 0;
+}
+
+static int open_output_file(const char *dir, int rank, const char *name)
+{
+    char path[PATH_MAX];
+    int fd;
+    snprintf(path, sizeof(path), "%s/rank.%d", dir, rank);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        return say("cannot create %s: %s", path, strerror(errno)), -1;
+    snprintf(path, sizeof(path), "%s/rank.%d/%s", dir, rank, name);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        say("cannot create %s: %s", path, strerror(errno));
+    return fd;
+}
+
+/*
+ * Starts one rank with argv (a local program, or the remote shell) in a process group of
+ * its own, so that signals and kills reach everything it starts. Returns 0 or -1.
+ */
+static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank_env *env,
+                 int local, const char *output_dir)
+{
+    int out[2], err[2];
+    pid_t pid;
+
+    if (pipe2(out, O_CLOEXEC) < 0)
+        return say("pipe: %s", strerror(errno)), -1;
+    if (pipe2(err, O_CLOEXEC) < 0) {
+        close(out[0]);
+        close(out[1]);
+        return say("pipe: %s", strerror(errno)), -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        say("fork: %s", strerror(errno));
+        close(out[0]);
+        close(out[1]);
+        close(err[0]);
+        close(err[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        int devnull = open("/dev/null", O_RDONLY);
+        setpgid(0, 0);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
+        dup2(out[1], STDOUT_FILENO);
+        dup2(err[1], STDERR_FILENO);
+        if (local) {
+            for (int i = 0; i < env->n; i++)
+                putenv((char *)env->vars[i]);
+        }
+        execvp(argv[0], argv);
+        dprintf(STDERR_FILENO, "ringrun: rank %d: cannot execute %s: %s\n", rank, argv[0],
+                strerror(errno));
+        _exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+    }
+    setpgid(pid, pid); /* also here, so a signal sent right after fork reaches the group */
+    close(out[1]);
+    close(err[1]);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    rk->pid = pid;
+    rk->alive = 1;
+    output_init(&rk->out[0], out[0], rank, 0,
+                output_dir ? open_output_file(output_dir, rank, "stdout") : -1);
+    output_init(&rk->out[1], err[0], rank, 1,
+                output_dir ? open_output_file(output_dir, rank, "stderr") : -1);
+    return 0;
+}
+
+static void signal_all(struct rank *ranks, int np, int sig)
+{
+    for (int i = 0; i < np; i++) {
+        if (ranks[i].alive)
+            kill(-ranks[i].pid, sig);
+    }
+}
+
+/* Exit status in the shell's convention: the code, or 128 + the signal. */
+static int shell_status(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+/* The address remote ranks should use to reach us: the route to the first remote host. */
+static int guess_rdv_addr(const struct opts *o, const struct placement *pl, char *out, size_t cap)
+{
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *res;
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd, rc = -1;
+
+    for (int r = 0; r < o->np; r++) {
+        const char *h = o->hosts.hosts[pl[r].host].name;
+        if (hosts_is_local(h))
+            continue;
+        if (getaddrinfo(h, "9", &hints, &res) != 0)
+            return say("cannot resolve host '%s'; give --rendezvous-addr", h), -1;
+        fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        /* A UDP connect sends nothing; it only picks the route and source address. */
+        if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+            getsockname(fd, (struct sockaddr *)&sa, &len) == 0 &&
+            inet_ntop(AF_INET, &sa.sin_addr, out, (socklen_t)cap) != NULL)
+            rc = 0;
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        if (rc < 0)
+            say("no route to host '%s'; give --rendezvous-addr", h);
+        return rc;
+    }
+    snprintf(out, cap, "127.0.0.1");
+    return 0;
+}
+
+static int any_remote(const struct opts *o, const struct placement *pl)
+{
+    for (int r = 0; r < o->np; r++) {
+        if (!hosts_is_local(o->hosts.hosts[pl[r].host].name))
+            return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {0};
+    struct placement *pl = NULL;
+    struct rank *ranks = NULL;
+    struct rendezvous *rdv = NULL;
+    struct pollfd *pfd = NULL;
+    struct error err;
+    char addr[64], rendezvous[96];
+    sigset_t mask;
+    int sfd = -1, rc = EXIT_OSERR, alive, open_outputs, first_fail = -1, signals_seen = 0;
+    int64_t kill_at = -1, drain_until = -1;
+
+    if (parse_args(argc, argv, &o) < 0) {
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    verbose = o.verbose;
+    pl = calloc((size_t)o.np, sizeof(*pl));
+    ranks = calloc((size_t)o.np, sizeof(*ranks));
+    pfd = calloc((size_t)o.np * 3 + 8, sizeof(*pfd));
+    if (pl == NULL || ranks == NULL || pfd == NULL) {
+        say("out of memory for %d ranks", o.np);
+        goto out;
+    }
+    if (hosts_place(&o.hosts, o.np, pl, &err) < 0) {
+        say("%s", err.text);
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    if (o.rdv_addr != NULL)
+        snprintf(addr, sizeof(addr), "%s", o.rdv_addr);
+    else if (guess_rdv_addr(&o, pl, addr, sizeof(addr)) < 0) {
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    for (int r = 0; r < o.np; r++) {
+        if (hosts_is_local(o.hosts.hosts[pl[r].host].name)) {
+            if ((rc = check_program(o.argv[0])) != 0)
+                goto out;
+            break;
+        }
+    }
+    rc = EXIT_OSERR;
+    if (o.output_dir != NULL && mkdir(o.output_dir, 0755) < 0 && errno != EEXIST) {
+        say("cannot create --output-dir %s: %s", o.output_dir, strerror(errno));
+        rc = EXIT_USAGE;
+        goto out;
+    }
+
+    /* Local-only jobs keep the rendezvous off the network. */
+    rdv = rendezvous_create(any_remote(&o, pl) ? "0.0.0.0" : "127.0.0.1", o.port, &err);
+    if (rdv == NULL) {
+        say("cannot start the rendezvous: %s", err.text);
+        rc = EXIT_UNAVAILABLE;
+        goto out;
+    }
+    snprintf(rendezvous, sizeof(rendezvous), "%s:%d", addr, rendezvous_port(rdv));
+    if (verbose)
+        say("rendezvous at %s; %d ranks on %d hosts", rendezvous, o.np, pl[0].cross_size);
+
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+        (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+        say("signalfd: %s", strerror(errno));
+        goto out;
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    for (int r = 0; r < o.np; r++) {
+        const char *host = o.hosts.hosts[pl[r].host].name;
+        int local = hosts_is_local(host);
+        struct rank_env env;
+        int ok;
+        make_env(&o, &pl[r], r, rendezvous, &env);
+        if (local) {
+            if (verbose)
+                say("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host,
+                    pl[r].local_rank, pl[r].local_size);
+            ok = spawn(&ranks[r], r, o.argv, &env, 1, o.output_dir);
+        } else {
+            static struct remote rem;
+            if (remote_argv(&o, host, &env, &rem) < 0) {
+                free(rem.words);
+                say("cannot build the remote command for rank %d (too long?)", r);
+                signal_all(ranks, o.np, SIGKILL);
+                goto out;
+            }
+            if (verbose)
+                say("rank %d: %s %s", r, o.rsh, rem.cmd);
+            ok = spawn(&ranks[r], r, rem.av, &env, 0, o.output_dir);
+            free(rem.words);
+        }
+        if (ok < 0) {
+            signal_all(ranks, o.np, SIGKILL);
+            goto out;
+        }
+    }
+
+    for (;;) {
+        int n = 0, timeout = -1;
+        int64_t now;
+
+        alive = 0;
+        open_outputs = 0;
+        for (int r = 0; r < o.np; r++) {
+            alive += ranks[r].alive;
+            for (int k = 0; k < 2; k++) {
+                if (ranks[r].out[k].fd >= 0) {
+                    pfd[n++] = (struct pollfd){.fd = ranks[r].out[k].fd, .events = POLLIN};
+                    open_outputs++;
+                }
+            }
+        }
+        now = ring__now_ms();
+        if (alive == 0) {
+            /* Every rank is gone. A rank's own children may still hold its pipes open;
+             * drain for a moment, then stop waiting for them. */
+            if (open_outputs == 0)
+                break;
+            if (drain_until < 0)
+                drain_until = now + 1000;
+            if (now >= drain_until)
+                break;
+            timeout = (int)(drain_until - now);
+        } else if (kill_at >= 0) {
+            if (now >= kill_at) {
+                say("killing the %d remaining rank%s", alive, alive == 1 ? "" : "s");
+                signal_all(ranks, o.np, SIGKILL);
+                kill_at = now + 1000; /* re-send if something ignores it (stuck in D) */
+            }
+            timeout = (int)(kill_at - now);
+        }
+        pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+        n += rendezvous_pollfds(rdv, pfd + n, o.np * 3 + 8 - n);
+        if (poll(pfd, (nfds_t)n, timeout) < 0) {
+            if (errno == EINTR)
+                continue;
+            say("poll: %s", strerror(errno));
+            signal_all(ranks, o.np, SIGKILL);
+            goto out;
+        }
+        rendezvous_handle(rdv, pfd, n);
+        for (int r = 0; r < o.np; r++) {
+            for (int k = 0; k < 2; k++)
+                output_pump(&ranks[r].out[k]);
+        }
+        for (;;) {
+            struct signalfd_siginfo si;
+            ssize_t k = read(sfd, &si, sizeof(si));
+            if (k != (ssize_t)sizeof(si))
+                break;
+            if (si.ssi_signo == SIGCHLD)
+                continue; /* reaped below */
+            signals_seen++;
+            if (signals_seen == 1) {
+                say("got signal %d; passing it to every rank (again to kill them)",
+                    (int)si.ssi_signo);
+                signal_all(ranks, o.np, (int)si.ssi_signo);
+                if (kill_at < 0)
+                    kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
+            } else {
+                signal_all(ranks, o.np, SIGKILL);
+            }
+        }
+        for (;;) {
+            int status;
+            pid_t pid = waitpid(-1, &status, WNOHANG);
+            if (pid <= 0)
+                break;
+            for (int r = 0; r < o.np; r++) {
+                if (ranks[r].pid != pid)
+                    continue;
+                ranks[r].alive = 0;
+                ranks[r].status = status;
+                if (shell_status(status) != 0 && first_fail < 0) {
+                    first_fail = r;
+                    if (WIFSIGNALED(status))
+                        say("rank %d was killed by signal %d", r, WTERMSIG(status));
+                    else
+                        say("rank %d exited with status %d", r, WEXITSTATUS(status));
+                    if (kill_at < 0) {
+                        kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
+                        if (o.np > 1)
+                            say("stopping the other ranks in %d s", o.grace_s);
+                    }
+                } else if (verbose) {
+                    say("rank %d exited with status %d", r, shell_status(status));
+                }
+            }
+        }
+    }
+    for (int r = 0; r < o.np; r++) {
+        output_close(&ranks[r].out[0]);
+        output_close(&ranks[r].out[1]);
+    }
+    rc = first_fail >= 0 ? shell_status(ranks[first_fail].status) : 0;
+out:
+    if (sfd >= 0)
+        close(sfd);
+    rendezvous_destroy(rdv);
+    hosts_free(&o.hosts);
+    free(o.xvars);
+    free(pl);
+    free(ranks);
+    free(pfd);
+    return rc;
+}
