@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# ringrun as a user meets it: output, environment, exit status, signals, bad arguments.
+. "$(dirname "$0")/lib.sh"
+
+expect_rc 0 "$RINGRUN" -np 2 sh -c 'echo out-$RING_RANK; echo err-$RING_RANK >&2'
+expect_in out "[0]<stdout>:out-0"
+expect_in out "[1]<stdout>:out-1"
+expect_in err "[1]<stderr>:err-1"
+ok "output is prefixed with the rank and stream"
+
+expect_rc 0 "$RINGRUN" -np 3 -H localhost:3 sh -c \
+    'echo env $RING_RANK $RING_SIZE $RING_LOCAL_RANK $RING_LOCAL_SIZE $RING_CROSS_RANK $RING_CROSS_SIZE ${RING_RENDEZVOUS%:*}'
+expect_in out "[2]<stdout>:env 2 3 2 3 0 1 127.0.0.1"
+expect_in out "[0]<stdout>:env 0 3 0 3 0 1 127.0.0.1"
+ok "the worker contract is in every rank's environment"
+
+expect_rc 0 "$RINGRUN" -np 2 --timeout 7 sh -c 'echo t=$RING_TIMEOUT_SECONDS'
+expect_in out "[1]<stdout>:t=7"
+ok "--timeout reaches the ranks as RING_TIMEOUT_SECONDS"
+
+expect_rc 7 "$RINGRUN" -np 3 sh -c '[ $RING_RANK = 1 ] && exit 7; exit 0'
+expect_in err "rank 1 exited with status 7"
+ok "ringrun exits with the failing rank's status"
+
+start=$(date +%s)
+expect_rc 3 "$RINGRUN" -np 2 --kill-grace 1 sh -c '[ $RING_RANK = 0 ] && exit 3; exec sleep 60'
+[ $(( $(date +%s) - start )) -lt 20 ] || fail "the surviving rank was not killed after the grace period"
+expect_in err "killing the 1 remaining rank"
+ok "a failed rank gets the others killed after --kill-grace"
+
+"$RINGRUN" -np 2 sh -c 'trap "echo got-term; exit 5" TERM; sleep 30 & wait' >"$WORK/out" 2>&1 &
+pid=$!
+for _ in $(seq 50); do [ "$(pgrep -c -P $pid)" = 2 ] && break; sleep 0.1; done
+sleep 0.3
+kill -TERM $pid
+rc=0; wait $pid || rc=$?
+[ "$rc" = 5 ] || { cat "$WORK/out"; fail "SIGTERM: ringrun exited $rc, want 5"; }
+[ "$(grep -c 'got-term' "$WORK/out")" = 2 ] || { cat "$WORK/out"; fail "not every rank got SIGTERM"; }
+ok "SIGTERM is forwarded to every rank"
+
+expect_rc 0 "$RINGRUN" -np 2 --output-dir "$WORK/logs" sh -c 'echo to-file-$RING_RANK; echo e >&2'
+grep -qx "to-file-1" "$WORK/logs/rank.1/stdout" || fail "--output-dir did not write rank.1/stdout"
+grep -qx "e" "$WORK/logs/rank.0/stderr" || fail "--output-dir did not write rank.0/stderr"
+ok "--output-dir writes one file per rank and stream"
+
+printf 'localhost slots=2\n' >"$WORK/hostfile"
+expect_rc 0 "$RINGRUN" --hostfile "$WORK/hostfile" sh -c 'echo n=$RING_SIZE'
+expect_in out "[1]<stdout>:n=2"
+ok "--hostfile gives the slots and, without -np, the rank count"
+
+# Bad arguments: each gets a clear message and a documented exit code.
+expect_rc 64 "$RINGRUN" -np 5 -H localhost:2 true
+expect_in err "-np 5 is more than the 2 slots"
+expect_rc 64 "$RINGRUN" -np 2 -H 'local host:2' true
+expect_in err "bad host name"
+expect_rc 64 "$RINGRUN" -np 2 -H 'localhost:two' true
+expect_in err "bad slot count"
+expect_rc 64 "$RINGRUN" -np 0 true
+expect_in err "-np '0' must be a positive integer"
+expect_rc 64 "$RINGRUN" -np 2
+expect_in err "no program given"
+expect_rc 64 "$RINGRUN" -np 2 --bogus true
+expect_in err "unknown option"
+expect_rc 64 "$RINGRUN" -np 2 --hostfile "$WORK/missing" true
+expect_in err "cannot open hostfile"
+ok "bad arguments exit 64 with a message"
+
+expect_rc 127 "$RINGRUN" -np 2 "$WORK/no-such-program"
+expect_in err "No such file or directory"
+expect_rc 127 "$RINGRUN" -np 2 no-such-command-anywhere
+expect_in err "command not found"
+printf '#!/bin/sh\n' >"$WORK/not-exec"
+chmod -x "$WORK/not-exec"
+expect_rc 126 "$RINGRUN" -np 2 "$WORK/not-exec"
+expect_in err "not an executable file"
+ok "a missing program exits 127, a non-executable one 126"
+
+# Hold a port with one ringrun, then ask a second for the same one.
+for _ in $(seq 20); do
+    port=$((20000 + RANDOM % 40000))
+    "$RINGRUN" -np 1 --port $port sleep 3 >/dev/null 2>&1 &
+    holder=$!
+    sleep 0.3
+    kill -0 $holder 2>/dev/null && break
+done
+expect_rc 69 "$RINGRUN" -np 1 --port $port true
+expect_in err "port $port is in use"
+kill $holder 2>/dev/null || true
+wait $holder 2>/dev/null || true
+ok "a rendezvous port in use exits 69 with a message"
+
+expect_rc 0 "$RINGRUN" --version
+expect_in out "ringrun "
+ok "--version"
+
+summary

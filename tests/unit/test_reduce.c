@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of the dtype table, 16-bit float conversions and the reduction kernels. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ring_internal.h"
+
+START_TEST(dtype_table)
+{
+    ck_assert_uint_eq(ring_dtype_size(RING_UINT8), 1);
+    ck_assert_uint_eq(ring_dtype_size(RING_BFLOAT16), 2);
+    ck_assert_uint_eq(ring_dtype_size(RING_INT64), 8);
+    ck_assert_uint_eq(ring_dtype_size(RING_DTYPE_COUNT), 0);
+    ck_assert_str_eq(ring_dtype_name(RING_FLOAT16), "float16");
+    ck_assert_str_eq(ring_dtype_name((ring_dtype_t)99), "invalid");
+    ck_assert_str_eq(ring_op_name(RING_AVERAGE), "average");
+}
+END_TEST
+
+START_TEST(half_known_values)
+{
+    ck_assert_uint_eq(ring__float_to_half(1.0f), 0x3c00);
+    ck_assert_uint_eq(ring__float_to_half(-2.0f), 0xc000);
+    ck_assert_uint_eq(ring__float_to_half(65504.0f), 0x7bff);
+    ck_assert_uint_eq(ring__float_to_half(65520.0f), 0x7c00); /* rounds up to infinity */
+    ck_assert_uint_eq(ring__float_to_half(65519.0f), 0x7bff);
+    ck_assert_uint_eq(ring__float_to_half(INFINITY), 0x7c00);
+    ck_assert_uint_eq(ring__float_to_half(0x1p-24f), 0x0001); /* smallest subnormal */
+    ck_assert_uint_eq(ring__float_to_half(0x1p-25f), 0x0000); /* tie rounds to even: 0 */
+    ck_assert_uint_eq(ring__float_to_half(0x1.8p-25f), 0x0001);
+    ck_assert_uint_eq(ring__float_to_half(0x1p-14f), 0x0400); /* smallest normal */
+    ck_assert_uint_eq(ring__float_to_half(-0.0f), 0x8000);
+    /* 1 + 2^-11 is halfway between 1 and the next half: ties to even (1.0) */
+    ck_assert_uint_eq(ring__float_to_half(1.0f + 0x1p-11f), 0x3c00);
+    ck_assert_uint_eq(ring__float_to_half(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
+    ck_assert(isnan(ring__half_to_float(ring__float_to_half(NAN))));
+    ck_assert(ring__half_to_float(0x0001) == 0x1p-24f);
+    ck_assert(ring__half_to_float(0x7bff) == 65504.0f);
+    ck_assert(isinf(ring__half_to_float(0xfc00)) && ring__half_to_float(0xfc00) < 0);
+}
+END_TEST
+
+START_TEST(half_round_trips_every_value)
+{
+    for (uint32_t h = 0; h <= 0xffff; h++) {
+        float f = ring__half_to_float((uint16_t)h);
+        if (isnan(f))
+            continue;
+        ck_assert_uint_eq(ring__float_to_half(f), h);
+    }
+}
+END_TEST
+
+START_TEST(bf16_conversions)
+{
+    ck_assert_uint_eq(ring__float_to_bf16(1.0f), 0x3f80);
+    ck_assert(ring__bf16_to_float(0x3f80) == 1.0f);
+    /* 1 + 2^-8 is a tie between 1 and 1 + 2^-7: to even */
+    ck_assert_uint_eq(ring__float_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+    ck_assert_uint_eq(ring__float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
+    ck_assert(isnan(ring__bf16_to_float(ring__float_to_bf16(NAN))));
+    for (uint32_t b = 0; b <= 0xffff; b++) {
+        float f = ring__bf16_to_float((uint16_t)b);
+        if (!isnan(f))
+            ck_assert_uint_eq(ring__float_to_bf16(f), b);
+    }
+}
+END_TEST
+
+START_TEST(int_kernels_wrap_and_compare)
+{
+    int32_t a[4] = {INT32_MAX, -5, 7, 0}, b[4] = {1, 3, -9, 0}, d[4];
+    uint8_t ua[2] = {250, 3}, ub[2] = {10, 4}, ud[2];
+    int64_t la[1] = {INT64_MIN}, lb[1] = {-1}, ld[1];
+
+    ring__reduce(d, a, b, 4, RING_INT32, RING_SUM);
+    ck_assert_int_eq(d[0], INT32_MIN); /* wraps, as MPI implementations do */
+    ck_assert_int_eq(d[1], -2);
+    ring__reduce(d, a, b, 4, RING_INT32, RING_MIN);
+    ck_assert_int_eq(d[0], 1);
+    ck_assert_int_eq(d[2], -9);
+    ring__reduce(d, a, b, 4, RING_INT32, RING_MAX);
+    ck_assert_int_eq(d[1], 3);
+    ring__reduce(d, a, b, 4, RING_INT32, RING_PRODUCT);
+    ck_assert_int_eq(d[2], -63);
+    ring__reduce(ud, ua, ub, 2, RING_UINT8, RING_SUM);
+    ck_assert_uint_eq(ud[0], 4);
+    ring__reduce(ud, ua, ub, 2, RING_UINT8, RING_PRODUCT);
+    ck_assert_uint_eq(ud[1], 12);
+    ring__reduce(ld, la, lb, 1, RING_INT64, RING_PRODUCT);
+    ck_assert(ld[0] == INT64_MIN); /* -INT64_MIN wraps to itself */
+}
+END_TEST
+
+START_TEST(float_kernels_alias_and_half_precision)
+{
+    float a[1000], b[1000];
+    uint16_t h[3], g[3];
+
+    for (int i = 0; i < 1000; i++) {
+        a[i] = (float)i;
+        b[i] = 0.5f;
+    }
+    ring__reduce(a, a, b, 1000, RING_FLOAT32, RING_SUM); /* dst aliases a */
+    ck_assert(a[999] == 999.5f);
+    /* float16 is combined in float32: 2048 + 1 + 1 is exact even though 2049 is not */
+    h[0] = ring__float_to_half(2048.0f);
+    g[0] = ring__float_to_half(1.0f);
+    ring__reduce(h, h, g, 1, RING_FLOAT16, RING_SUM);
+    ck_assert(ring__half_to_float(h[0]) == 2048.0f); /* 2049 rounds to even */
+    h[1] = ring__float_to_bf16(3.0f);
+    g[1] = ring__float_to_bf16(-4.0f);
+    ring__reduce(h + 1, h + 1, g + 1, 1, RING_BFLOAT16, RING_MIN);
+    ck_assert(ring__bf16_to_float(h[1]) == -4.0f);
+}
+END_TEST
+
+START_TEST(scale_truncates_and_saturates)
+{
+    int8_t i8[3] = {100, -100, 7};
+    int64_t i64[1] = {INT64_MAX};
+    double d[2] = {1.5, -2};
+    uint16_t hf[1] = {0x3c00};
+
+    ring__scale(i8, i8, 3, RING_INT8, 2.0);
+    ck_assert_int_eq(i8[0], INT8_MAX);
+    ck_assert_int_eq(i8[1], INT8_MIN);
+    ck_assert_int_eq(i8[2], 14);
+    ring__scale(i8, i8, 3, RING_INT8, 0.25);
+    ck_assert_int_eq(i8[2], 3); /* 3.5 truncates toward zero */
+    ring__scale(i64, i64, 1, RING_INT64, 4.0);
+    ck_assert(i64[0] == INT64_MAX);
+    ring__scale(d, d, 2, RING_FLOAT64, 0.5);
+    ck_assert(d[0] == 0.75 && d[1] == -1);
+    ring__scale(hf, hf, 1, RING_FLOAT16, 0.5);
+    ck_assert_uint_eq(hf[0], 0x3800);
+}
+END_TEST
+
+START_TEST(op_validation)
+{
+    ck_assert(ring__op_valid(RING_FLOAT32, RING_SUM, 0.5, 2.0));
+    ck_assert(!ring__op_valid(RING_FLOAT32, RING_MAX, 0.5, 1.0));
+    ck_assert(!ring__op_valid(RING_FLOAT32, RING_MIN, 1.0, 2.0));
+    ck_assert(ring__op_valid(RING_INT8, RING_MIN, 1.0, 1.0));
+    ck_assert(!ring__op_valid(RING_DTYPE_COUNT, RING_SUM, 1.0, 1.0));
+    ck_assert(!ring__op_valid(RING_FLOAT32, RING_OP_COUNT, 1.0, 1.0));
+    ck_assert(!ring__op_valid(RING_FLOAT32, RING_SUM, NAN, 1.0));
+    ck_assert(!ring__op_valid(RING_FLOAT32, RING_SUM, 1.0, INFINITY));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("reduce");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, dtype_table);
+    tcase_add_test(tc, half_known_values);
+    tcase_add_test(tc, half_round_trips_every_value);
+    tcase_add_test(tc, bf16_conversions);
+    tcase_add_test(tc, int_kernels_wrap_and_compare);
+    tcase_add_test(tc, float_kernels_alias_and_half_precision);
+    tcase_add_test(tc, scale_truncates_and_saturates);
+    tcase_add_test(tc, op_validation);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
