@@ -137,8 +137,7 @@ static double reference(size_t i, ring_dtype_t t, ring_op_t op, double pre, doub
 
 static void fail(const char *what, size_t i, double got, double want)
 {
-    fprintf(stderr, "rank %d/%d: %s: element %zu is %g, want %g\n", rank, size, what, i, got,
-            want);
+    fprintf(stderr, "rank %d/%d: %s: element %zu is %g, want %g\n", rank, size, what, i, got, want);
     exit(1);
 }
 
@@ -265,8 +264,7 @@ static void check_broadcast(size_t count, ring_dtype_t t, int root)
     for (size_t i = 0; i < count; i++)
         put(buf, i, t, rank == root ? token(root, i) : 0);
     check_rc(ring_broadcast(buf, count, t, root), "broadcast");
-    snprintf(what, sizeof(what), "broadcast %s count %zu root %d", ring_dtype_name(t), count,
-             root);
+    snprintf(what, sizeof(what), "broadcast %s count %zu root %d", ring_dtype_name(t), count, root);
     for (size_t i = 0; i < count; i++) {
         if (get(buf, i, t) != token(root, i))
             fail(what, i, get(buf, i, t), token(root, i));
@@ -298,8 +296,8 @@ static void check_alltoall(size_t count, ring_dtype_t t, int variable)
         check_rc(ring_alltoallv(in, sc, out, rc, t), "alltoallv");
     else
         check_rc(ring_alltoall(in, out, count, t), "alltoall");
-    snprintf(what, sizeof(what), "alltoall%s %s count %zu", variable ? "v" : "",
-             ring_dtype_name(t), count);
+    snprintf(what, sizeof(what), "alltoall%s %s count %zu", variable ? "v" : "", ring_dtype_name(t),
+             count);
     for (size_t i = 0, at = 0; i < (size_t)size; i++) {
         for (size_t k = 0; k < rc[i]; k++, at++) {
             double want = token((int)i, k + (size_t)rank * 7);

@@ -85,14 +85,12 @@ START_TEST(invalid_arguments)
     ck_assert_int_eq(ring_allreduce(NULL, x, 4, RING_FLOAT32, RING_SUM), RING_EINVAL);
     ck_assert_int_eq(ring_allreduce(x, x, 4, (ring_dtype_t)42, RING_SUM), RING_EINVAL);
     ck_assert_int_eq(ring_allreduce(x, x, 4, RING_FLOAT32, (ring_op_t)42), RING_EINVAL);
-    ck_assert_int_eq(ring_allreduce_scaled(x, x, 4, RING_FLOAT32, RING_MAX, 2.0, 1.0),
-                     RING_EINVAL);
+    ck_assert_int_eq(ring_allreduce_scaled(x, x, 4, RING_FLOAT32, RING_MAX, 2.0, 1.0), RING_EINVAL);
     ck_assert(strstr(ring_last_error(), "MIN and MAX") != NULL);
     ck_assert_int_eq(ring_broadcast(x, 4, RING_FLOAT32, 1), RING_EINVAL);
     ck_assert_int_eq(ring_broadcast(x, 4, RING_FLOAT32, -1), RING_EINVAL);
     ck_assert_int_eq(ring_alltoall(RING_IN_PLACE, x, 1, RING_FLOAT32), RING_EINVAL);
-    ck_assert_int_eq(ring_reducescatter(RING_IN_PLACE, x, 1, RING_FLOAT32, RING_SUM),
-                     RING_EINVAL);
+    ck_assert_int_eq(ring_reducescatter(RING_IN_PLACE, x, 1, RING_FLOAT32, RING_SUM), RING_EINVAL);
     ck_assert_int_eq(ring_allgatherv(x, 2, x, counts, RING_FLOAT32), RING_EINVAL);
     ck_assert_int_eq(ring_allgatherv(x, 2, x, NULL, RING_FLOAT32), RING_EINVAL);
     ck_assert_int_eq(ring_alltoallv(x, NULL, x, counts, RING_FLOAT32), RING_EINVAL);

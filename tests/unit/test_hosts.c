@@ -24,22 +24,15 @@ END_TEST
 START_TEST(malformed_lists_say_what_is_wrong)
 {
     static const char *const bad[][2] = {
-        {"", "empty host list"},
-        {"a:2,,b", "empty entry"},
-        {"a:0", "bad slot count"},
-        {"a:x", "bad slot count"},
-        {"a:", "bad slot count"},
-        {"a:99999", "bad slot count"},
-        {"a b:2", "bad host name"},
-        {"a:2,a:3", "listed twice"},
-        {":3", "bad host name"},
+        {"", "empty host list"},    {"a:2,,b", "empty entry"},   {"a:0", "bad slot count"},
+        {"a:x", "bad slot count"},  {"a:", "bad slot count"},    {"a:99999", "bad slot count"},
+        {"a b:2", "bad host name"}, {"a:2,a:3", "listed twice"}, {":3", "bad host name"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct hostlist hl = {0};
         struct error err = {{0}};
         ck_assert_int_eq(hosts_parse_list(&hl, bad[i][0], &err), -1);
-        ck_assert_msg(strstr(err.text, bad[i][1]) != NULL, "'%s' gave '%s'", bad[i][0],
-                      err.text);
+        ck_assert_msg(strstr(err.text, bad[i][1]) != NULL, "'%s' gave '%s'", bad[i][0], err.text);
         hosts_free(&hl);
     }
 }

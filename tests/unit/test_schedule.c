@@ -21,7 +21,7 @@ START_TEST(chunks_partition_every_count)
                 minlen = len < minlen ? len : minlen;
                 maxlen = len > maxlen ? len : maxlen;
             }
-            ck_assert_uint_eq(next, count);   /* covers everything */
+            ck_assert_uint_eq(next, count);        /* covers everything */
             ck_assert_uint_le(maxlen - minlen, 1); /* balanced */
         }
     }

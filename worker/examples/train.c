@@ -269,7 +269,8 @@ static void evaluate(const struct config *cfg, const struct dataset *ds, const s
                      double *loss, double *acc)
 {
     double t[3] = {0, 0, 0}; /* loss sum, correct, count */
-    float *x = malloc((size_t)m->d * sizeof(float)), *hid = malloc((size_t)(m->h + 1) * sizeof(float));
+    float *x = malloc((size_t)m->d * sizeof(float)),
+          *hid = malloc((size_t)(m->h + 1) * sizeof(float));
     float y;
 
     if (x == NULL || hid == NULL)
@@ -296,11 +297,11 @@ struct ckpt_header {
     char magic[8];
     uint32_t version;
     uint32_t features, hidden;
-    uint32_t epoch;       /* epochs completed */
-    uint64_t consumed;    /* samples of the current epoch already trained on */
+    uint32_t epoch;    /* epochs completed */
+    uint64_t consumed; /* samples of the current epoch already trained on */
     uint64_t seed;
     uint64_t nparams;
-    uint64_t checksum;    /* FNV-1a over the parameters */
+    uint64_t checksum; /* FNV-1a over the parameters */
 };
 
 static uint64_t fnv1a(const void *buf, size_t n)
@@ -347,8 +348,8 @@ static void save_checkpoint(const char *dir, const struct config *cfg, const str
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         die(1, "cannot write checkpoint %s: %s", tmp, strerror(errno));
-    if (write_all(fd, &h, sizeof(h)) < 0 ||
-        write_all(fd, m->p, m->nparams * sizeof(float)) < 0 || fsync(fd) < 0)
+    if (write_all(fd, &h, sizeof(h)) < 0 || write_all(fd, m->p, m->nparams * sizeof(float)) < 0 ||
+        fsync(fd) < 0)
         die(1, "cannot write checkpoint %s: %s", tmp, strerror(errno));
     close(fd);
     if (rename(tmp, path) < 0)
@@ -381,8 +382,9 @@ static int load_checkpoint(const char *dir, const struct config *cfg, struct mod
         h.version != CKPT_VERSION)
         die(1, "%s is not a version %u checkpoint of this trainer", path, CKPT_VERSION);
     if (h.features != (uint32_t)m->d || h.hidden != (uint32_t)m->h || h.nparams != m->nparams)
-        die(2, "%s is for --features %u --hidden %u, not %d and %d; use another "
-               "--checkpoint-dir or --fresh",
+        die(2,
+            "%s is for --features %u --hidden %u, not %d and %d; use another "
+            "--checkpoint-dir or --fresh",
             path, h.features, h.hidden, m->d, m->h);
     if (h.seed != cfg->seed)
         die(2, "%s was trained with --seed %llu, not %llu", path, (unsigned long long)h.seed,
@@ -432,40 +434,97 @@ static void usage(FILE *f)
 static void parse(int argc, char **argv, struct config *c)
 {
     static const struct option opts[] = {
-        {"epochs", required_argument, NULL, 'e'},   {"samples", required_argument, NULL, 'n'},
-        {"features", required_argument, NULL, 'd'}, {"hidden", required_argument, NULL, 'H'},
-        {"batch", required_argument, NULL, 'b'},    {"lr", required_argument, NULL, 'l'},
-        {"seed", required_argument, NULL, 's'},     {"data", required_argument, NULL, 'D'},
+        {"epochs", required_argument, NULL, 'e'},
+        {"samples", required_argument, NULL, 'n'},
+        {"features", required_argument, NULL, 'd'},
+        {"hidden", required_argument, NULL, 'H'},
+        {"batch", required_argument, NULL, 'b'},
+        {"lr", required_argument, NULL, 'l'},
+        {"seed", required_argument, NULL, 's'},
+        {"data", required_argument, NULL, 'D'},
         {"checkpoint-dir", required_argument, NULL, 'c'},
-        {"fresh", no_argument, NULL, 'f'},          {"step-sleep-ms", required_argument, NULL, 'S'},
-        {"quiet", no_argument, NULL, 'q'},          {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"fresh", no_argument, NULL, 'f'},
+        {"step-sleep-ms", required_argument, NULL, 'S'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int o, li = 0;
     char *end;
 
-    *c = (struct config){.epochs = 10, .samples = 16384, .features = 16, .hidden = 16,
-                         .batch = 32, .lr = 0.05, .seed = 42};
+    *c = (struct config){.epochs = 10,
+                         .samples = 16384,
+                         .features = 16,
+                         .hidden = 16,
+                         .batch = 32,
+                         .lr = 0.05,
+                         .seed = 42};
     c->ckpt_dir = getenv("RING_CHECKPOINT_DIR");
     while ((o = getopt_long(argc, argv, "h", opts, &li)) != -1) {
         errno = 0;
         end = NULL;
         switch (o) {
-        case 'e': c->epochs = (int)strtol(optarg, &end, 10); if (c->epochs < 1 || c->epochs > 1000000) goto bad; break;
-        case 'n': c->samples = strtol(optarg, &end, 10); if (c->samples < 1) goto bad; break;
-        case 'd': c->features = (int)strtol(optarg, &end, 10); if (c->features < 1 || c->features > 1024) goto bad; break;
-        case 'H': c->hidden = (int)strtol(optarg, &end, 10); if (c->hidden < 0 || c->hidden > 4096) goto bad; break;
-        case 'b': c->batch = (int)strtol(optarg, &end, 10); if (c->batch < 1) goto bad; break;
-        case 'l': c->lr = strtod(optarg, &end); if (!(c->lr > 0)) goto bad; break;
-        case 's': c->seed = strtoull(optarg, &end, 10); break;
-        case 'D': c->data_path = optarg; break;
-        case 'c': c->ckpt_dir = optarg; break;
-        case 'f': c->fresh = 1; break;
-        case 'S': c->step_sleep_ms = (int)strtol(optarg, &end, 10); if (c->step_sleep_ms < 0) goto bad; break;
-        case 'q': c->quiet = 1; break;
-        case 'V': printf("train (Ringmaster example) %s, libring %s\n", RING_VERSION_STRING, ring_version()); exit(0);
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
+        case 'e':
+            c->epochs = (int)strtol(optarg, &end, 10);
+            if (c->epochs < 1 || c->epochs > 1000000)
+                goto bad;
+            break;
+        case 'n':
+            c->samples = strtol(optarg, &end, 10);
+            if (c->samples < 1)
+                goto bad;
+            break;
+        case 'd':
+            c->features = (int)strtol(optarg, &end, 10);
+            if (c->features < 1 || c->features > 1024)
+                goto bad;
+            break;
+        case 'H':
+            c->hidden = (int)strtol(optarg, &end, 10);
+            if (c->hidden < 0 || c->hidden > 4096)
+                goto bad;
+            break;
+        case 'b':
+            c->batch = (int)strtol(optarg, &end, 10);
+            if (c->batch < 1)
+                goto bad;
+            break;
+        case 'l':
+            c->lr = strtod(optarg, &end);
+            if (!(c->lr > 0))
+                goto bad;
+            break;
+        case 's':
+            c->seed = strtoull(optarg, &end, 10);
+            break;
+        case 'D':
+            c->data_path = optarg;
+            break;
+        case 'c':
+            c->ckpt_dir = optarg;
+            break;
+        case 'f':
+            c->fresh = 1;
+            break;
+        case 'S':
+            c->step_sleep_ms = (int)strtol(optarg, &end, 10);
+            if (c->step_sleep_ms < 0)
+                goto bad;
+            break;
+        case 'q':
+            c->quiet = 1;
+            break;
+        case 'V':
+            printf("train (Ringmaster example) %s, libring %s\n", RING_VERSION_STRING,
+                   ring_version());
+            exit(0);
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            exit(2);
         }
         if (errno != 0 || (end != NULL && *end != '\0'))
             goto bad;
@@ -536,8 +595,8 @@ int main(int argc, char **argv)
 
     evaluate(&cfg, &ds, &m, &loss, &acc);
     if (rank == 0 && !cfg.quiet)
-        printf("start: %ld samples, %zu parameters, %d rank%s, lr %.4g x %d, loss %.4f\n",
-               ds.n, m.nparams, size, size == 1 ? "" : "s", cfg.lr, size, loss);
+        printf("start: %ld samples, %zu parameters, %d rank%s, lr %.4g x %d, loss %.4f\n", ds.n,
+               m.nparams, size, size == 1 ? "" : "s", cfg.lr, size, loss);
 
     for (; epoch < cfg.epochs; epoch++, consumed = 0) {
         long global_batch = (long)cfg.batch * size;
@@ -587,10 +646,10 @@ int main(int argc, char **argv)
             double sps = dt > 0 ? (double)(done * global_batch) / dt : 0;
             if (cfg.ckpt_dir != NULL)
                 save_checkpoint(cfg.ckpt_dir, &cfg, &m, epoch + 1, 0);
-            write_progress(epoch + 1, cfg.epochs, (epoch + 1) * (ds.n / global_batch),
-                           total_steps, loss, sps);
-            printf("epoch %d/%d loss %.4f accuracy %.3f (%.0f samples/s)\n", epoch + 1,
-                   cfg.epochs, loss, acc, sps);
+            write_progress(epoch + 1, cfg.epochs, (epoch + 1) * (ds.n / global_batch), total_steps,
+                           loss, sps);
+            printf("epoch %d/%d loss %.4f accuracy %.3f (%.0f samples/s)\n", epoch + 1, cfg.epochs,
+                   loss, acc, sps);
             fflush(stdout);
         }
     }

@@ -83,13 +83,13 @@ static int parse_entry(struct hostlist *hl, const char *e, size_t n, struct erro
         char buf[16];
         size_t sl = n - name_len - 1;
         if (sl == 0 || sl >= sizeof(buf))
-            return errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)",
-                             (int)n, e, SLOTS_MAX);
+            return errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)", (int)n,
+                             e, SLOTS_MAX);
         memcpy(buf, colon + 1, sl);
         buf[sl] = '\0';
         if (parse_slots(buf, &slots) < 0)
-            return errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)",
-                             (int)n, e, SLOTS_MAX);
+            return errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)", (int)n,
+                             e, SLOTS_MAX);
     }
     return add_host(hl, e, name_len, slots, err);
 }
@@ -144,8 +144,7 @@ int hosts_parse_file(struct hostlist *hl, const char *path, struct error *err)
             while (*name_end && !isspace((unsigned char)*name_end))
                 name_end++;
             if (!name_ok(s, (size_t)(name_end - s)) || parse_slots(slots + 6, &n) < 0) {
-                rc = errprintf(err, "%s:%d: want 'host', 'host:N' or 'host slots=N'", path,
-                               lineno);
+                rc = errprintf(err, "%s:%d: want 'host', 'host:N' or 'host slots=N'", path, lineno);
                 break;
             }
             rc = add_host(hl, s, (size_t)(name_end - s), n, err);
@@ -196,8 +195,7 @@ int hosts_place(const struct hostlist *hl, int np, struct placement *out, struct
 int hosts_is_local(const char *name)
 {
     char me[256];
-    if (strcmp(name, "localhost") == 0 || strncmp(name, "127.", 4) == 0 ||
-        strcmp(name, "::1") == 0)
+    if (strcmp(name, "localhost") == 0 || strncmp(name, "127.", 4) == 0 || strcmp(name, "::1") == 0)
         return 1;
     if (gethostname(me, sizeof(me)) == 0) {
         me[sizeof(me) - 1] = '\0';

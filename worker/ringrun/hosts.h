@@ -21,9 +21,9 @@ struct hostlist {
 
 /* Where one rank runs, and its place in the worker contract. */
 struct placement {
-    int host;                    /* index into the host list */
-    int local_rank, local_size;  /* among the ranks on that host */
-    int cross_rank, cross_size;  /* the host's index among hosts used, and their number */
+    int host;                   /* index into the host list */
+    int local_rank, local_size; /* among the ranks on that host */
+    int cross_rank, cross_size; /* the host's index among hosts used, and their number */
 };
 
 struct error {

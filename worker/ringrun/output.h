@@ -12,10 +12,10 @@
 #define OUTPUT_LINE_MAX 8192
 
 struct output {
-    int fd;        /* read end of the rank's pipe, -1 once closed */
+    int fd; /* read end of the rank's pipe, -1 once closed */
     int rank;
-    int is_err;    /* stderr (forwarded to our stderr) or stdout */
-    int file_fd;   /* copy of the raw stream, or -1 */
+    int is_err;  /* stderr (forwarded to our stderr) or stdout */
+    int file_fd; /* copy of the raw stream, or -1 */
     size_t len;
     char buf[OUTPUT_LINE_MAX];
 };

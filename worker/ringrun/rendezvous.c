@@ -216,8 +216,7 @@ static int execute(struct rendezvous *r, int i, char *line)
         return reply(c, "ERR unknown command\n"), -1;
     }
     if (!token_ok(key) || (value != NULL && !token_ok(value)))
-        return reply(c, "ERR keys and values are 1-255 printable characters without spaces\n"),
-               -1;
+        return reply(c, "ERR keys and values are 1-255 printable characters without spaces\n"), -1;
     if (value != NULL) {
         if (store(r, key, value) < 0)
             return reply(c, "ERR out of memory\n"), -1;

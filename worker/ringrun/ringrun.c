@@ -52,21 +52,21 @@ struct opts {
     struct hostlist hosts;
     int verbose;
     const char *output_dir;
-    int timeout_s;         /* 0: leave RING_TIMEOUT_SECONDS to the environment */
+    int timeout_s; /* 0: leave RING_TIMEOUT_SECONDS to the environment */
     const char *rsh;
     int port;
-    const char *rdv_addr;  /* address ranks use to reach the rendezvous */
+    const char *rdv_addr; /* address ranks use to reach the rendezvous */
     int grace_s;
-    const char **xvars;    /* -x NAME or NAME=VALUE, for remote ranks */
+    const char **xvars; /* -x NAME or NAME=VALUE, for remote ranks */
     int nx;
-    char **argv;           /* the program and its arguments */
+    char **argv; /* the program and its arguments */
 };
 
 struct rank {
     pid_t pid;
     int alive;
-    int status;            /* wait status once reaped */
-    struct output out[2];  /* stdout, stderr */
+    int status;           /* wait status once reaped */
+    struct output out[2]; /* stdout, stderr */
 };
 
 static int verbose;
@@ -88,31 +88,32 @@ static void say(const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: ringrun -np N [options] program [args...]\n"
-            "\n"
-            "Starts N ranks of a libring program and wires them together.\n"
-            "\n"
-            "  -np N                 number of ranks\n"
-            "  -H, --hosts LIST      host:slots,... (default localhost:N)\n"
-            "  --hostfile FILE       one 'host slots=N' or 'host:N' per line\n"
-            "  --rsh CMD             remote shell for other hosts (default 'ssh'); %%h stands\n"
-            "                        for the host, else it is appended. The last argument is\n"
-            "                        one shell command line, e.g. --rsh 'ip netns exec %%h sh -c'\n"
-            "  -x NAME[=VALUE]       also pass this variable to remote ranks\n"
-            "  --output-dir DIR      also write DIR/rank.N/stdout and stderr\n"
-            "  --timeout S           ranks give up connecting after S seconds (RING_TIMEOUT_SECONDS)\n"
-            "  --port P              rendezvous port (default: any free port)\n"
-            "  --rendezvous-addr A   address remote ranks reach this host at\n"
-            "  --kill-grace S        after a rank fails, wait S seconds before killing the\n"
-            "                        others (default %d)\n"
-            "  -v, --verbose         say what is launched where\n"
-            "  --version, --help\n"
-            "\n"
-            "Exit status: 0 when every rank succeeded; else the first failing rank's status\n"
-            "(128+N for signal N); 64 bad arguments, 69 port unavailable, 126 program not\n"
-            "executable, 127 program not found.\n",
-            DEFAULT_GRACE_S);
+    fprintf(
+        f,
+        "usage: ringrun -np N [options] program [args...]\n"
+        "\n"
+        "Starts N ranks of a libring program and wires them together.\n"
+        "\n"
+        "  -np N                 number of ranks\n"
+        "  -H, --hosts LIST      host:slots,... (default localhost:N)\n"
+        "  --hostfile FILE       one 'host slots=N' or 'host:N' per line\n"
+        "  --rsh CMD             remote shell for other hosts (default 'ssh'); %%h stands\n"
+        "                        for the host, else it is appended. The last argument is\n"
+        "                        one shell command line, e.g. --rsh 'ip netns exec %%h sh -c'\n"
+        "  -x NAME[=VALUE]       also pass this variable to remote ranks\n"
+        "  --output-dir DIR      also write DIR/rank.N/stdout and stderr\n"
+        "  --timeout S           ranks give up connecting after S seconds (RING_TIMEOUT_SECONDS)\n"
+        "  --port P              rendezvous port (default: any free port)\n"
+        "  --rendezvous-addr A   address remote ranks reach this host at\n"
+        "  --kill-grace S        after a rank fails, wait S seconds before killing the\n"
+        "                        others (default %d)\n"
+        "  -v, --verbose         say what is launched where\n"
+        "  --version, --help\n"
+        "\n"
+        "Exit status: 0 when every rank succeeded; else the first failing rank's status\n"
+        "(128+N for signal N); 64 bad arguments, 69 port unavailable, 126 program not\n"
+        "executable, 127 program not found.\n",
+        DEFAULT_GRACE_S);
 }
 
 static int parse_int(const char *s, int min, int max, int *out)
@@ -221,8 +222,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if (optopt != 0 && optopt < 256)
                 say("unknown option '-%c' or missing value (see ringrun --help)", optopt);
             else
-                say("unknown option '%s' or missing value (see ringrun --help)",
-                    argv[optind - 1]);
+                say("unknown option '%s' or missing value (see ringrun --help)", argv[optind - 1]);
             return -1;
         }
     }
@@ -336,7 +336,7 @@ static void make_env(const struct opts *o, const struct placement *pl, int rank,
 
 /* The argv of a remote shell that starts one rank on another host. */
 struct remote {
-    char *words;    /* a copy of --rsh, cut into words that av points into */
+    char *words; /* a copy of --rsh, cut into words that av points into */
     char *av[64];
     char cmd[65536]; /* the one shell command line run on the remote host */
 };
@@ -605,8 +605,8 @@ int main(int argc, char **argv)
         make_env(&o, &pl[r], r, rendezvous, &env);
         if (local) {
             if (verbose)
-                say("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host,
-                    pl[r].local_rank, pl[r].local_size);
+                say("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host, pl[r].local_rank,
+                    pl[r].local_size);
             ok = spawn(&ranks[r], r, o.argv, &env, 1, o.output_dir);
         } else {
             static struct remote rem;

@@ -55,18 +55,18 @@ RING_API const char *ring_version(void);
  * Error codes. XX(NAME, message). The codes are -1, -2, ... in table order, so they never
  * collide with 0 (success) and stay stable as long as entries are only appended.
  */
-#define RING_ERRNO_MAP(XX)                                                                     \
-    XX(EINVAL, "invalid argument")                                                             \
-    XX(ENOMEM, "out of memory")                                                                \
-    XX(ENOTINIT, "libring is not initialized; call ring_init() first")                         \
-    XX(EALREADY, "libring is already initialized")                                             \
-    XX(EENV, "the RING_* environment is malformed")                                            \
-    XX(EBOOTSTRAP, "could not reach the rendezvous or exchange addresses with it")             \
-    XX(ETIMEDOUT, "timed out waiting for a peer")                                              \
-    XX(EPEER, "the connection to a peer was lost (did a rank die?)")                           \
-    XX(EBROKEN, "an earlier transport error broke the communicator; the job must restart")    \
-    XX(EPROTO, "a peer sent something unexpected")                                             \
-    XX(ESYS, "a system call failed")                                                           \
+#define RING_ERRNO_MAP(XX)                                                                         \
+    XX(EINVAL, "invalid argument")                                                                 \
+    XX(ENOMEM, "out of memory")                                                                    \
+    XX(ENOTINIT, "libring is not initialized; call ring_init() first")                             \
+    XX(EALREADY, "libring is already initialized")                                                 \
+    XX(EENV, "the RING_* environment is malformed")                                                \
+    XX(EBOOTSTRAP, "could not reach the rendezvous or exchange addresses with it")                 \
+    XX(ETIMEDOUT, "timed out waiting for a peer")                                                  \
+    XX(EPEER, "the connection to a peer was lost (did a rank die?)")                               \
+    XX(EBROKEN, "an earlier transport error broke the communicator; the job must restart")         \
+    XX(EPROTO, "a peer sent something unexpected")                                                 \
+    XX(ESYS, "a system call failed")                                                               \
     XX(ENOTSUP, "not supported by this build or for this dtype and op")
 
 enum {

@@ -22,8 +22,9 @@ int ring__check_reduce(const void *sendbuf, const void *recvbuf, size_t count, r
     if (c == NULL)
         return rc;
     if (!ring__op_valid(dtype, op, prescale, postscale))
-        return ring__err(RING_EINVAL, "invalid dtype %d, op %d or scale factors %g/%g "
-                                      "(MIN and MAX take no scaling)",
+        return ring__err(RING_EINVAL,
+                         "invalid dtype %d, op %d or scale factors %g/%g "
+                         "(MIN and MAX take no scaling)",
                          (int)dtype, (int)op, prescale, postscale);
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "NULL buffer with count %zu", count);

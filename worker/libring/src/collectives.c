@@ -43,8 +43,8 @@ static int check_dtype(ring_dtype_t dtype)
     return 0;
 }
 
-static int allgather_impl(struct ring__ctx *c, const void *sendbuf, size_t sendcount,
-                          void *recvbuf, const size_t *counts, ring_dtype_t dtype)
+static int allgather_impl(struct ring__ctx *c, const void *sendbuf, size_t sendcount, void *recvbuf,
+                          const size_t *counts, ring_dtype_t dtype)
 {
     size_t esize = ring_dtype_size(dtype), *b;
     int rc = layout(c->size, counts, sendcount, esize, &b);
@@ -80,8 +80,8 @@ static int allgather_impl(struct ring__ctx *c, const void *sendbuf, size_t sendc
     return rc;
 }
 
-int ring_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
-                    const size_t *recvcounts, ring_dtype_t dtype)
+int ring_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                    ring_dtype_t dtype)
 {
     int rc;
     struct ring__ctx *c = ring__ctx_usable(&rc);
@@ -195,8 +195,8 @@ size_t ring_reducescatter_count(size_t count, int size, int rank, size_t *offset
     return len;
 }
 
-int ring_reducescatter_scaled(const void *sendbuf, void *recvbuf, size_t count,
-                              ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
+int ring_reducescatter_scaled(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
+                              ring_op_t op, double prescale, double postscale)
 {
     struct ring__ctx *c;
     size_t esize, *b, mine;
@@ -205,8 +205,7 @@ int ring_reducescatter_scaled(const void *sendbuf, void *recvbuf, size_t count,
 
     if (sendbuf == RING_IN_PLACE)
         return ring__err(RING_EINVAL, "reducescatter does not take RING_IN_PLACE");
-    if ((rc = ring__check_reduce(sendbuf, recvbuf, count, dtype, op, prescale, postscale, &c)) <
-        0)
+    if ((rc = ring__check_reduce(sendbuf, recvbuf, count, dtype, op, prescale, postscale, &c)) < 0)
         return rc;
     if (op == RING_AVERAGE) {
         postscale /= c->size;
@@ -232,8 +231,7 @@ int ring_reducescatter_scaled(const void *sendbuf, void *recvbuf, size_t count,
     work = malloc(count * esize > 0 ? count * esize : 1);
     if (work == NULL) {
         free(b);
-        return ring__err(RING_ENOMEM, "reducescatter: cannot allocate %zu bytes",
-                         count * esize);
+        return ring__err(RING_ENOMEM, "reducescatter: cannot allocate %zu bytes", count * esize);
     }
     if (prescale != 1.0) {
         ring__scale(work, sendbuf, count, dtype, prescale);
@@ -285,8 +283,8 @@ static int alltoall_impl(struct ring__ctx *c, const char *sendbuf, const size_t 
         return rc;
     }
     if (sb[n + r] != rb[n + r]) {
-        rc = ring__err(RING_EINVAL, "alltoallv: sendcounts[%d] != recvcounts[%d] on rank %d", r,
-                       r, r);
+        rc = ring__err(RING_EINVAL, "alltoallv: sendcounts[%d] != recvcounts[%d] on rank %d", r, r,
+                       r);
         goto out;
     }
     if (sb[n + r] > 0)

@@ -18,8 +18,7 @@ int ring__env_int(const char *name, long dflt, long min, long max, long *out)
     x = strtol(v, &end, 10);
     if (errno != 0 || *end != '\0' || x < min || x > max) {
         ring__log(RING_LOG_ERROR, "%s='%s' must be an integer in [%ld, %ld]", name, v, min, max);
-        return ring__err(RING_EENV, "%s='%s' must be an integer in [%ld, %ld]", name, v, min,
-                         max);
+        return ring__err(RING_EENV, "%s='%s' must be an integer in [%ld, %ld]", name, v, min, max);
     }
     *out = x;
     return 0;

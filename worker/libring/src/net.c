@@ -22,6 +22,13 @@ int64_t ring__now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t ring__now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int remaining_ms(int64_t deadline)
 {
     int64_t left = deadline - ring__now_ms();
@@ -30,8 +37,7 @@ static int remaining_ms(int64_t deadline)
     return left > 0x7fffffff ? 0x7fffffff : (int)left;
 }
 
-int ring__net_split_hostport(const char *s, char *host, size_t hostlen, char *port,
-                             size_t portlen)
+int ring__net_split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen)
 {
     const char *colon, *h = s;
     size_t hl;
@@ -136,8 +142,7 @@ error:
     return -err;
 }
 
-int ring__net_connect(const char *host, const char *port, int sockbuf, int64_t deadline,
-                      int *fd)
+int ring__net_connect(const char *host, const char *port, int sockbuf, int64_t deadline, int *fd)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC};
     struct addrinfo *res = NULL, *ai;
@@ -145,8 +150,7 @@ int ring__net_connect(const char *host, const char *port, int sockbuf, int64_t d
 
     rc = getaddrinfo(host, port, &hints, &res);
     if (rc != 0)
-        return ring__err(RING_EBOOTSTRAP, "cannot resolve %s:%s: %s", host, port,
-                         gai_strerror(rc));
+        return ring__err(RING_EBOOTSTRAP, "cannot resolve %s:%s: %s", host, port, gai_strerror(rc));
     for (;;) {
         for (ai = res; ai != NULL; ai = ai->ai_next) {
             rc = connect_one(ai, sockbuf, deadline, fd);

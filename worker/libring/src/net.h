@@ -21,23 +21,22 @@
 #define RING_RDV_TOKEN_MAX 255
 #define RING_RDV_LINE_MAX  (RING_RDV_TOKEN_MAX * 2 + 8)
 
-/* Milliseconds on the monotonic clock. */
+/* Milliseconds and microseconds on the monotonic clock. */
 int64_t ring__now_ms(void);
+int64_t ring__now_us(void);
 
 /*
  * Splits "host:port" (or "[v6addr]:port") into host and port. Returns 0 or RING_EINVAL when
  * either part is missing or does not fit.
  */
-int ring__net_split_hostport(const char *s, char *host, size_t hostlen, char *port,
-                             size_t portlen);
+int ring__net_split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen);
 
 /*
  * Connects to host:port, retrying refused connections until the deadline (the peer may not
  * be listening yet). On success *fd is a blocking socket with TCP_NODELAY. sockbuf > 0 sets
  * SO_SNDBUF/SO_RCVBUF before connecting, as TCP window scaling requires.
  */
-int ring__net_connect(const char *host, const char *port, int sockbuf, int64_t deadline,
-                      int *fd);
+int ring__net_connect(const char *host, const char *port, int sockbuf, int64_t deadline, int *fd);
 
 /* Sets O_NONBLOCK. Returns 0 or RING_ESYS. */
 int ring__net_set_nonblock(int fd);

@@ -18,9 +18,9 @@ struct run {
     int rank, size;
     size_t esize, seg;
     char *scratch;
-    size_t tx_len0;          /* length of send item 0: sendable from the start */
-    size_t tx_ready;         /* send-stream bytes that may go now */
-    int tx_item, rx_item;    /* cursors: the item holding the current offset */
+    size_t tx_len0;       /* length of send item 0: sendable from the start */
+    size_t tx_ready;      /* send-stream bytes that may go now */
+    int tx_item, rx_item; /* cursors: the item holding the current offset */
     size_t tx_start, rx_start;
 };
 

@@ -195,7 +195,7 @@ uint16_t ring__float_to_bf16(float f)
 /* 16-bit floats go through a float32 block on the stack, so the float kernel stays the
  * vectorized one and only the conversions are scalar. */
 #define DEFINE_HALF_REDUCE(name, to_f, from_f)                                                     \
-    static void reduce_##name(uint16_t *dst, const uint16_t *a, const uint16_t *b, size_t n,      \
+    static void reduce_##name(uint16_t *dst, const uint16_t *a, const uint16_t *b, size_t n,       \
                               ring_op_t op)                                                        \
     {                                                                                              \
         float fa[256], fb[256];                                                                    \

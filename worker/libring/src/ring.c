@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "ring_internal.h"
 
@@ -40,8 +41,7 @@ struct ring__ctx *ring__ctx_usable(int *rc)
         return NULL;
     }
     if (ctx.tp != NULL && ring__tp_broken(ctx.tp)) {
-        *rc = ring__err(RING_EBROKEN, "rank %d: an earlier error broke the communicator",
-                        ctx.rank);
+        *rc = ring__err(RING_EBROKEN, "rank %d: an earlier error broke the communicator", ctx.rank);
         return NULL;
     }
     *rc = 0;
@@ -102,8 +102,7 @@ static int read_tuning(struct ring__ctx *c)
 
     if ((rc = ring__env_int("RING_SMALL_ALLREDUCE_BYTES", DEFAULT_SMALL_BYTES, 0, 1L << 40,
                             &small)) < 0 ||
-        (rc = ring__env_int("RING_SEGMENT_BYTES", DEFAULT_SEGMENT_BYTES, 4096, 1L << 30, &seg)) <
-            0)
+        (rc = ring__env_int("RING_SEGMENT_BYTES", DEFAULT_SEGMENT_BYTES, 4096, 1L << 30, &seg)) < 0)
         return rc;
     c->small_bytes = (size_t)small;
     c->segment_bytes = (size_t)seg & ~(size_t)7; /* a whole number of elements of any dtype */
@@ -115,11 +114,23 @@ static int read_tuning(struct ring__ctx *c)
             c->algo = RING__ALGO_RD;
         else if (strcasecmp(algo, "auto") != 0) {
             ring__log(RING_LOG_ERROR, "RING_ALLREDUCE_ALGO='%s' must be auto, ring or rd", algo);
-            return ring__err(RING_EENV, "RING_ALLREDUCE_ALGO='%s' must be auto, ring or rd",
-                             algo);
+            return ring__err(RING_EENV, "RING_ALLREDUCE_ALGO='%s' must be auto, ring or rd", algo);
         }
     }
     return 0;
+}
+
+/*
+ * RING_SPIN_US, or by default 50 us when every rank on this host has a core of its own and
+ * 0 when the host is oversubscribed (see wait_ready() in transport_tcp.c).
+ */
+static int spin_us(const struct ring__ctx *c)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), v;
+    long dflt = cpus > 0 && c->local_size <= cpus ? 50 : 0;
+    if (ring__env_int("RING_SPIN_US", dflt, 0, 1000000, &v) < 0)
+        return (int)dflt;
+    return (int)v;
 }
 
 int ring_init(void)
@@ -142,8 +153,9 @@ int ring_init(void)
         return rc;
     if (c.size > 1) {
         if (rdv == NULL || *rdv == '\0') {
-            ring__log(RING_LOG_ERROR, "RING_SIZE=%d but RING_RENDEZVOUS is not set; launch the "
-                                      "program with ringrun",
+            ring__log(RING_LOG_ERROR,
+                      "RING_SIZE=%d but RING_RENDEZVOUS is not set; launch the "
+                      "program with ringrun",
                       c.size);
             return ring__err(RING_EENV, "RING_SIZE=%d but RING_RENDEZVOUS is not set", c.size);
         }
@@ -153,6 +165,7 @@ int ring_init(void)
             ring__log(RING_LOG_ERROR, "bootstrap failed: %s", ring_last_error());
             return rc;
         }
+        ring__tp_set_spin(c.tp, spin_us(&c));
     }
     if ((rc = install_sigterm()) < 0) {
         ring__tp_destroy(c.tp);
@@ -160,8 +173,8 @@ int ring_init(void)
     }
     ctx = c;
     initialized = 1;
-    ring__log(RING_LOG_INFO, "initialized: rank %d of %d (local %d/%d, host %d/%d)", c.rank,
-              c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size);
+    ring__log(RING_LOG_INFO, "initialized: rank %d of %d (local %d/%d, host %d/%d)", c.rank, c.size,
+              c.local_rank, c.local_size, c.cross_rank, c.cross_size);
     return 0;
 }
 

@@ -141,6 +141,8 @@ void ring__tp_destroy(struct ring__tp *tp);
  * and all later calls return RING_EBROKEN.
  */
 int ring__tp_stream(struct ring__tp *tp, const struct ring__stream *s);
+/* Sets how long a stream busy-polls before it sleeps in poll(); 0 never spins. */
+void ring__tp_set_spin(struct ring__tp *tp, int spin_us);
 /* Returns 1 after a transport error broke the mesh, else 0. */
 int ring__tp_broken(const struct ring__tp *tp);
 /* Plain exchange built on ring__tp_stream: either side may be empty (len 0 or peer -1). */
@@ -152,10 +154,10 @@ int ring__tp_sendrecv(struct ring__tp *tp, int dst, const void *sbuf, size_t sle
 struct ring__ctx {
     int rank, size;
     int local_rank, local_size, cross_rank, cross_size;
-    int algo;                  /* RING__ALGO_* */
-    size_t small_bytes;        /* auto: recursive doubling at or below this */
-    size_t segment_bytes;      /* pipeline reduction granularity */
-    struct ring__tp *tp;       /* NULL when size == 1 */
+    int algo;             /* RING__ALGO_* */
+    size_t small_bytes;   /* auto: recursive doubling at or below this */
+    size_t segment_bytes; /* pipeline reduction granularity */
+    struct ring__tp *tp;  /* NULL when size == 1 */
 };
 
 enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD };

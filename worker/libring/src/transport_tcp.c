@@ -29,6 +29,7 @@
 struct ring__tp {
     int rank, size;
     int op_timeout_ms;
+    int spin_us;
     int broken;
     int fds[]; /* fds[peer]; -1 for this rank */
 };
@@ -111,8 +112,9 @@ static int accept_higher(struct ring__tp *tp, int lfd, int64_t deadline)
         return errno == EINTR ? 0 : ring__err(RING_ESYS, "poll: %s", strerror(errno));
     fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
-        return errno == EINTR || errno == EAGAIN ? 0
-                                                 : ring__err(RING_ESYS, "accept: %s", strerror(errno));
+        return errno == EINTR || errno == EAGAIN
+                   ? 0
+                   : ring__err(RING_ESYS, "accept: %s", strerror(errno));
     if ((rc = ring__net_read_all(fd, &h, sizeof(h), deadline)) < 0) {
         close(fd);
         return rc;
@@ -201,6 +203,30 @@ void ring__tp_destroy(struct ring__tp *tp)
     }
     free(tp);
     errno = saved;
+}
+
+void ring__tp_set_spin(struct ring__tp *tp, int spin_us)
+{
+    tp->spin_us = spin_us;
+}
+
+/*
+ * poll() with a short busy-wait first. Waking a process that sleeps in poll costs tens of
+ * microseconds, which is most of a small allreduce; polling without sleeping for a few
+ * microseconds catches replies that are already on their way. Only worth it when every
+ * rank has a core: oversubscribed, the spinning steals the CPU the peer needs to answer.
+ */
+static int wait_ready(struct ring__tp *tp, struct pollfd *pfd, int n, int timeout_ms)
+{
+    if (tp->spin_us > 0) {
+        int64_t until = ring__now_us() + tp->spin_us;
+        do {
+            int rc = poll(pfd, (nfds_t)n, 0);
+            if (rc != 0)
+                return rc;
+        } while (ring__now_us() < until);
+    }
+    return poll(pfd, (nfds_t)n, timeout_ms);
 }
 
 int ring__tp_broken(const struct ring__tp *tp)
@@ -314,7 +340,7 @@ int ring__tp_stream(struct ring__tp *tp, const struct ring__stream *s)
                           rxo, s->rx_total);
                 return fail(tp, RING_ETIMEDOUT);
             }
-            rc = poll(pfd, (nfds_t)n, left);
+            rc = wait_ready(tp, pfd, n, left);
             if (rc < 0 && errno != EINTR) {
                 ring__err(RING_ESYS, "rank %d: poll: %s", tp->rank, strerror(errno));
                 return fail(tp, RING_ESYS);

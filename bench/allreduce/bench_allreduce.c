@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench_allreduce - times float32 sum allreduce from 4 KiB to 256 MiB.
+ *
+ * Built twice from this file: against libring (run it under ringrun) and, with BENCH_MPI,
+ * against MPI_Allreduce (run it under mpirun), so that both sides are timed by the very same
+ * loop. Each iteration starts after a barrier; its time is the slowest rank's. Reported:
+ * the median over the iterations, algbw = bytes / time and busbw = algbw * 2(n-1)/n, the
+ * nccl-tests convention that makes allreduce numbers comparable to link bandwidth.
+ *
+ *   ringrun -np 4 bench_allreduce [--json] [--min-bytes B] [--max-bytes B] [--iters N]
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef BENCH_MPI
+#include <mpi.h>
+#define IMPL_DEFAULT "openmpi"
+#else
+#include "ring.h"
+#define IMPL_DEFAULT "libring-tcp"
+#endif
+
+static int rank, size;
+
+static int bench_init(int *argc, char ***argv)
+{
+#ifdef BENCH_MPI
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+        return -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+#else
+    int rc = ring_init();
+    if (rc != 0) {
+        fprintf(stderr, "ring_init: %s (%s)\n", ring_strerror(rc), ring_last_error());
+        return -1;
+    }
+    rank = ring_rank();
+    size = ring_size();
+#endif
+    return 0;
+}
+
+static void bench_finish(void)
+{
+#ifdef BENCH_MPI
+    MPI_Finalize();
+#else
+    ring_finalize();
+#endif
+}
+
+static int allreduce(float *in, float *out, size_t count)
+{
+#ifdef BENCH_MPI
+    return MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS
+               ? 0
+               : -1;
+#else
+    return ring_allreduce(in, out, count, RING_FLOAT32, RING_SUM);
+#endif
+}
+
+static int max_double(double *v)
+{
+#ifdef BENCH_MPI
+    return MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS
+               ? 0
+               : -1;
+#else
+    return ring_allreduce(RING_IN_PLACE, v, 1, RING_FLOAT64, RING_MAX);
+#endif
+}
+
+static int barrier(void)
+{
+#ifdef BENCH_MPI
+    return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+#else
+    return ring_barrier();
+#endif
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    size_t min_bytes = 4096, max_bytes = (size_t)256 << 20;
+    int json = 0, min_iters = 5, rc = 0;
+    const char *impl = IMPL_DEFAULT;
+    float *in, *out;
+    double *times;
+
+    if (bench_init(&argc, &argv) < 0)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--min-bytes") == 0 && i + 1 < argc)
+            min_bytes = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc)
+            max_bytes = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
+            min_iters = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc)
+            impl = argv[++i];
+        else if (strcmp(argv[i], "--version") == 0) {
+            if (rank == 0)
+                printf("bench_allreduce %s\n", RING_VERSION_STRING);
+            bench_finish();
+            return 0;
+        } else {
+            if (rank == 0)
+                fprintf(stderr, "usage: bench_allreduce [--json] [--min-bytes B] [--max-bytes B] "
+                                "[--iters N] [--impl NAME]\n");
+            bench_finish();
+            return 2;
+        }
+    }
+    if (min_iters < 5)
+        min_iters = 5; /* a median needs a few samples */
+    in = malloc(max_bytes);
+    out = malloc(max_bytes);
+    times = malloc(sizeof(double) * 1000);
+    if (in == NULL || out == NULL || times == NULL) {
+        fprintf(stderr, "rank %d: cannot allocate 2 x %zu bytes\n", rank, max_bytes);
+        return 1;
+    }
+    for (size_t i = 0; i < max_bytes / sizeof(float); i++)
+        in[i] = 1.0f;
+    if (rank == 0 && !json)
+        printf("%-12s %4s %12s %6s %12s %10s %10s\n", "impl", "np", "bytes", "iters", "median_us",
+               "algbw_GB/s", "busbw_GB/s");
+
+    for (size_t bytes = min_bytes; bytes <= max_bytes && rc == 0; bytes *= 4) {
+        size_t count = bytes / sizeof(float);
+        /* About 1 GiB of traffic per size, within [min_iters, 1000] iterations. */
+        int iters = (int)((size_t)1 << 30) / (int)(bytes > 1 ? bytes : 1);
+        double median, algbw, busbw;
+        if (iters < min_iters)
+            iters = min_iters;
+        if (iters > 1000)
+            iters = 1000;
+        for (int w = 0; w < 2 && rc == 0; w++) /* warm-up: connections, page faults */
+            rc = allreduce(in, out, count);
+        for (int it = 0; it < iters && rc == 0; it++) {
+            double t0;
+            rc = barrier();
+            t0 = now_us();
+            rc = rc ? rc : allreduce(in, out, count);
+            times[it] = now_us() - t0;
+            rc = rc ? rc : max_double(&times[it]);
+        }
+        if (rc != 0)
+            break;
+        if (out[0] != (float)size || out[count - 1] != (float)size) {
+            fprintf(stderr, "rank %d: wrong result %g at %zu bytes, want %d\n", rank, out[0], bytes,
+                    size);
+            rc = 1;
+            break;
+        }
+        qsort(times, (size_t)iters, sizeof(double), cmp_double);
+        median = iters % 2 ? times[iters / 2] : (times[iters / 2 - 1] + times[iters / 2]) / 2;
+        algbw = (double)bytes / median / 1e3; /* bytes/us = MB/s; /1e3 = GB/s */
+        busbw = algbw * 2.0 * (size - 1) / size;
+        if (rank != 0)
+            continue;
+        if (json)
+            printf("{\"bench\":\"allreduce\",\"impl\":\"%s\",\"np\":%d,\"bytes\":%zu,"
+                   "\"iters\":%d,\"median_us\":%.1f,\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f}\n",
+                   impl, size, bytes, iters, median, algbw, busbw);
+        else
+            printf("%-12s %4d %12zu %6d %12.1f %10.3f %10.3f\n", impl, size, bytes, iters, median,
+                   algbw, busbw);
+        fflush(stdout);
+    }
+    if (rc != 0)
+        fprintf(stderr, "rank %d: allreduce failed\n", rank);
+    free(in);
+    free(out);
+    free(times);
+    bench_finish();
+    return rc == 0 ? 0 : 1;
+}
