@@ -548,7 +548,7 @@ int main(int argc, char **argv)
     struct config cfg;
     struct dataset ds = {0};
     struct model m;
-    int epoch = 0, rc;
+    int epoch = 0, rc, status = 0;
     uint64_t consumed = 0;
     double loss, acc;
     float *grad, *x, *hid, y;
@@ -634,8 +634,8 @@ int main(int argc, char **argv)
                            epoch, (unsigned long long)at, EXIT_STOPPED);
                     fflush(stdout);
                 }
-                ring_finalize();
-                return EXIT_STOPPED;
+                status = EXIT_STOPPED;
+                goto done;
             }
             if (cfg.step_sleep_ms > 0)
                 usleep((useconds_t)cfg.step_sleep_ms * 1000);
@@ -655,6 +655,7 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         printf("final loss %.6f accuracy %.4f\n", loss, acc);
+done:
     free(grad);
     free(x);
     free(hid);
@@ -663,5 +664,5 @@ int main(int argc, char **argv)
     free(ds.x);
     free(ds.y);
     ring_finalize();
-    return 0;
+    return status;
 }
