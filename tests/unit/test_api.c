@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "unit.h"
 #include "ring.h"
 
 START_TEST(error_names_and_messages)
@@ -208,28 +209,20 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("api");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
-
     /* The timeout tests take about RING_TIMEOUT_SECONDS (1 s); 10 s means a hang. */
-    tcase_set_timeout(tc, 10);
-    tcase_add_test(tc, error_names_and_messages);
-    tcase_add_test(tc, calls_before_init_fail_cleanly);
-    tcase_add_test(tc, single_process_world);
-    tcase_add_test(tc, invalid_arguments);
-    tcase_add_test(tc, malformed_environment);
-    tcase_add_test(tc, bad_log_level_is_not_fatal);
-    tcase_add_test(tc, unreachable_rendezvous_times_out);
-    tcase_add_test(tc, silent_rendezvous_times_out);
-    tcase_add_test(tc, sigterm_requests_a_stop);
-    tcase_add_test(tc, request_stop_without_signal);
-    tcase_add_test(tc, version_string);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    const TTest *tests[] = {
+        error_names_and_messages,
+        calls_before_init_fail_cleanly,
+        single_process_world,
+        invalid_arguments,
+        malformed_environment,
+        bad_log_level_is_not_fatal,
+        unreachable_rendezvous_times_out,
+        silent_rendezvous_times_out,
+        sigterm_requests_a_stop,
+        request_stop_without_signal,
+        version_string,
+        NULL,
+    };
+    return unit_main("api", tests, 10);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "unit.h"
 #include "hosts.h"
 
 START_TEST(parse_list_with_and_without_slots)
@@ -116,21 +117,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("hosts");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
-
-    tcase_add_test(tc, parse_list_with_and_without_slots);
-    tcase_add_test(tc, malformed_lists_say_what_is_wrong);
-    tcase_add_test(tc, hostfile_formats);
-    tcase_add_test(tc, placement_fills_hosts_in_order);
-    tcase_add_test(tc, placement_rejects_too_many_ranks);
-    tcase_add_test(tc, local_names);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    const TTest *tests[] = {
+        parse_list_with_and_without_slots,
+        malformed_lists_say_what_is_wrong,
+        hostfile_formats,
+        placement_fills_hosts_in_order,
+        placement_rejects_too_many_ranks,
+        local_names,
+        NULL,
+    };
+    return unit_main("hosts", tests, 30);
 }

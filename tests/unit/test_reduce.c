@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "unit.h"
 #include "ring_internal.h"
 
 START_TEST(dtype_table)
@@ -154,23 +155,16 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("reduce");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
-
-    tcase_add_test(tc, dtype_table);
-    tcase_add_test(tc, half_known_values);
-    tcase_add_test(tc, half_round_trips_every_value);
-    tcase_add_test(tc, bf16_conversions);
-    tcase_add_test(tc, int_kernels_wrap_and_compare);
-    tcase_add_test(tc, float_kernels_alias_and_half_precision);
-    tcase_add_test(tc, scale_truncates_and_saturates);
-    tcase_add_test(tc, op_validation);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    const TTest *tests[] = {
+        dtype_table,
+        half_known_values,
+        half_round_trips_every_value,
+        bf16_conversions,
+        int_kernels_wrap_and_compare,
+        float_kernels_alias_and_half_precision,
+        scale_truncates_and_saturates,
+        op_validation,
+        NULL,
+    };
+    return unit_main("reduce", tests, 30);
 }

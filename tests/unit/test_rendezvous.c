@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "unit.h"
 #include "net.h"
 #include "rendezvous.h"
 #include "ring_internal.h"
@@ -167,23 +168,15 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rendezvous");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
-
-    tcase_set_timeout(tc, 20);
-    tcase_add_test(tc, set_then_get);
-    tcase_add_test(tc, get_waits_for_set);
-    tcase_add_test(tc, malformed_requests_get_an_error);
-    tcase_add_test(tc, overlong_line_is_refused);
-    tcase_add_test(tc, port_in_use_is_reported);
-    tcase_add_test(tc, client_helpers_reject_bad_tokens);
-    tcase_add_test(tc, split_hostport);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    const TTest *tests[] = {
+        set_then_get,
+        get_waits_for_set,
+        malformed_requests_get_an_error,
+        overlong_line_is_refused,
+        port_in_use_is_reported,
+        client_helpers_reject_bad_tokens,
+        split_hostport,
+        NULL,
+    };
+    return unit_main("rendezvous", tests, 20);
 }

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "unit.h"
 #include "ring_internal.h"
 
 #define MAX_SIZE 16
@@ -172,23 +173,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("schedule");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
-
-    tcase_add_test(tc, chunks_partition_every_count);
-    tcase_add_test(tc, chunks_large_counts);
-    tcase_add_test(tc, ring_allreduce_schedule);
-    tcase_add_test(tc, ring_reducescatter_schedule);
-    tcase_add_test(tc, ring_allgather_schedule);
-    tcase_add_test(tc, recursive_doubling_pairs);
-    tcase_add_test(tc, broadcast_tree_reaches_everyone_once);
-    tcase_add_test(tc, modulo_is_euclidean);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    const TTest *tests[] = {
+        chunks_partition_every_count,         chunks_large_counts,     ring_allreduce_schedule,
+        ring_reducescatter_schedule,          ring_allgather_schedule, recursive_doubling_pairs,
+        broadcast_tree_reaches_everyone_once, modulo_is_euclidean,     NULL,
+    };
+    return unit_main("schedule", tests, 30);
 }

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -431,6 +432,18 @@ static void usage(FILE *f)
                "1 error, 2 bad arguments.\n");
 }
 
+/* optarg as an integer in [lo, hi], or exit 2 naming the option. */
+static long int_arg(const char *name, long lo, long hi)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(optarg, &end, 10);
+    if (errno != 0 || end == optarg || *end != '\0' || v < lo || v > hi)
+        die(2, "bad value '%s' for --%s: want an integer in [%ld, %ld]", optarg, name, lo, hi);
+    return v;
+}
+
 static void parse(int argc, char **argv, struct config *c)
 {
     static const struct option opts[] = {
@@ -450,7 +463,7 @@ static void parse(int argc, char **argv, struct config *c)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int o, li = 0;
+    int o;
     char *end;
 
     *c = (struct config){.epochs = 10,
@@ -461,42 +474,34 @@ static void parse(int argc, char **argv, struct config *c)
                          .lr = 0.05,
                          .seed = 42};
     c->ckpt_dir = getenv("RING_CHECKPOINT_DIR");
-    while ((o = getopt_long(argc, argv, "h", opts, &li)) != -1) {
-        errno = 0;
-        end = NULL;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
         case 'e':
-            c->epochs = (int)strtol(optarg, &end, 10);
-            if (c->epochs < 1 || c->epochs > 1000000)
-                goto bad;
+            c->epochs = (int)int_arg("epochs", 1, 1000000);
             break;
         case 'n':
-            c->samples = strtol(optarg, &end, 10);
-            if (c->samples < 1)
-                goto bad;
+            c->samples = int_arg("samples", 1, 1L << 40);
             break;
         case 'd':
-            c->features = (int)strtol(optarg, &end, 10);
-            if (c->features < 1 || c->features > 1024)
-                goto bad;
+            c->features = (int)int_arg("features", 1, 1024);
             break;
         case 'H':
-            c->hidden = (int)strtol(optarg, &end, 10);
-            if (c->hidden < 0 || c->hidden > 4096)
-                goto bad;
+            c->hidden = (int)int_arg("hidden", 0, 4096);
             break;
         case 'b':
-            c->batch = (int)strtol(optarg, &end, 10);
-            if (c->batch < 1)
-                goto bad;
+            c->batch = (int)int_arg("batch", 1, 1 << 20);
             break;
-        case 'l':
-            c->lr = strtod(optarg, &end);
-            if (!(c->lr > 0))
-                goto bad;
+        case 'S':
+            c->step_sleep_ms = (int)int_arg("step-sleep-ms", 0, 60000);
             break;
         case 's':
-            c->seed = strtoull(optarg, &end, 10);
+            c->seed = (uint64_t)int_arg("seed", 0, LONG_MAX);
+            break;
+        case 'l':
+            errno = 0;
+            c->lr = strtod(optarg, &end);
+            if (errno != 0 || *end != '\0' || !(c->lr > 0 && c->lr < 1e6))
+                die(2, "bad value '%s' for --lr: want a positive number", optarg);
             break;
         case 'D':
             c->data_path = optarg;
@@ -506,11 +511,6 @@ static void parse(int argc, char **argv, struct config *c)
             break;
         case 'f':
             c->fresh = 1;
-            break;
-        case 'S':
-            c->step_sleep_ms = (int)strtol(optarg, &end, 10);
-            if (c->step_sleep_ms < 0)
-                goto bad;
             break;
         case 'q':
             c->quiet = 1;
@@ -526,14 +526,9 @@ static void parse(int argc, char **argv, struct config *c)
             usage(stderr);
             exit(2);
         }
-        if (errno != 0 || (end != NULL && *end != '\0'))
-            goto bad;
     }
     if (optind < argc)
         die(2, "unexpected argument '%s' (see --help)", argv[optind]);
-    return;
-bad:
-    die(2, "bad value '%s' for --%s (see --help)", optarg, opts[li].name);
 }
 
 static double now_s(void)

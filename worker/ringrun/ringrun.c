@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -414,7 +415,7 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
                  int local, const char *output_dir)
 {
     int out[2], err[2];
-    pid_t pid;
+    pid_t pid, parent = getpid();
 
     if (pipe2(out, O_CLOEXEC) < 0)
         return say("pipe: %s", strerror(errno)), -1;
@@ -436,6 +437,11 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
         sigset_t none;
         int devnull = open("/dev/null", O_RDONLY);
         setpgid(0, 0);
+        /* If ringrun dies without a chance to forward anything (SIGKILL, OOM), its ranks
+         * must not live on as orphans holding GPUs and ports. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(EXIT_OSERR);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGPIPE, SIG_DFL);

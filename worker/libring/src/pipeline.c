@@ -131,7 +131,6 @@ int ring__pipe_run(struct ring__ctx *c, const struct ring__pipe *p)
         .rx_done = rx_done,
         .arg = &r,
     };
-    int rc;
 
     for (int j = 0; j < p->nitems; j++) {
         s.tx_total += item_len(&r, j, 1);
@@ -140,11 +139,11 @@ int ring__pipe_run(struct ring__ctx *c, const struct ring__pipe *p)
     r.tx_len0 = item_len(&r, 0, 1);
     r.tx_ready = r.tx_len0;
     if (p->nreduce > 0) {
-        r.scratch = malloc(r.seg);
-        if (r.scratch == NULL)
+        /* Kept for the life of the context: a segment is above malloc's mmap threshold, so
+         * allocating it per call would map, fault in and unmap it on every allreduce. */
+        if (c->scratch == NULL && (c->scratch = malloc(r.seg)) == NULL)
             return ring__err(RING_ENOMEM, "cannot allocate a %zu-byte segment", r.seg);
+        r.scratch = c->scratch;
     }
-    rc = ring__tp_stream(c->tp, &s);
-    free(r.scratch);
-    return rc;
+    return ring__tp_stream(c->tp, &s);
 }

@@ -183,6 +183,7 @@ int ring_finalize(void)
     if (!initialized)
         return RING_ENOTINIT;
     ring__tp_destroy(ctx.tp);
+    free(ctx.scratch);
     memset(&ctx, 0, sizeof(ctx));
     initialized = 0;
     return 0;

@@ -157,6 +157,7 @@ struct ring__ctx {
     int algo;             /* RING__ALGO_* */
     size_t small_bytes;   /* auto: recursive doubling at or below this */
     size_t segment_bytes; /* pipeline reduction granularity */
+    char *scratch;        /* one segment, allocated on first use, freed by finalize */
     struct ring__tp *tp;  /* NULL when size == 1 */
 };
 
