@@ -12,7 +12,15 @@
  * once, and the program should exit. libring never calls exit() or abort(), and prints
  * only through its logger (RING_LOG_LEVEL=error|warning|info|debug|trace, default warning).
  *
- * Threads: the calls are not thread safe; call them from one thread.
+ * The engine: every collective is a named request. A background thread per process meets
+ * the other ranks every cycle (RING_CYCLE_TIME_MS, default 1), agrees with them on which
+ * named tensors every rank has submitted, fuses small allreduces into one, and runs them in
+ * one order on all ranks. Ranks may submit tensors in any order. When ranks disagree on a
+ * tensor (dtype, count, op...), every rank gets RING_EMISMATCH with a message naming the
+ * tensor, the ranks and both values. The blocking calls submit under generated names
+ * ("allreduce.noname.17") and wait; every rank must make the same sequence of blocking calls.
+ *
+ * Threads: the calls are thread safe; ring_init and ring_finalize must not race with them.
  *
  * Environment read by ring_init() (set by ringrun or ringd; see DESIGN.md):
  *   RING_RANK, RING_SIZE, RING_LOCAL_RANK, RING_LOCAL_SIZE, RING_CROSS_RANK,
@@ -27,6 +35,16 @@
  *   RING_SOCKET_BUFFER_BYTES  SO_SNDBUF/SO_RCVBUF for peer sockets, 0 = kernel autotuning
  *                             (default 4194304).
  *   RING_HANDLE_SIGTERM       1 (default) installs a SIGTERM handler that requests a stop.
+ *   RING_CYCLE_TIME_MS        negotiation cycle while tensors wait for other ranks, default 1.
+ *   RING_FUSION_THRESHOLD     fusion buffer bytes, default 134217728; 0 disables fusion.
+ *   RING_CACHE_CAPACITY       response cache entries, default 1024; 0 disables the cache.
+ *   RING_TIMELINE             path of a Chrome trace JSON written by rank 0.
+ *   RING_STALL_CHECK_SECONDS  warn about tensors some ranks lack for this long, default 60;
+ *                             0 disables the check.
+ *   RING_STALL_SHUTDOWN_SECONDS  fail every rank with RING_ESTALL after this long, default 0
+ *                             (never).
+ *   RING_COMPRESSION          none (default), fp16 or bf16: float32 sum/average allreduce
+ *                             sends 16-bit values and adds them in float32.
  */
 #ifndef RING_H
 #define RING_H
@@ -67,7 +85,11 @@ RING_API const char *ring_version(void);
     XX(EBROKEN, "an earlier transport error broke the communicator; the job must restart")         \
     XX(EPROTO, "a peer sent something unexpected")                                                 \
     XX(ESYS, "a system call failed")                                                               \
-    XX(ENOTSUP, "not supported by this build or for this dtype and op")
+    XX(ENOTSUP, "not supported by this build or for this dtype and op")                            \
+    XX(EMISMATCH, "ranks submitted the same tensor name with different parameters")                \
+    XX(ESTALL, "ranks stalled: some submitted a tensor that others never did")                     \
+    XX(EJOINED, "not allowed while some ranks have joined")                                        \
+    XX(ESHUTDOWN, "the engine shut down before the operation ran")
 
 enum {
     RING_OK = 0,
@@ -90,6 +112,10 @@ enum {
 #define RING_EPROTO     RING__ERR(EPROTO)
 #define RING_ESYS       RING__ERR(ESYS)
 #define RING_ENOTSUP    RING__ERR(ENOTSUP)
+#define RING_EMISMATCH  RING__ERR(EMISMATCH)
+#define RING_ESTALL     RING__ERR(ESTALL)
+#define RING_EJOINED    RING__ERR(EJOINED)
+#define RING_ESHUTDOWN  RING__ERR(ESHUTDOWN)
 
 /* Returns a static message for err ("unknown error" for codes not in the table). */
 RING_API const char *ring_strerror(int err);
@@ -200,11 +226,105 @@ RING_API int ring_alltoallv(const void *sendbuf, const size_t *sendcounts, void 
 /* Returns once every rank has entered the barrier. */
 RING_API int ring_barrier(void);
 
+/* ---- the asynchronous API ---------------------------------------------------------------
+ *
+ * Each *_async call submits a named request and returns at once with a handle in *handle.
+ * The buffers must stay untouched until the handle completes. name: 1..255 printable
+ * characters, unique among this rank's requests in flight (RING_EINVAL otherwise). A
+ * process set (ring_process_set_create) restricts the collective to its members, with
+ * ranks (root) relative to the set; RING_GLOBAL is every rank.
+ * Returns 0, or an error code with no handle when the request is rejected locally
+ * (invalid arguments, not a member of the set, engine broken or shut down).
+ */
+typedef struct ring_handle ring_handle_t;
+typedef int ring_process_set_t;
+#define RING_GLOBAL 0
+
+RING_API int ring_allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
+                                  size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                                  double postscale, ring_process_set_t ps, ring_handle_t **handle);
+/*
+ * Grouped allreduce: n tensors negotiated and reduced as a unit (none runs before all are
+ * ready on every rank), with one handle. Names are name/0 .. name/n-1.
+ */
+RING_API int ring_grouped_allreduce_async(const char *name, int n, const void *const *sendbufs,
+                                          void *const *recvbufs, const size_t *counts,
+                                          ring_dtype_t dtype, ring_op_t op, ring_process_set_t ps,
+                                          ring_handle_t **handle);
+RING_API int ring_allgather_async(const char *name, const void *sendbuf, size_t sendcount,
+                                  void *recvbuf, ring_dtype_t dtype, ring_process_set_t ps,
+                                  ring_handle_t **handle);
+RING_API int ring_allgatherv_async(const char *name, const void *sendbuf, size_t sendcount,
+                                   void *recvbuf, const size_t *recvcounts, ring_dtype_t dtype,
+                                   ring_process_set_t ps, ring_handle_t **handle);
+RING_API int ring_broadcast_async(const char *name, void *buf, size_t count, ring_dtype_t dtype,
+                                  int root, ring_process_set_t ps, ring_handle_t **handle);
+RING_API int ring_reducescatter_async(const char *name, const void *sendbuf, void *recvbuf,
+                                      size_t count, ring_dtype_t dtype, ring_op_t op,
+                                      double prescale, double postscale, ring_process_set_t ps,
+                                      ring_handle_t **handle);
+RING_API int ring_alltoall_async(const char *name, const void *sendbuf, void *recvbuf, size_t count,
+                                 ring_dtype_t dtype, ring_process_set_t ps, ring_handle_t **handle);
+RING_API int ring_alltoallv_async(const char *name, const void *sendbuf, const size_t *sendcounts,
+                                  void *recvbuf, const size_t *recvcounts, ring_dtype_t dtype,
+                                  ring_process_set_t ps, ring_handle_t **handle);
+
+/*
+ * Waits for the operation, frees the handle and returns its status: 0, or the error every
+ * rank got (ring_last_error() has the message, e.g. "allreduce 'grad/w1': rank 0 sent
+ * float32, rank 3 sent float64").
+ */
+RING_API int ring_wait(ring_handle_t *handle);
+/* Returns 1 when the operation has completed (then call ring_wait), 0 while it runs. */
+RING_API int ring_test(ring_handle_t *handle);
+
+/*
+ * Join, for uneven data: a rank with no more batches calls ring_join(), which returns once
+ * every rank has joined, with the rank that joined last (or an error code). Until then the
+ * joined rank takes part in the others' collectives with neutral elements (0 for sum, 1 for
+ * product, the largest/smallest value for min/max), and AVERAGE divides by the number of
+ * ranks that have not joined. Allowed while ranks have joined: allreduce, broadcast (from a
+ * root that has not joined) and barrier; allgather(v), alltoall(v) and reducescatter get
+ * RING_EJOINED on every rank.
+ */
+RING_API int ring_join(void);
+
+/*
+ * Process sets. Every rank of the world calls ring_process_set_create with the same ranks, in
+ * the same order of calls; ranks are world ranks, listed once each. Returns 0 and the set's
+ * id in *ps, or RING_EINVAL (bad list) or RING_EMISMATCH (the ranks passed different lists).
+ */
+RING_API int ring_process_set_create(const int *ranks, int n, ring_process_set_t *ps);
+/* This rank's rank in the set, or -1 when it is not a member (or no such set). */
+RING_API int ring_process_set_rank(ring_process_set_t ps);
+/* The set's size, or -1 when there is no such set. */
+RING_API int ring_process_set_size(ring_process_set_t ps);
+
+/*
+ * Timeline: rank 0 writes a Chrome trace (chrome://tracing, Perfetto) with each tensor's
+ * NEGOTIATE, QUEUE, MEMCPY_IN_FUSION_BUFFER, collective and MEMCPY_OUT phases. Also started
+ * by RING_TIMELINE=path. The file is valid JSON after every cycle. Other ranks ignore these.
+ */
+RING_API int ring_timeline_start(const char *path);
+RING_API int ring_timeline_stop(void);
+
+/* Counters of the engine, for tests and monitoring. */
+struct ring_engine_stats {
+    uint64_t cycles;            /* negotiation cycles run */
+    uint64_t full_negotiations; /* cycles in which requests went to the coordinator */
+    uint64_t coordinator_names; /* tensor names the coordinator received (rank 0 only) */
+    uint64_t cache_hits;        /* tensors agreed on by the cache's bit-vector AND */
+    uint64_t tensors;           /* tensors executed */
+    uint64_t collectives;       /* collectives run (a fused batch counts once) */
+    uint64_t negotiation_us;    /* time spent agreeing, summed over cycles */
+};
+RING_API int ring_engine_stats(struct ring_engine_stats *out);
+
 /*
  * Stop requests, for the scheduler's stop-and-resume. SIGTERM (unless RING_HANDLE_SIGTERM=0)
- * or ring_request_stop() sets this rank's flag; ring_stop_requested() returns it. Ranks
- * agree on it by reducing the flag with RING_MAX at a step boundary (see the example
- * trainer) until the engine agrees on it during negotiation.
+ * or ring_request_stop() on any rank is agreed on during negotiation: ring_stop_requested()
+ * turns true on every rank after the same operation completes, so ranks that check it at a
+ * step boundary all stop after the same step.
  */
 RING_API void ring_request_stop(void);
 RING_API int ring_stop_requested(void);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * allreduce.c - ring_allreduce: a pipelined ring for large messages and recursive doubling
- * for small ones.
+ * allreduce.c - the data plane of allreduce: a pipelined ring for large messages and
+ * recursive doubling for small ones.
  *
  * The ring moves 2(n-1)/n of the data per rank, which is bandwidth-optimal, but takes
  * 2(n-1) latency steps. Recursive doubling moves the whole message log2(n) times in
@@ -14,28 +14,9 @@
 
 #include "ring_internal.h"
 
-int ring__check_reduce(const void *sendbuf, const void *recvbuf, size_t count, ring_dtype_t dtype,
-                       ring_op_t op, double prescale, double postscale, struct ring__ctx **out)
-{
-    int rc;
-    struct ring__ctx *c = ring__ctx_usable(&rc);
-    if (c == NULL)
-        return rc;
-    if (!ring__op_valid(dtype, op, prescale, postscale))
-        return ring__err(RING_EINVAL,
-                         "invalid dtype %d, op %d or scale factors %g/%g "
-                         "(MIN and MAX take no scaling)",
-                         (int)dtype, (int)op, prescale, postscale);
-    if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
-        return ring__err(RING_EINVAL, "NULL buffer with count %zu", count);
-    if (count > SIZE_MAX / 8)
-        return ring__err(RING_EINVAL, "count %zu overflows the buffer size", count);
-    *out = c;
-    return 0;
-}
-
-int ring__allreduce_ring(struct ring__ctx *c, const void *sendbuf, void *recvbuf, size_t count,
-                         ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
+int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
+                         size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                         double postscale)
 {
     size_t esize = ring_dtype_size(dtype);
     size_t *boff = malloc(2 * (size_t)c->size * sizeof(size_t));
@@ -74,9 +55,10 @@ int ring__allreduce_ring(struct ring__ctx *c, const void *sendbuf, void *recvbuf
     return rc;
 }
 
-int ring__allreduce_rd(struct ring__ctx *c, const void *sendbuf, void *recvbuf, size_t count,
+int ring__allreduce_rd(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
                        ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
 {
+    struct ring__tp *tp = c->ctx->tp;
     size_t bytes = count * ring_dtype_size(dtype);
     int p = ring__pow2_floor(c->size), extra = c->size - p, rank = c->rank;
     char *tmp = malloc(bytes > 0 ? bytes : 1);
@@ -88,66 +70,49 @@ int ring__allreduce_rd(struct ring__ctx *c, const void *sendbuf, void *recvbuf, 
 
     /* Fold: rank p+i hands its data to rank i and waits for the answer. */
     if (rank >= p) {
-        rc = ring__tp_sendrecv(c->tp, rank - p, recvbuf, bytes, -1, NULL, 0);
+        int peer = ring__peer(c, rank - p);
+        rc = ring__tp_sendrecv(tp, peer, recvbuf, bytes, -1, NULL, 0);
         if (rc == 0)
-            rc = ring__tp_sendrecv(c->tp, -1, NULL, 0, rank - p, recvbuf, bytes);
+            rc = ring__tp_sendrecv(tp, -1, NULL, 0, peer, recvbuf, bytes);
         free(tmp);
         return rc;
     }
     if (rank < extra) {
-        rc = ring__tp_sendrecv(c->tp, -1, NULL, 0, rank + p, tmp, bytes);
+        rc = ring__tp_sendrecv(tp, -1, NULL, 0, ring__peer(c, rank + p), tmp, bytes);
         if (rc < 0)
             goto out;
         ring__reduce(recvbuf, recvbuf, tmp, count, dtype, op);
     }
     for (int round = 0; (1 << round) < p; round++) {
-        int partner = ring__rd_partner(rank, round);
-        rc = ring__tp_sendrecv(c->tp, partner, recvbuf, bytes, partner, tmp, bytes);
+        int partner = ring__peer(c, ring__rd_partner(rank, round));
+        rc = ring__tp_sendrecv(tp, partner, recvbuf, bytes, partner, tmp, bytes);
         if (rc < 0)
             goto out;
         ring__reduce(recvbuf, recvbuf, tmp, count, dtype, op);
     }
     ring__scale(recvbuf, recvbuf, count, dtype, postscale);
     if (rank < extra)
-        rc = ring__tp_sendrecv(c->tp, rank + p, recvbuf, bytes, -1, NULL, 0);
+        rc = ring__tp_sendrecv(tp, ring__peer(c, rank + p), recvbuf, bytes, -1, NULL, 0);
 out:
     free(tmp);
     return rc;
 }
 
-int ring_allreduce_scaled(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
-                          ring_op_t op, double prescale, double postscale)
+int ring__allreduce(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                    ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
 {
-    struct ring__ctx *c;
-    int rc = ring__check_reduce(sendbuf, recvbuf, count, dtype, op, prescale, postscale, &c);
-    size_t bytes;
-    int algo;
+    size_t bytes = count * ring_dtype_size(dtype);
+    int algo = c->ctx->algo;
 
-    if (rc < 0)
-        return rc;
-    if (sendbuf == RING_IN_PLACE)
-        sendbuf = recvbuf;
-    if (op == RING_AVERAGE) {
-        postscale /= c->size;
-        op = RING_SUM;
-    }
     if (c->size == 1 || count == 0) {
         /* Two steps, not one factor: integers truncate after each, as on larger worlds. */
         ring__scale(recvbuf, sendbuf, count, dtype, prescale);
         ring__scale(recvbuf, recvbuf, count, dtype, postscale);
         return 0;
     }
-    bytes = count * ring_dtype_size(dtype);
-    algo = c->algo;
     if (algo == RING__ALGO_AUTO)
-        algo = bytes <= c->small_bytes ? RING__ALGO_RD : RING__ALGO_RING;
+        algo = bytes <= c->ctx->small_bytes ? RING__ALGO_RD : RING__ALGO_RING;
     if (algo == RING__ALGO_RD)
         return ring__allreduce_rd(c, sendbuf, recvbuf, count, dtype, op, prescale, postscale);
     return ring__allreduce_ring(c, sendbuf, recvbuf, count, dtype, op, prescale, postscale);
-}
-
-int ring_allreduce(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
-                   ring_op_t op)
-{
-    return ring_allreduce_scaled(sendbuf, recvbuf, count, dtype, op, 1.0, 1.0);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * collectives.c - allgather(v), broadcast, reducescatter, alltoall(v) and barrier.
+ * collectives.c - the data plane of allgather(v), broadcast, reducescatter, alltoall(v),
+ * barrier, and the byte-string gather and broadcast the engine negotiates with.
  *
  * allgather(v) and reducescatter are one half of the ring allreduce each (pipeline.c).
  * broadcast uses a binomial tree for small messages (log2(n) steps) and a pipelined chain
@@ -14,7 +15,7 @@
 
 #include "ring_internal.h"
 
-/* Byte offsets and lengths of size blocks of counts[i] elements packed in rank order. */
+/* Byte offsets and lengths of size blocks of counts[i] (or uniform) elements, packed. */
 static int layout(int size, const size_t *counts, size_t uniform, size_t esize, size_t **out)
 {
     size_t *b = malloc(2 * (size_t)size * sizeof(size_t));
@@ -24,10 +25,6 @@ static int layout(int size, const size_t *counts, size_t uniform, size_t esize, 
         return ring__err(RING_ENOMEM, "out of memory for %d block offsets", size);
     for (int i = 0; i < size; i++) {
         size_t n = counts ? counts[i] : uniform;
-        if (n > SIZE_MAX / esize / (size_t)size) {
-            free(b);
-            return ring__err(RING_EINVAL, "count %zu for rank %d is too large", n, i);
-        }
         b[i] = at;
         b[size + i] = n * esize;
         at += n * esize;
@@ -36,15 +33,8 @@ static int layout(int size, const size_t *counts, size_t uniform, size_t esize, 
     return 0;
 }
 
-static int check_dtype(ring_dtype_t dtype)
-{
-    if ((unsigned)dtype >= RING_DTYPE_COUNT)
-        return ring__err(RING_EINVAL, "invalid dtype %d", (int)dtype);
-    return 0;
-}
-
-static int allgather_impl(struct ring__ctx *c, const void *sendbuf, size_t sendcount, void *recvbuf,
-                          const size_t *counts, ring_dtype_t dtype)
+int ring__allgatherv(const struct ring__comm *c, const void *sendbuf, size_t sendcount,
+                     void *recvbuf, const size_t *counts, ring_dtype_t dtype)
 {
     size_t esize = ring_dtype_size(dtype), *b;
     int rc = layout(c->size, counts, sendcount, esize, &b);
@@ -53,13 +43,8 @@ static int allgather_impl(struct ring__ctx *c, const void *sendbuf, size_t sendc
     if (rc < 0)
         return rc;
     own = (char *)recvbuf + b[c->rank];
-    if (b[c->size + c->rank] != sendcount * esize) {
-        free(b);
-        return ring__err(RING_EINVAL, "allgatherv: sendcount %zu differs from recvcounts[%d]",
-                         sendcount, c->rank);
-    }
-    if (sendbuf != RING_IN_PLACE && sendbuf != own && sendcount > 0)
-        memmove(own, sendbuf, sendcount * esize);
+    if (sendbuf != NULL && sendbuf != own && b[c->size + c->rank] > 0)
+        memmove(own, sendbuf, b[c->size + c->rank]);
     if (c->size > 1) {
         struct ring__pipe p = {
             .first_chunk = 0,
@@ -68,7 +53,6 @@ static int allgather_impl(struct ring__ctx *c, const void *sendbuf, size_t sendc
             .boff = b,
             .blen = b + c->size,
             .src0 = own,
-            .local = NULL,
             .recvbuf = recvbuf,
             .dtype = dtype,
             .op = RING_SUM,
@@ -78,35 +62,6 @@ static int allgather_impl(struct ring__ctx *c, const void *sendbuf, size_t sendc
     }
     free(b);
     return rc;
-}
-
-int ring_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
-                    ring_dtype_t dtype)
-{
-    int rc;
-    struct ring__ctx *c = ring__ctx_usable(&rc);
-
-    if (c == NULL)
-        return rc;
-    if ((rc = check_dtype(dtype)) < 0)
-        return rc;
-    if (recvcounts == NULL || recvbuf == NULL || (sendbuf == NULL && sendcount > 0))
-        return ring__err(RING_EINVAL, "allgatherv: NULL buffer or recvcounts");
-    return allgather_impl(c, sendbuf, sendcount, recvbuf, recvcounts, dtype);
-}
-
-int ring_allgather(const void *sendbuf, size_t sendcount, void *recvbuf, ring_dtype_t dtype)
-{
-    int rc;
-    struct ring__ctx *c = ring__ctx_usable(&rc);
-
-    if (c == NULL)
-        return rc;
-    if ((rc = check_dtype(dtype)) < 0)
-        return rc;
-    if (sendcount > 0 && (sendbuf == NULL || recvbuf == NULL))
-        return ring__err(RING_EINVAL, "allgather: NULL buffer with count %zu", sendcount);
-    return allgather_impl(c, sendbuf, sendcount, recvbuf, NULL, dtype);
 }
 
 /* ---- broadcast ---- */
@@ -137,40 +92,40 @@ static int chain_done(void *arg, size_t off, size_t len)
     return 0;
 }
 
-int ring_broadcast(void *buf, size_t count, ring_dtype_t dtype, int root)
+/* Binomial tree: log2(n) steps, each a whole-message send. */
+static int broadcast_tree(const struct ring__comm *c, void *buf, size_t bytes, int root)
 {
-    int rc;
-    struct ring__ctx *c = ring__ctx_usable(&rc);
-    size_t bytes;
+    struct ring__tp *tp = c->ctx->tp;
+    int parent, children[32], rc;
+    int n = ring__bcast_tree(c->rank, c->size, root, &parent, children);
 
-    if (c == NULL)
+    if (parent >= 0 &&
+        (rc = ring__tp_sendrecv(tp, -1, NULL, 0, ring__peer(c, parent), buf, bytes)) < 0)
         return rc;
-    if ((rc = check_dtype(dtype)) < 0)
-        return rc;
-    if (root < 0 || root >= c->size)
-        return ring__err(RING_EINVAL, "broadcast: root %d is not a rank of a world of %d", root,
-                         c->size);
-    if (count > 0 && buf == NULL)
-        return ring__err(RING_EINVAL, "broadcast: NULL buffer with count %zu", count);
-    bytes = count * ring_dtype_size(dtype);
+    for (int i = 0; i < n; i++) {
+        rc = ring__tp_sendrecv(tp, ring__peer(c, children[i]), buf, bytes, -1, NULL, 0);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int ring__broadcast(const struct ring__comm *c, void *buf, size_t count, ring_dtype_t dtype,
+                    int root)
+{
+    struct ring__tp *tp = c->ctx->tp;
+    size_t bytes = count * ring_dtype_size(dtype);
+
     if (c->size == 1 || bytes == 0)
         return 0;
-    if (bytes <= c->small_bytes) {
-        int parent, children[32];
-        int n = ring__bcast_tree(c->rank, c->size, root, &parent, children);
-        if (parent >= 0 && (rc = ring__tp_sendrecv(c->tp, -1, NULL, 0, parent, buf, bytes)) < 0)
-            return rc;
-        for (int i = 0; i < n; i++) {
-            if ((rc = ring__tp_sendrecv(c->tp, children[i], buf, bytes, -1, NULL, 0)) < 0)
-                return rc;
-        }
-        return 0;
+    if (bytes <= c->ctx->small_bytes) {
+        return broadcast_tree(c, buf, bytes, root);
     } else {
         int v = ring__mod(c->rank - root, c->size);
         struct chain ch = {buf, v == 0 ? bytes : 0};
         struct ring__stream s = {
-            .tx_peer = ring__mod(c->rank + 1, c->size),
-            .rx_peer = ring__mod(c->rank - 1, c->size),
+            .tx_peer = ring__peer(c, ring__mod(c->rank + 1, c->size)),
+            .rx_peer = ring__peer(c, ring__mod(c->rank - 1, c->size)),
             .tx_total = v == c->size - 1 ? 0 : bytes,
             .rx_total = v == 0 ? 0 : bytes,
             .tx_src = chain_src,
@@ -178,40 +133,20 @@ int ring_broadcast(void *buf, size_t count, ring_dtype_t dtype, int root)
             .rx_done = chain_done,
             .arg = &ch,
         };
-        return ring__tp_stream(c->tp, &s);
+        return ring__tp_stream(tp, &s);
     }
 }
 
 /* ---- reducescatter ---- */
 
-size_t ring_reducescatter_count(size_t count, int size, int rank, size_t *offset)
+int ring__reducescatter(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
+                        size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                        double postscale)
 {
-    size_t off, len;
-    if (size < 1 || rank < 0 || rank >= size)
-        return 0;
-    ring__chunk(count, size, rank, &off, &len);
-    if (offset != NULL)
-        *offset = off;
-    return len;
-}
-
-int ring_reducescatter_scaled(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
-                              ring_op_t op, double prescale, double postscale)
-{
-    struct ring__ctx *c;
-    size_t esize, *b, mine;
+    size_t esize = ring_dtype_size(dtype), *b, mine;
     char *work;
     int rc;
 
-    if (sendbuf == RING_IN_PLACE)
-        return ring__err(RING_EINVAL, "reducescatter does not take RING_IN_PLACE");
-    if ((rc = ring__check_reduce(sendbuf, recvbuf, count, dtype, op, prescale, postscale, &c)) < 0)
-        return rc;
-    if (op == RING_AVERAGE) {
-        postscale /= c->size;
-        op = RING_SUM;
-    }
-    esize = ring_dtype_size(dtype);
     if ((rc = layout(c->size, NULL, 0, esize, &b)) < 0)
         return rc;
     for (int i = 0; i < c->size; i++) {
@@ -261,96 +196,122 @@ int ring_reducescatter_scaled(const void *sendbuf, void *recvbuf, size_t count, 
     return rc;
 }
 
-int ring_reducescatter(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
-                       ring_op_t op)
-{
-    return ring_reducescatter_scaled(sendbuf, recvbuf, count, dtype, op, 1.0, 1.0);
-}
-
 /* ---- alltoall ---- */
 
-static int alltoall_impl(struct ring__ctx *c, const char *sendbuf, const size_t *sendcounts,
-                         char *recvbuf, const size_t *recvcounts, size_t uniform,
-                         ring_dtype_t dtype)
+int ring__alltoallv(const struct ring__comm *c, const void *sendbuf, const size_t *sendcounts,
+                    void *recvbuf, const size_t *recvcounts, size_t count, ring_dtype_t dtype)
 {
     size_t esize = ring_dtype_size(dtype), *sb, *rb;
+    const char *send = sendbuf;
+    char *recv = recvbuf;
     int rc, n = c->size, r = c->rank;
 
-    if ((rc = layout(n, sendcounts, uniform, esize, &sb)) < 0)
+    if ((rc = layout(n, sendcounts, count, esize, &sb)) < 0)
         return rc;
-    if ((rc = layout(n, recvcounts, uniform, esize, &rb)) < 0) {
+    if ((rc = layout(n, recvcounts, count, esize, &rb)) < 0) {
         free(sb);
         return rc;
     }
-    if (sb[n + r] != rb[n + r]) {
-        rc = ring__err(RING_EINVAL, "alltoallv: sendcounts[%d] != recvcounts[%d] on rank %d", r, r,
-                       r);
-        goto out;
-    }
     if (sb[n + r] > 0)
-        memcpy(recvbuf + rb[r], sendbuf + sb[r], sb[n + r]);
+        memcpy(recv + rb[r], send + sb[r], sb[n + r]);
     for (int s = 1; s < n && rc == 0; s++) {
         int dst = ring__mod(r + s, n), src = ring__mod(r - s, n);
-        rc = ring__tp_sendrecv(c->tp, dst, sendbuf + sb[dst], sb[n + dst], src, recvbuf + rb[src],
-                               rb[n + src]);
+        rc = ring__tp_sendrecv(c->ctx->tp, ring__peer(c, dst), send + sb[dst], sb[n + dst],
+                               ring__peer(c, src), recv + rb[src], rb[n + src]);
     }
-out:
     free(sb);
     free(rb);
     return rc;
 }
 
-static int check_alltoall(const void *sendbuf, void *recvbuf, int any_data, ring_dtype_t dtype)
+/* ---- barrier ---- */
+
+int ring__barrier(const struct ring__comm *c)
 {
-    int rc = check_dtype(dtype);
-    if (rc < 0)
+    char out = 'b', in;
+    int rc = 0;
+
+    for (int d = 1; d < c->size && rc == 0; d <<= 1)
+        rc = ring__tp_sendrecv(c->ctx->tp, ring__peer(c, ring__mod(c->rank + d, c->size)), &out, 1,
+                               ring__peer(c, ring__mod(c->rank - d, c->size)), &in, 1);
+    return rc;
+}
+
+/* ---- byte strings for negotiation ---- */
+
+int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, char ***out,
+                       size_t **lens)
+{
+    struct ring__tp *tp = c->ctx->tp;
+    uint64_t n64 = len;
+    char **bufs;
+    size_t *ls;
+    int rc = 0;
+
+    if (c->rank != 0) {
+        rc = ring__tp_sendrecv(tp, ring__peer(c, 0), &n64, sizeof(n64), -1, NULL, 0);
+        if (rc == 0 && len > 0)
+            rc = ring__tp_sendrecv(tp, ring__peer(c, 0), buf, len, -1, NULL, 0);
         return rc;
-    if (sendbuf == RING_IN_PLACE)
-        return ring__err(RING_EINVAL, "alltoall does not take RING_IN_PLACE");
-    if (any_data && (sendbuf == NULL || recvbuf == NULL))
-        return ring__err(RING_EINVAL, "alltoall: NULL buffer");
+    }
+    bufs = calloc((size_t)c->size, sizeof(*bufs));
+    ls = calloc((size_t)c->size, sizeof(*ls));
+    if (bufs == NULL || ls == NULL) {
+        free(bufs);
+        free(ls);
+        return ring__err(RING_ENOMEM, "gather: out of memory");
+    }
+    for (int i = 0; i < c->size && rc == 0; i++) {
+        if (i == 0) {
+            n64 = len;
+        } else if ((rc = ring__tp_sendrecv(tp, -1, NULL, 0, ring__peer(c, i), &n64, sizeof(n64))) <
+                   0) {
+            break;
+        }
+        if (n64 > ((uint64_t)1 << 32)) {
+            rc = ring__err(RING_EPROTO, "gather: member %d announced %llu bytes", i,
+                           (unsigned long long)n64);
+            break;
+        }
+        ls[i] = (size_t)n64;
+        bufs[i] = malloc(ls[i] > 0 ? ls[i] : 1);
+        if (bufs[i] == NULL) {
+            rc = ring__err(RING_ENOMEM, "gather: out of memory");
+            break;
+        }
+        if (i == 0 && len > 0)
+            memcpy(bufs[0], buf, len);
+        else if (i > 0 && ls[i] > 0)
+            rc = ring__tp_sendrecv(tp, -1, NULL, 0, ring__peer(c, i), bufs[i], ls[i]);
+    }
+    if (rc < 0) {
+        for (int i = 0; i < c->size; i++)
+            free(bufs[i]);
+        free(bufs);
+        free(ls);
+        return rc;
+    }
+    *out = bufs;
+    *lens = ls;
     return 0;
 }
 
-int ring_alltoall(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype)
+int ring__bcast_bytes(const struct ring__comm *c, char **buf, size_t *len)
 {
-    int rc;
-    struct ring__ctx *c = ring__ctx_usable(&rc);
+    uint64_t n64 = c->rank == 0 ? *len : 0;
+    int rc = c->size > 1 ? broadcast_tree(c, &n64, sizeof(n64), 0) : 0;
 
-    if (c == NULL)
+    if (rc < 0)
         return rc;
-    if ((rc = check_alltoall(sendbuf, recvbuf, count > 0, dtype)) < 0)
-        return rc;
-    return alltoall_impl(c, sendbuf, NULL, recvbuf, NULL, count, dtype);
-}
-
-int ring_alltoallv(const void *sendbuf, const size_t *sendcounts, void *recvbuf,
-                   const size_t *recvcounts, ring_dtype_t dtype)
-{
-    int rc;
-    struct ring__ctx *c = ring__ctx_usable(&rc);
-
-    if (c == NULL)
-        return rc;
-    if (sendcounts == NULL || recvcounts == NULL)
-        return ring__err(RING_EINVAL, "alltoallv: NULL sendcounts or recvcounts");
-    if ((rc = check_alltoall(sendbuf, recvbuf, 1, dtype)) < 0)
-        return rc;
-    return alltoall_impl(c, sendbuf, sendcounts, recvbuf, recvcounts, 0, dtype);
-}
-
-/* ---- barrier ---- */
-
-int ring_barrier(void)
-{
-    int rc;
-    struct ring__ctx *c = ring__ctx_usable(&rc);
-    char out = 'b', in;
-
-    if (c == NULL)
-        return rc;
-    for (int d = 1; d < c->size && rc == 0; d <<= 1)
-        rc = ring__tp_sendrecv(c->tp, ring__mod(c->rank + d, c->size), &out, 1,
-                               ring__mod(c->rank - d, c->size), &in, 1);
-    return rc;
+    if (c->rank != 0) {
+        if (n64 > ((uint64_t)1 << 32))
+            return ring__err(RING_EPROTO, "broadcast of %llu bytes announced",
+                             (unsigned long long)n64);
+        *len = (size_t)n64;
+        *buf = malloc(*len > 0 ? *len : 1);
+        if (*buf == NULL)
+            return ring__err(RING_ENOMEM, "broadcast: out of memory");
+    }
+    /* Control traffic never depends on tunables a program may change between calls. */
+    return c->size > 1 && *len > 0 ? broadcast_tree(c, *buf, *len, 0) : 0;
 }

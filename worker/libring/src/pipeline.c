@@ -114,18 +114,19 @@ static int rx_done(void *arg, size_t off, size_t len)
     return 0;
 }
 
-int ring__pipe_run(struct ring__ctx *c, const struct ring__pipe *p)
+int ring__pipe_run(const struct ring__comm *c, const struct ring__pipe *p)
 {
+    struct ring__ctx *ctx = c->ctx;
     struct run r = {
         .p = p,
         .rank = c->rank,
         .size = c->size,
         .esize = ring_dtype_size(p->dtype),
-        .seg = c->segment_bytes,
+        .seg = ctx->segment_bytes,
     };
     struct ring__stream s = {
-        .tx_peer = ring__mod(c->rank + 1, c->size),
-        .rx_peer = ring__mod(c->rank - 1, c->size),
+        .tx_peer = ring__peer(c, ring__mod(c->rank + 1, c->size)),
+        .rx_peer = ring__peer(c, ring__mod(c->rank - 1, c->size)),
         .tx_src = tx_src,
         .rx_dst = rx_dst,
         .rx_done = rx_done,
@@ -141,9 +142,9 @@ int ring__pipe_run(struct ring__ctx *c, const struct ring__pipe *p)
     if (p->nreduce > 0) {
         /* Kept for the life of the context: a segment is above malloc's mmap threshold, so
          * allocating it per call would map, fault in and unmap it on every allreduce. */
-        if (c->scratch == NULL && (c->scratch = malloc(r.seg)) == NULL)
+        if (ctx->scratch == NULL && (ctx->scratch = malloc(r.seg)) == NULL)
             return ring__err(RING_ENOMEM, "cannot allocate a %zu-byte segment", r.seg);
-        r.scratch = c->scratch;
+        r.scratch = ctx->scratch;
     }
-    return ring__tp_stream(c->tp, &s);
+    return ring__tp_stream(ctx->tp, &s);
 }

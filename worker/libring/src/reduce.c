@@ -142,7 +142,7 @@ uint16_t ring__float_to_bf16(float f)
     static void reduce_##name(T *dst, const T *a, const T *b, size_t n, ring_op_t op)              \
     {                                                                                              \
         size_t i;                                                                                  \
-        switch (op) {                                                                              \
+        switch ((int)op) {                                                                         \
         case RING_SUM:                                                                             \
         case RING_AVERAGE:                                                                         \
             for (i = 0; i < n; i++)                                                                \
@@ -159,6 +159,14 @@ uint16_t ring__float_to_bf16(float f)
         case RING_MAX:                                                                             \
             for (i = 0; i < n; i++)                                                                \
                 dst[i] = MAX_(a[i], b[i]);                                                         \
+            break;                                                                                 \
+        case RING__OP_BAND:                                                                        \
+            for (i = 0; i < n; i++)                                                                \
+                dst[i] = (T)((U)a[i] & (U)b[i]);                                                   \
+            break;                                                                                 \
+        case RING__OP_BOR:                                                                         \
+            for (i = 0; i < n; i++)                                                                \
+                dst[i] = (T)((U)a[i] | (U)b[i]);                                                   \
             break;                                                                                 \
         default:                                                                                   \
             break;                                                                                 \

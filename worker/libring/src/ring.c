@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ring.c - ring_init/ring_finalize, the worker contract getters and stop requests. */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-#include "ring_internal.h"
+#include "engine.h"
 
 static struct ring__ctx ctx;
 static int initialized;
@@ -40,17 +41,28 @@ struct ring__ctx *ring__ctx_usable(int *rc)
         *rc = ring__err(RING_ENOTINIT, "call ring_init() first");
         return NULL;
     }
-    if (ctx.tp != NULL && ring__tp_broken(ctx.tp)) {
-        *rc = ring__err(RING_EBROKEN, "rank %d: an earlier error broke the communicator", ctx.rank);
-        return NULL;
-    }
     *rc = 0;
     return &ctx;
 }
 
+struct ring__comm ring__world(struct ring__ctx *c)
+{
+    struct ring__comm w = {.ctx = c, .rank = c->rank, .size = c->size, .members = NULL};
+    return w;
+}
+
+int ring__stop_local(void)
+{
+    return stop_flag != 0;
+}
+
 static void on_sigterm(int sig)
 {
+    int saved = errno;
     stop_flag = 1;
+    if (initialized)
+        ring__engine_wake(ctx.engine); /* a write() to an eventfd: async-signal-safe */
+    errno = saved;
 }
 
 static int install_sigterm(void)
@@ -167,12 +179,17 @@ int ring_init(void)
         }
         ring__tp_set_spin(c.tp, spin_us(&c));
     }
-    if ((rc = install_sigterm()) < 0) {
-        ring__tp_destroy(c.tp);
+    ctx = c;
+    if ((rc = ring__engine_start(&ctx, &ctx.engine)) < 0) {
+        ring__tp_destroy(ctx.tp);
+        memset(&ctx, 0, sizeof(ctx));
         return rc;
     }
-    ctx = c;
     initialized = 1;
+    if ((rc = install_sigterm()) < 0) {
+        ring_finalize();
+        return rc;
+    }
     ring__log(RING_LOG_INFO, "initialized: rank %d of %d (local %d/%d, host %d/%d)", c.rank, c.size,
               c.local_rank, c.local_size, c.cross_rank, c.cross_size);
     return 0;
@@ -182,10 +199,13 @@ int ring_finalize(void)
 {
     if (!initialized)
         return RING_ENOTINIT;
+    /* Agrees on the shutdown with the other ranks, so none closes sockets that another
+     * still needs for a collective in flight. */
+    ring__engine_stop(ctx.engine);
+    initialized = 0;
     ring__tp_destroy(ctx.tp);
     free(ctx.scratch);
     memset(&ctx, 0, sizeof(ctx));
-    initialized = 0;
     return 0;
 }
 
@@ -213,5 +233,9 @@ void ring_request_stop(void)
 
 int ring_stop_requested(void)
 {
-    return stop_flag != 0;
+    /* A world of one agrees with itself at once; larger worlds see the stop after the
+     * same operation on every rank (engine.c). */
+    if (initialized && ctx.size == 1)
+        return stop_flag != 0;
+    return ring__engine_stop_seen();
 }

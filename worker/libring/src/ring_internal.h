@@ -143,6 +143,8 @@ void ring__tp_destroy(struct ring__tp *tp);
 int ring__tp_stream(struct ring__tp *tp, const struct ring__stream *s);
 /* Sets how long a stream busy-polls before it sleeps in poll(); 0 never spins. */
 void ring__tp_set_spin(struct ring__tp *tp, int spin_us);
+/* The socket connected to peer (for the engine's idle poll). */
+int ring__tp_fd(const struct ring__tp *tp, int peer);
 /* Returns 1 after a transport error broke the mesh, else 0. */
 int ring__tp_broken(const struct ring__tp *tp);
 /* Plain exchange built on ring__tp_stream: either side may be empty (len 0 or peer -1). */
@@ -151,31 +153,51 @@ int ring__tp_sendrecv(struct ring__tp *tp, int dst, const void *sbuf, size_t sle
 
 /* ---- the process-wide state (ring.c) -------------------------------------------------- */
 
+struct ring__engine;
+
 struct ring__ctx {
     int rank, size;
     int local_rank, local_size, cross_rank, cross_size;
     int algo;             /* RING__ALGO_* */
     size_t small_bytes;   /* auto: recursive doubling at or below this */
     size_t segment_bytes; /* pipeline reduction granularity */
-    char *scratch;        /* one segment, allocated on first use, freed by finalize */
+    char *scratch;        /* one segment, allocated on first use by the engine thread */
     struct ring__tp *tp;  /* NULL when size == 1 */
+    struct ring__engine *engine;
 };
 
 enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD };
 
 /* Returns the context, or NULL when libring is not initialized. */
 struct ring__ctx *ring__ctx(void);
+/* Returns the context, or NULL with *rc = RING_ENOTINIT when libring is not initialized. */
+struct ring__ctx *ring__ctx_usable(int *rc);
+/* This rank's own stop request (SIGTERM or ring_request_stop), before agreement. */
+int ring__stop_local(void);
 
-/* ---- argument checks (allreduce.c) ------------------------------------------------------ */
+/* ---- communicators ------------------------------------------------------------------------ */
 
 /*
- * Checks what every reducing collective needs: libring initialized, a valid dtype/op/scale
- * combination and non-NULL buffers when count > 0. Sets *out. Returns 0 or an error code.
+ * A view of some ranks over the world's transport: the world itself, or a process set.
+ * Collectives take one and speak in its ranks; ring__peer() maps them to world ranks.
  */
-int ring__check_reduce(const void *sendbuf, const void *recvbuf, size_t count, ring_dtype_t dtype,
-                       ring_op_t op, double prescale, double postscale, struct ring__ctx **out);
-/* Returns the context, or RING_ENOTINIT/RING_EBROKEN through *rc when it cannot be used. */
-struct ring__ctx *ring__ctx_usable(int *rc);
+struct ring__comm {
+    struct ring__ctx *ctx;
+    int rank, size;     /* this rank's place in the view, and the view's size */
+    const int *members; /* world rank of each member; NULL for the world */
+};
+
+static inline int ring__peer(const struct ring__comm *c, int i)
+{
+    return c->members != NULL ? c->members[i] : i;
+}
+
+/* The world as a communicator. */
+struct ring__comm ring__world(struct ring__ctx *ctx);
+
+/* Internal reduction ops on integer dtypes, for the engine's control vectors. */
+#define RING__OP_BAND ((ring_op_t)(RING_OP_COUNT + 0))
+#define RING__OP_BOR  ((ring_op_t)(RING_OP_COUNT + 1))
 
 /* ---- the ring pipeline (pipeline.c) ------------------------------------------------------ */
 
@@ -197,13 +219,46 @@ struct ring__pipe {
     ring_op_t op;
     double postscale;
 };
-int ring__pipe_run(struct ring__ctx *c, const struct ring__pipe *p);
+int ring__pipe_run(const struct ring__comm *c, const struct ring__pipe *p);
 
-/* The two allreduce algorithms (allreduce.c), exposed so tests can run each at every size.
- * Arguments are checked by the caller; AVERAGE must already be SUM plus a postscale. */
-int ring__allreduce_ring(struct ring__ctx *c, const void *sendbuf, void *recvbuf, size_t count,
-                         ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
-int ring__allreduce_rd(struct ring__ctx *c, const void *sendbuf, void *recvbuf, size_t count,
+/* ---- data-plane collectives (allreduce.c, collectives.c) -----------------------------------
+ *
+ * These move data; they do not check arguments or negotiate. The engine calls them, from
+ * its thread only, with arguments that were validated at submission and agreed across
+ * ranks. sendbuf == recvbuf means in place. AVERAGE must already be SUM plus a postscale.
+ * Each returns 0 or an error code; after a transport error the world is broken.
+ */
+int ring__allreduce(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                    ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+/* The two allreduce algorithms, exposed so tests can run each at every size. */
+int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
+                         size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                         double postscale);
+int ring__allreduce_rd(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
                        ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+/* counts == NULL: every rank contributes sendcount. sendbuf == NULL: own block in place. */
+int ring__allgatherv(const struct ring__comm *c, const void *sendbuf, size_t sendcount,
+                     void *recvbuf, const size_t *counts, ring_dtype_t dtype);
+int ring__broadcast(const struct ring__comm *c, void *buf, size_t count, ring_dtype_t dtype,
+                    int root);
+int ring__reducescatter(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
+                        size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                        double postscale);
+/* sendcounts/recvcounts == NULL: count elements to and from every rank. */
+int ring__alltoallv(const struct ring__comm *c, const void *sendbuf, const size_t *sendcounts,
+                    void *recvbuf, const size_t *recvcounts, size_t count, ring_dtype_t dtype);
+int ring__barrier(const struct ring__comm *c);
+/*
+ * Gathers variable-length byte strings at member 0: every member sends len bytes of buf;
+ * member 0 gets a malloc'ed array of size buffers in *out (and their lengths in *lens),
+ * which it frees. Returns 0 or an error code.
+ */
+int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, char ***out,
+                       size_t **lens);
+/*
+ * Broadcasts a byte string from member 0 (its *buf and *len) to every member, which gets a
+ * malloc'ed copy in *buf (freed by the caller) and its length in *len.
+ */
+int ring__bcast_bytes(const struct ring__comm *c, char **buf, size_t *len);
 
 #endif /* RING_INTERNAL_H */

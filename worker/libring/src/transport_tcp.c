@@ -229,6 +229,11 @@ static int wait_ready(struct ring__tp *tp, struct pollfd *pfd, int n, int timeou
     return poll(pfd, (nfds_t)n, timeout_ms);
 }
 
+int ring__tp_fd(const struct ring__tp *tp, int peer)
+{
+    return tp->fds[peer];
+}
+
 int ring__tp_broken(const struct ring__tp *tp)
 {
     return tp->broken;

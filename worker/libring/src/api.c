@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * api.c - the public collectives: argument checks at the edge, then a request to the
+ * engine. The blocking calls are a submission under a generated name and a wait.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static atomic_ullong noname_seq;
+
+/* The engine, or NULL with *rc set. */
+static struct ring__engine *engine(int *rc)
+{
+    struct ring__ctx *c = ring__ctx_usable(rc);
+    return c != NULL ? c->engine : NULL;
+}
+
+static int check_name(const char *what, const char *name)
+{
+    size_t n;
+    if (name == NULL || (n = strlen(name)) == 0 || n > RING__NAME_MAX)
+        return ring__err(RING_EINVAL, "%s: a name of 1..%d characters is required", what,
+                         RING__NAME_MAX);
+    for (const char *p = name; *p; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return ring__err(RING_EINVAL, "%s: name '%s' has a control character", what, name);
+    }
+    return 0;
+}
+
+static int check_dtype(const char *what, ring_dtype_t dtype)
+{
+    if ((unsigned)dtype >= RING_DTYPE_COUNT)
+        return ring__err(RING_EINVAL, "%s: invalid dtype %d", what, (int)dtype);
+    return 0;
+}
+
+/* Fills the fields every request has and checks the process set; sets *set_rank/size. */
+static int base_request(struct ring__engine *e, struct ring__request *r, int type, const char *name,
+                        ring_dtype_t dtype, ring_process_set_t ps, int *set_rank, int *set_size)
+{
+    const char *what = ring__optype_name(type);
+    int rc;
+
+    memset(r, 0, sizeof(*r));
+    if ((rc = check_name(what, name)) < 0 || (rc = check_dtype(what, dtype)) < 0)
+        return rc;
+    if (ring__engine_pset_info(e, ps, set_rank, set_size) < 0)
+        return ring__err(RING_EINVAL, "%s '%s': process set %d does not exist", what, name, ps);
+    if (*set_rank < 0)
+        return ring__err(RING_EINVAL, "%s '%s': this rank is not a member of process set %d", what,
+                         name, ps);
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    r->type = type;
+    r->dtype = (int)dtype;
+    r->process_set = ps;
+    r->device = -1; /* host memory; GPU buffers come with the NCCL transport */
+    r->prescale = r->postscale = 1.0;
+    r->group_size = 1;
+    return 0;
+}
+
+static int check_reduce(const char *what, const char *name, ring_dtype_t dtype, ring_op_t op,
+                        double prescale, double postscale)
+{
+    if (!ring__op_valid(dtype, op, prescale, postscale))
+        return ring__err(RING_EINVAL,
+                         "%s '%s': invalid op %d or scale factors %g/%g for %s (MIN and MAX "
+                         "take no scaling; factors must be finite)",
+                         what, name, (int)op, prescale, postscale, ring_dtype_name(dtype));
+    return 0;
+}
+
+static int submit1(struct ring__engine *e, struct ring__request *r, const void *sendbuf,
+                   void *recvbuf, ring_handle_t **handle)
+{
+    struct ring__submit s = {*r, sendbuf, recvbuf};
+    return ring__engine_submit(e, &s, 1, handle);
+}
+
+int ring_allreduce_async(const char *name, const void *sendbuf, void *recvbuf, size_t count,
+                         ring_dtype_t dtype, ring_op_t op, double prescale, double postscale,
+                         ring_process_set_t ps, ring_handle_t **handle)
+{
+    struct ring__request r;
+    int rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if ((rc = base_request(e, &r, RING__ALLREDUCE, name, dtype, ps, &sr, &ss)) < 0 ||
+        (rc = check_reduce("allreduce", name, dtype, op, prescale, postscale)) < 0)
+        return rc;
+    if (sendbuf == RING_IN_PLACE)
+        sendbuf = recvbuf;
+    if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
+        return ring__err(RING_EINVAL, "allreduce '%s': NULL buffer with count %zu", name, count);
+    r.op = (int)op;
+    r.count = count;
+    r.prescale = prescale;
+    r.postscale = postscale;
+    return submit1(e, &r, sendbuf, recvbuf, handle);
+}
+
+int ring_grouped_allreduce_async(const char *name, int n, const void *const *sendbufs,
+                                 void *const *recvbufs, const size_t *counts, ring_dtype_t dtype,
+                                 ring_op_t op, ring_process_set_t ps, ring_handle_t **handle)
+{
+    struct ring__submit *subs;
+    int rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if (n < 1 || n > 65536 || sendbufs == NULL || recvbufs == NULL || counts == NULL)
+        return ring__err(RING_EINVAL, "grouped allreduce: 1..65536 tensors with buffers and "
+                                      "counts are required");
+    if ((rc = check_name("grouped allreduce", name)) < 0)
+        return rc;
+    if (strlen(name) + 7 > RING__NAME_MAX)
+        return ring__err(RING_EINVAL, "grouped allreduce '%s': name too long", name);
+    subs = calloc((size_t)n, sizeof(*subs));
+    if (subs == NULL)
+        return ring__err(RING_ENOMEM, "grouped allreduce: out of memory");
+    for (int i = 0; i < n && rc == 0; i++) {
+        char member[RING__NAME_MAX + 1];
+        const void *sb = sendbufs[i] == RING_IN_PLACE ? recvbufs[i] : sendbufs[i];
+        snprintf(member, sizeof(member), "%s/%d", name, i);
+        if ((rc = base_request(e, &subs[i].req, RING__ALLREDUCE, member, dtype, ps, &sr, &ss)) <
+                0 ||
+            (rc = check_reduce("allreduce", member, dtype, op, 1.0, 1.0)) < 0)
+            break;
+        if (counts[i] > 0 && (sb == NULL || recvbufs[i] == NULL)) {
+            rc = ring__err(RING_EINVAL, "grouped allreduce '%s': NULL buffer", member);
+            break;
+        }
+        subs[i].req.op = (int)op;
+        subs[i].req.count = counts[i];
+        subs[i].req.group_size = n;
+        subs[i].sendbuf = sb;
+        subs[i].recvbuf = recvbufs[i];
+    }
+    if (rc == 0)
+        rc = ring__engine_submit(e, subs, n, handle);
+    free(subs);
+    return rc;
+}
+
+int ring_allgatherv_async(const char *name, const void *sendbuf, size_t sendcount, void *recvbuf,
+                          const size_t *recvcounts, ring_dtype_t dtype, ring_process_set_t ps,
+                          ring_handle_t **handle)
+{
+    struct ring__request r;
+    int rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if ((rc = base_request(e, &r, RING__ALLGATHERV, name, dtype, ps, &sr, &ss)) < 0)
+        return rc;
+    if (recvcounts == NULL || recvbuf == NULL || (sendbuf == NULL && sendcount > 0))
+        return ring__err(RING_EINVAL, "allgatherv '%s': NULL buffer or recvcounts", name);
+    if (recvcounts[sr] != sendcount)
+        return ring__err(RING_EINVAL,
+                         "allgatherv '%s': sendcount %zu differs from "
+                         "recvcounts[%d] = %zu",
+                         name, sendcount, sr, recvcounts[sr]);
+    r.count = sendcount;
+    r.ncounts = (uint32_t)ss;
+    r.counts = malloc((size_t)ss * sizeof(uint64_t));
+    if (r.counts == NULL)
+        return ring__err(RING_ENOMEM, "allgatherv: out of memory");
+    for (int i = 0; i < ss; i++)
+        r.counts[i] = recvcounts[i];
+    /* RING_IN_PLACE travels as is: the engine then leaves this rank's block where it is. */
+    rc = submit1(e, &r, sendbuf, recvbuf, handle);
+    ring__request_clear(&r);
+    return rc;
+}
+
+int ring_allgather_async(const char *name, const void *sendbuf, size_t sendcount, void *recvbuf,
+                         ring_dtype_t dtype, ring_process_set_t ps, ring_handle_t **handle)
+{
+    struct ring__request r;
+    int rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if ((rc = base_request(e, &r, RING__ALLGATHER, name, dtype, ps, &sr, &ss)) < 0)
+        return rc;
+    if (sendcount > 0 && (sendbuf == NULL || recvbuf == NULL))
+        return ring__err(RING_EINVAL, "allgather '%s': NULL buffer with count %zu", name,
+                         sendcount);
+    r.count = sendcount;
+    return submit1(e, &r, sendbuf, recvbuf, handle);
+}
+
+int ring_broadcast_async(const char *name, void *buf, size_t count, ring_dtype_t dtype, int root,
+                         ring_process_set_t ps, ring_handle_t **handle)
+{
+    struct ring__request r;
+    int rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if ((rc = base_request(e, &r, RING__BROADCAST, name, dtype, ps, &sr, &ss)) < 0)
+        return rc;
+    if (root < 0 || root >= ss)
+        return ring__err(RING_EINVAL, "broadcast '%s': root %d is not a rank of a set of %d", name,
+                         root, ss);
+    if (count > 0 && buf == NULL)
+        return ring__err(RING_EINVAL, "broadcast '%s': NULL buffer with count %zu", name, count);
+    r.count = count;
+    r.root = root;
+    return submit1(e, &r, buf, buf, handle);
+}
+
+int ring_reducescatter_async(const char *name, const void *sendbuf, void *recvbuf, size_t count,
+                             ring_dtype_t dtype, ring_op_t op, double prescale, double postscale,
+                             ring_process_set_t ps, ring_handle_t **handle)
+{
+    struct ring__request r;
+    int rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if ((rc = base_request(e, &r, RING__REDUCESCATTER, name, dtype, ps, &sr, &ss)) < 0 ||
+        (rc = check_reduce("reducescatter", name, dtype, op, prescale, postscale)) < 0)
+        return rc;
+    if (sendbuf == RING_IN_PLACE)
+        return ring__err(RING_EINVAL, "reducescatter '%s' does not take RING_IN_PLACE", name);
+    if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
+        return ring__err(RING_EINVAL, "reducescatter '%s': NULL buffer with count %zu", name,
+                         count);
+    r.op = (int)op;
+    r.count = count;
+    r.prescale = prescale;
+    r.postscale = postscale;
+    return submit1(e, &r, sendbuf, recvbuf, handle);
+}
+
+static int alltoall_common(const char *name, const void *sendbuf, const size_t *sendcounts,
+                           void *recvbuf, const size_t *recvcounts, size_t count,
+                           ring_dtype_t dtype, ring_process_set_t ps, ring_handle_t **handle)
+{
+    struct ring__request r;
+    int v = sendcounts != NULL, rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if ((rc = base_request(e, &r, v ? RING__ALLTOALLV : RING__ALLTOALL, name, dtype, ps, &sr,
+                           &ss)) < 0)
+        return rc;
+    if (sendbuf == RING_IN_PLACE)
+        return ring__err(RING_EINVAL, "alltoall '%s' does not take RING_IN_PLACE", name);
+    if ((v || count > 0) && (sendbuf == NULL || recvbuf == NULL))
+        return ring__err(RING_EINVAL, "alltoall '%s': NULL buffer", name);
+    r.count = count;
+    if (v) {
+        if (sendcounts[sr] != recvcounts[sr])
+            return ring__err(RING_EINVAL,
+                             "alltoallv '%s': sendcounts[%d] = %zu but "
+                             "recvcounts[%d] = %zu for this rank's own block",
+                             name, sr, sendcounts[sr], sr, recvcounts[sr]);
+        r.ncounts = 2u * (uint32_t)ss;
+        r.counts = malloc(r.ncounts * sizeof(uint64_t));
+        if (r.counts == NULL)
+            return ring__err(RING_ENOMEM, "alltoallv: out of memory");
+        for (int i = 0; i < ss; i++) {
+            r.counts[i] = sendcounts[i];
+            r.counts[ss + i] = recvcounts[i];
+        }
+    }
+    rc = submit1(e, &r, sendbuf, recvbuf, handle);
+    ring__request_clear(&r);
+    return rc;
+}
+
+int ring_alltoall_async(const char *name, const void *sendbuf, void *recvbuf, size_t count,
+                        ring_dtype_t dtype, ring_process_set_t ps, ring_handle_t **handle)
+{
+    return alltoall_common(name, sendbuf, NULL, recvbuf, NULL, count, dtype, ps, handle);
+}
+
+int ring_alltoallv_async(const char *name, const void *sendbuf, const size_t *sendcounts,
+                         void *recvbuf, const size_t *recvcounts, ring_dtype_t dtype,
+                         ring_process_set_t ps, ring_handle_t **handle)
+{
+    if (sendcounts == NULL || recvcounts == NULL)
+        return ring__err(RING_EINVAL, "alltoallv '%s': NULL sendcounts or recvcounts",
+                         name ? name : "");
+    return alltoall_common(name, sendbuf, sendcounts, recvbuf, recvcounts, 0, dtype, ps, handle);
+}
+
+static int barrier_async(const char *name, ring_process_set_t ps, ring_handle_t **handle)
+{
+    struct ring__request r;
+    int rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if ((rc = base_request(e, &r, RING__BARRIER, name, RING_UINT8, ps, &sr, &ss)) < 0)
+        return rc;
+    return submit1(e, &r, NULL, NULL, handle);
+}
+
+/* ---- blocking calls: a generated name, a submission and a wait ---- */
+
+static void noname(char *buf, size_t len, const char *what)
+{
+    snprintf(buf, len, "%s.noname.%llu", what,
+             (unsigned long long)atomic_fetch_add(&noname_seq, 1));
+}
+
+#define BLOCKING(what, call)                                                                       \
+    do {                                                                                           \
+        char name[64];                                                                             \
+        ring_handle_t *h;                                                                          \
+        int rc_;                                                                                   \
+        noname(name, sizeof(name), what);                                                          \
+        rc_ = (call);                                                                              \
+        return rc_ < 0 ? rc_ : ring_wait(h);                                                       \
+    } while (0)
+
+int ring_allreduce_scaled(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
+                          ring_op_t op, double prescale, double postscale)
+{
+    BLOCKING("allreduce", ring_allreduce_async(name, sendbuf, recvbuf, count, dtype, op, prescale,
+                                               postscale, RING_GLOBAL, &h));
+}
+
+int ring_allreduce(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
+                   ring_op_t op)
+{
+    return ring_allreduce_scaled(sendbuf, recvbuf, count, dtype, op, 1.0, 1.0);
+}
+
+int ring_allgather(const void *sendbuf, size_t sendcount, void *recvbuf, ring_dtype_t dtype)
+{
+    BLOCKING("allgather",
+             ring_allgather_async(name, sendbuf, sendcount, recvbuf, dtype, RING_GLOBAL, &h));
+}
+
+int ring_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                    ring_dtype_t dtype)
+{
+    BLOCKING("allgatherv", ring_allgatherv_async(name, sendbuf, sendcount, recvbuf, recvcounts,
+                                                 dtype, RING_GLOBAL, &h));
+}
+
+int ring_broadcast(void *buf, size_t count, ring_dtype_t dtype, int root)
+{
+    BLOCKING("broadcast", ring_broadcast_async(name, buf, count, dtype, root, RING_GLOBAL, &h));
+}
+
+int ring_reducescatter_scaled(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
+                              ring_op_t op, double prescale, double postscale)
+{
+    BLOCKING("reducescatter", ring_reducescatter_async(name, sendbuf, recvbuf, count, dtype, op,
+                                                       prescale, postscale, RING_GLOBAL, &h));
+}
+
+int ring_reducescatter(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
+                       ring_op_t op)
+{
+    return ring_reducescatter_scaled(sendbuf, recvbuf, count, dtype, op, 1.0, 1.0);
+}
+
+size_t ring_reducescatter_count(size_t count, int size, int rank, size_t *offset)
+{
+    size_t off, len;
+    if (size < 1 || rank < 0 || rank >= size)
+        return 0;
+    ring__chunk(count, size, rank, &off, &len);
+    if (offset != NULL)
+        *offset = off;
+    return len;
+}
+
+int ring_alltoall(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype)
+{
+    BLOCKING("alltoall",
+             ring_alltoall_async(name, sendbuf, recvbuf, count, dtype, RING_GLOBAL, &h));
+}
+
+int ring_alltoallv(const void *sendbuf, const size_t *sendcounts, void *recvbuf,
+                   const size_t *recvcounts, ring_dtype_t dtype)
+{
+    BLOCKING("alltoallv", ring_alltoallv_async(name, sendbuf, sendcounts, recvbuf, recvcounts,
+                                               dtype, RING_GLOBAL, &h));
+}
+
+int ring_barrier(void)
+{
+    BLOCKING("barrier", barrier_async(name, RING_GLOBAL, &h));
+}
+
+/* ---- join, process sets, timeline, stats ---- */
+
+int ring_join(void)
+{
+    int rc;
+    struct ring__engine *e = engine(&rc);
+    return e == NULL ? rc : ring__engine_join(e);
+}
+
+int ring_process_set_create(const int *ranks, int n, ring_process_set_t *ps)
+{
+    int rc, id;
+    struct ring__engine *e = engine(&rc);
+    int64_t h[2];
+    uint64_t hash = 0xcbf29ce484222325ull;
+
+    if (e == NULL)
+        return rc;
+    if (ps == NULL)
+        return ring__err(RING_EINVAL, "ring_process_set_create: NULL ps");
+    if ((id = ring__engine_add_pset(e, ranks, n)) < 0)
+        return id;
+    /* Every rank must have passed the same list: compare a hash of it and the id. */
+    for (int i = 0; i < n; i++)
+        hash = (hash ^ (uint64_t)ranks[i]) * 0x100000001b3ull;
+    hash = (hash ^ (uint64_t)id) * 0x100000001b3ull;
+    h[0] = (int64_t)(hash >> 1);
+    h[1] = -h[0];
+    if ((rc = ring_allreduce(RING_IN_PLACE, h, 2, RING_INT64, RING_MAX)) < 0)
+        return rc;
+    if (h[0] != -h[1])
+        return ring__err(RING_EMISMATCH, "ring_process_set_create: ranks passed different rank "
+                                         "lists (or created sets in a different order)");
+    *ps = id;
+    return 0;
+}
+
+int ring_process_set_rank(ring_process_set_t ps)
+{
+    int rc, rank, size;
+    struct ring__engine *e = engine(&rc);
+    if (e == NULL || ring__engine_pset_info(e, ps, &rank, &size) < 0)
+        return -1;
+    return rank;
+}
+
+int ring_process_set_size(ring_process_set_t ps)
+{
+    int rc, rank, size;
+    struct ring__engine *e = engine(&rc);
+    if (e == NULL || ring__engine_pset_info(e, ps, &rank, &size) < 0)
+        return -1;
+    return size;
+}
+
+int ring_timeline_start(const char *path)
+{
+    int rc;
+    struct ring__engine *e = engine(&rc);
+    if (e == NULL)
+        return rc;
+    if (path == NULL || *path == '\0')
+        return ring__err(RING_EINVAL, "ring_timeline_start: a path is required");
+    return ring__engine_timeline(e, path);
+}
+
+int ring_timeline_stop(void)
+{
+    int rc;
+    struct ring__engine *e = engine(&rc);
+    return e == NULL ? rc : ring__engine_timeline(e, NULL);
+}
+
+int ring_engine_stats(struct ring_engine_stats *out)
+{
+    int rc;
+    struct ring__engine *e = engine(&rc);
+    if (e == NULL)
+        return rc;
+    if (out == NULL)
+        return ring__err(RING_EINVAL, "ring_engine_stats: NULL out");
+    ring__engine_stats(e, out);
+    return 0;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* strmap.c - a string-keyed hash map with chaining; grows to keep chains short. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+struct ring__strmap_node {
+    struct ring__strmap_node *next;
+    void *value;
+    char key[];
+};
+
+/* FNV-1a: short keys, no adversary (names come from this job's own ranks). */
+static size_t hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (size_t)h;
+}
+
+void *ring__strmap_get(const struct ring__strmap *m, const char *key)
+{
+    struct ring__strmap_node *n;
+    if (m->nbuckets == 0)
+        return NULL;
+    for (n = m->buckets[hash(key) % m->nbuckets]; n != NULL; n = n->next) {
+        if (strcmp(n->key, key) == 0)
+            return n->value;
+    }
+    return NULL;
+}
+
+static int grow(struct ring__strmap *m)
+{
+    size_t nb = m->nbuckets ? m->nbuckets * 2 : 64;
+    struct ring__strmap_node **b = calloc(nb, sizeof(*b));
+    if (b == NULL)
+        return RING_ENOMEM;
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        struct ring__strmap_node *n = m->buckets[i], *next;
+        for (; n != NULL; n = next) {
+            size_t k = hash(n->key) % nb;
+            next = n->next;
+            n->next = b[k];
+            b[k] = n;
+        }
+    }
+    free(m->buckets);
+    m->buckets = b;
+    m->nbuckets = nb;
+    return 0;
+}
+
+int ring__strmap_put(struct ring__strmap *m, const char *key, void *value)
+{
+    struct ring__strmap_node *n;
+    size_t len = strlen(key), k;
+
+    if (m->count >= m->nbuckets && grow(m) < 0)
+        return RING_ENOMEM;
+    k = hash(key) % m->nbuckets;
+    for (n = m->buckets[k]; n != NULL; n = n->next) {
+        if (strcmp(n->key, key) == 0) {
+            n->value = value;
+            return 0;
+        }
+    }
+    n = malloc(sizeof(*n) + len + 1);
+    if (n == NULL)
+        return RING_ENOMEM;
+    memcpy(n->key, key, len + 1);
+    n->value = value;
+    n->next = m->buckets[k];
+    m->buckets[k] = n;
+    m->count++;
+    return 0;
+}
+
+void *ring__strmap_del(struct ring__strmap *m, const char *key)
+{
+    struct ring__strmap_node **pp;
+    if (m->nbuckets == 0)
+        return NULL;
+    for (pp = &m->buckets[hash(key) % m->nbuckets]; *pp != NULL; pp = &(*pp)->next) {
+        if (strcmp((*pp)->key, key) == 0) {
+            struct ring__strmap_node *n = *pp;
+            void *v = n->value;
+            *pp = n->next;
+            free(n);
+            m->count--;
+            return v;
+        }
+    }
+    return NULL;
+}
+
+void ring__strmap_each(const struct ring__strmap *m,
+                       void (*fn)(const char *key, void *value, void *arg), void *arg)
+{
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        for (struct ring__strmap_node *n = m->buckets[i]; n != NULL; n = n->next)
+            fn(n->key, n->value, arg);
+    }
+}
+
+void ring__strmap_free(struct ring__strmap *m)
+{
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        struct ring__strmap_node *n = m->buckets[i], *next;
+        for (; n != NULL; n = next) {
+            next = n->next;
+            free(n);
+        }
+    }
+    free(m->buckets);
+    m->buckets = NULL;
+    m->nbuckets = m->count = 0;
+}
