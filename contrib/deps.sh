@@ -7,10 +7,11 @@
 set -eu
 
 # Build: compiler, CMake, pkg-config. Tests: Check (unit suites), iproute2 (network
-# namespaces), procps (pgrep/pkill in integration scripts). Peers for bench/:
+# namespaces), procps (pgrep/pkill in integration scripts), jq (checks JSON output such as
+# the timeline). Peers for bench/:
 # Open MPI. Formatting: clang-format.
 PACKAGES="build-essential cmake pkg-config check
-iproute2 procps
+iproute2 procps jq
 openmpi-bin libopenmpi-dev
 clang-format"
 

@@ -50,6 +50,9 @@ rc=0; wait $pid || rc=$?
 expect_in out "stop requested: checkpointed at epoch"
 grep -q "rank [0-9] exited with status 75" "$WORK/err" || fail "no rank exited 75"
 if grep -q "was killed" "$WORK/err"; then fail "a rank was killed instead of stopping"; fi
+[ "$(grep -c 'stop agreed after' "$WORK/err")" = 4 ] || { cat "$WORK/err"; fail "not every rank reported the stop"; }
+[ "$(grep -o 'stop agreed after.*' "$WORK/err" | sort -u | wc -l)" = 1 ] ||
+    { grep 'stop agreed' "$WORK/err"; fail "ranks stopped after different steps"; }
 ok "SIGTERM to one rank: all ranks checkpoint and exit 75"
 
 expect_rc 0 "$RINGRUN" -np 2 "$TRAIN" --epochs 10 --checkpoint-dir "$WORK/cs"

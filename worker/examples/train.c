@@ -16,8 +16,9 @@
  * - Checkpoints hold the parameters, the epoch and how many samples of it were consumed,
  *   nothing that depends on the world size, so a job can resume on any number of ranks.
  *   Rank 0 writes them atomically (temporary file, fsync, rename, fsync of the directory).
- * - A stop request (SIGTERM) on any rank is agreed on at the next step by all ranks, which
- *   then checkpoint and exit 75 (EX_TEMPFAIL: stopped, resumable).
+ * - A stop request (SIGTERM) on any rank is agreed on by libring's engine, so every rank
+ *   sees ring_stop_requested() turn true after the same step; rank 0 then checkpoints and
+ *   all exit 75 (EX_TEMPFAIL: stopped, resumable).
  *
  * Exit status: 0 done, 75 stopped after a checkpoint, 1 runtime error, 2 bad arguments.
  */
@@ -603,7 +604,6 @@ int main(int argc, char **argv)
 
         shuffle(perm, ds.n, cfg.seed, epoch);
         for (long s = 0; s < steps; s++) {
-            int32_t stop = ring_stop_requested();
             /* One position of the epoch's order per rank: rank r takes every size-th. */
             long base = (long)consumed + s * global_batch;
             memset(grad, 0, m.nparams * sizeof(float));
@@ -618,10 +618,11 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < m.nparams; i++)
                 m.p[i] -= lr * grad[i];
             done++;
-            /* Stop agreement: the largest flag wins, so all ranks stop after the same step. */
-            check(ring_allreduce(RING_IN_PLACE, &stop, 1, RING_INT32, RING_MAX), "allreduce(stop)");
-            if (stop) {
+            /* libring agrees on stop requests during negotiation: every rank sees the flag
+             * turn after the same allreduce, so all stop after this same step. */
+            if (ring_stop_requested()) {
                 uint64_t at = consumed + (uint64_t)(s + 1) * (uint64_t)global_batch;
+                fprintf(stderr, "rank %d: stop agreed after epoch %d step %ld\n", rank, epoch, s);
                 if (rank == 0) {
                     if (cfg.ckpt_dir != NULL)
                         save_checkpoint(cfg.ckpt_dir, &cfg, &m, epoch, at);

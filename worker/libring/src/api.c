@@ -11,7 +11,12 @@
 
 #include "engine.h"
 
-static atomic_ullong noname_seq;
+/*
+ * Blocking calls are named "<op>.noname.<generation>.<seq>". Ranks make the same blocking
+ * calls in the same order, so the names match -- except around ring_join, where ranks make
+ * different numbers of calls on purpose; every rank starts a new generation after a join.
+ */
+static atomic_ullong noname_seq, noname_gen;
 
 /* The engine, or NULL with *rc set. */
 static struct ring__engine *engine(int *rc)
@@ -55,7 +60,13 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
     if (*set_rank < 0)
         return ring__err(RING_EINVAL, "%s '%s': this rank is not a member of process set %d", what,
                          name, ps);
-    snprintf(r->name, sizeof(r->name), "%s", name);
+    /* Names are per process set, as in Horovod: two sets may both reduce "grad/w1" at once.
+     * The set's id qualifies the name of the request, and so its messages. */
+    if (ps != RING_GLOBAL &&
+        (size_t)snprintf(r->name, sizeof(r->name), "set%d:%s", ps, name) >= sizeof(r->name))
+        return ring__err(RING_EINVAL, "%s '%s': name too long", what, name);
+    if (ps == RING_GLOBAL)
+        snprintf(r->name, sizeof(r->name), "%s", name);
     r->type = type;
     r->dtype = (int)dtype;
     r->process_set = ps;
@@ -411,7 +422,14 @@ int ring_join(void)
 {
     int rc;
     struct ring__engine *e = engine(&rc);
-    return e == NULL ? rc : ring__engine_join(e);
+    if (e == NULL)
+        return rc;
+    rc = ring__engine_join(e);
+    if (rc >= 0) {
+        atomic_fetch_add(&noname_gen, 1);
+        atomic_store(&noname_seq, 0);
+    }
+    return rc;
 }
 
 int ring_process_set_create(const int *ranks, int n, ring_process_set_t *ps)

@@ -217,6 +217,47 @@ static int emit(struct ring__response *out, int *nout, struct slot *s, int size,
     return 0;
 }
 
+/* Emits an error response for every not yet emitted member of err's group. */
+static int fail_group(struct match *m, struct ring__response *resp, int *nout,
+                      const struct ring__response *err, int size)
+{
+    int gs = err->req.group_size, code = err->error;
+    char *msg = err->message;
+
+    /* The group size another rank gave, when this response came from a rank that gave none. */
+    for (int i = 0; i < m->nslots && gs <= 1; i++) {
+        if (strcmp(m->slots[i].name, err->req.name) != 0)
+            continue;
+        for (int w = 0; w < size; w++) {
+            if (m->slots[i].by_rank[w] != NULL && m->slots[i].by_rank[w]->group_size > gs)
+                gs = m->slots[i].by_rank[w]->group_size;
+        }
+    }
+    for (int g = 0; g < gs; g++) {
+        char sib[RING__NAME_MAX + 16];
+        struct slot *t;
+        struct ring__response *r;
+        const struct ring__request *any = NULL;
+        sibling(err->req.name, g, sib, sizeof(sib));
+        t = slot_of(m, sib);
+        if (t == NULL || t->emitted)
+            continue;
+        for (int w = 0; w < size && any == NULL; w++)
+            any = t->by_rank[w];
+        r = &resp[(*nout)++];
+        memset(r, 0, sizeof(*r));
+        t->emitted = 1;
+        if (ring__request_copy(&r->req, any) < 0)
+            return RING_ENOMEM;
+        r->error = code;
+        r->message = malloc(strlen(msg) + RING__NAME_MAX + 64);
+        if (r->message == NULL)
+            return RING_ENOMEM;
+        sprintf(r->message, "allreduce '%s': its group failed: %s", sib, msg);
+    }
+    return 0;
+}
+
 int ring__coord_match(int size, struct ring__request *const *reqs, const int *nreqs,
                       const unsigned char *joined, const struct ring__process_sets *psets,
                       struct ring__response **out, int *nout)
@@ -283,6 +324,11 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
             any = s->by_rank[w];
         if (!s->ready || any->group_size <= 1)
             continue;
+        /* Ranks that disagree on the group are a mismatch to report now, not a wait. */
+        for (int w = 0; w < size; w++) {
+            if (s->by_rank[w] != NULL && s->by_rank[w]->group_size != any->group_size)
+                goto next_slot;
+        }
         for (int g = 0; g < any->group_size; g++) {
             char sib[RING__NAME_MAX + 16];
             struct slot *t;
@@ -291,6 +337,7 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
             if (t == NULL || !t->ready)
                 s->ready = 0;
         }
+    next_slot:;
     }
     for (int i = 0; i < m.nslots && rc == 0; i++) {
         struct slot *s = &m.slots[i];
@@ -311,6 +358,9 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
         } else {
             rc = emit(resp, nout, s, size, psets, joined);
         }
+        /* A failed member fails its whole group, so no rank waits for the rest. */
+        if (rc == 0 && resp[*nout - 1].error != 0)
+            rc = fail_group(&m, resp, nout, &resp[*nout - 1], size);
     }
 out:
     for (int i = 0; i < m.nslots; i++)

@@ -167,14 +167,18 @@ static void fail_all(struct ring__engine *e, int err, const char *msg)
 {
     struct entry *list = NULL, *en, *next;
 
+    /* First refuse new work, so that a caller woken by the failures below and submitting
+     * again is told the engine is gone rather than queued behind it. */
+    pthread_mutex_lock(&e->mu);
+    e->failed = err;
+    snprintf(e->failed_msg, sizeof(e->failed_msg), "%s", msg);
+    pthread_mutex_unlock(&e->mu);
     ring__strmap_each(&e->pending, fail_each, &list);
     for (en = list; en != NULL; en = next) {
         next = en->next;
         complete(e, en, err, msg);
     }
     pthread_mutex_lock(&e->mu);
-    e->failed = err;
-    snprintf(e->failed_msg, sizeof(e->failed_msg), "%s", msg);
     for (en = e->qhead; en != NULL; en = next) {
         next = en->next;
         ring__strmap_del(&e->inflight, en->req.name);
@@ -902,6 +906,11 @@ static int cycle(struct ring__engine *e)
         goto out;
     }
 
+    if (ring__log_enabled(RING_LOG_TRACE))
+        ring__log(RING_LOG_TRACE,
+                  "cycle: %d pending, %d fired from the cache, %d negotiated, "
+                  "flags %llx, joined here %d",
+                  e->npending, nfired, nresp, (unsigned long long)or_flags, join_local);
     /* Step 5: run them; then the cache learns, in the same order on every rank. */
     for (int i = 0; i < nfired; i++) {
         ring__timeline_phase(e->timeline, fresp[i].req.name, "NEGOTIATE", 0, ring__now_us(), NULL);

@@ -73,7 +73,7 @@ void ring__buf_free(struct ring__buf *b)
 
 static void put(struct ring__buf *b, const void *p, size_t n)
 {
-    if (b->oom)
+    if (b->oom || n == 0)
         return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;

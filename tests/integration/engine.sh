@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The engine, end to end: out-of-order submission, every mismatch, stalls, join, process
+# sets, the timeline, the response cache, grouped allreduce.
+. "$(dirname "$0")/lib.sh"
+: "${ENGINE_CHECK:?}" "${FAULT_CHECK:?}"
+
+run() { expect_rc 0 "$RINGRUN" --kill-grace 2 "$@"; }
+
+for np in 2 3 4; do
+    run -np $np "$ENGINE_CHECK" order
+    expect_in out "engine_check order: ok"
+done
+ok "100 tensors submitted in a different order on every rank, at np 2, 3 and 4"
+
+for kind in dtype op count scale root type group; do
+    run -np 4 "$ENGINE_CHECK" mismatch $kind
+    [ "$(grep -c 'RING_EMISMATCH after' "$WORK/out")" = 4 ] ||
+        { cat "$WORK/out" "$WORK/err"; fail "mismatch $kind: not every rank got the error"; }
+done
+expect_in out "allreduce 'grad/0': rank 0 put it in a group of 2, rank 3 of 1"
+run -np 4 "$ENGINE_CHECK" mismatch dtype
+expect_in out "allreduce 'grad/w1': rank 0 sent float32, rank 3 sent float64"
+run -np 4 "$ENGINE_CHECK" mismatch duplicate
+expect_in out "rank 3: allreduce 'grad/w1': a request of this name is already in flight on rank 3"
+ok "every mismatch kind fails on every rank within 2 s, naming tensor, ranks and values"
+
+RING_STALL_CHECK_SECONDS=1 run -np 3 "$ENGINE_CHECK" stall
+expect_in err "warning: stall: allreduce 'lonely' was submitted by ranks 0, 2 but not by ranks 1"
+ok "a stall is reported with the tensor and the missing rank"
+
+start=$(date +%s)
+RING_STALL_SHUTDOWN_SECONDS=2 run -np 3 "$ENGINE_CHECK" stall-shutdown
+[ "$(grep -c 'RING_ESTALL: ' "$WORK/out")" = 3 ] || { cat "$WORK/out"; fail "not every rank got RING_ESTALL"; }
+[ $(( $(date +%s) - start )) -lt 20 ] || fail "the stall shutdown took too long"
+ok "RING_STALL_SHUTDOWN_SECONDS turns a stall into an error on all ranks"
+
+for np in 2 4; do
+    run -np $np "$ENGINE_CHECK" join
+    expect_in out "engine_check join: ok"
+done
+ok "join with uneven steps: neutral contributions, average over working ranks, last rank"
+
+run -np 4 "$ENGINE_CHECK" psets
+expect_in out "engine_check psets: ok"
+ok "process sets: two disjoint sets and an overlapping one at once"
+
+run -np 4 "$ENGINE_CHECK" grouped
+expect_in out "engine_check grouped: ok"
+ok "grouped allreduce"
+
+run -np 4 "$ENGINE_CHECK" cache
+expect_in out "after warm-up: 0 names to the coordinator"
+grep 'after warm-up' "$WORK/out"
+ok "steady state runs on the cache: the coordinator receives no names"
+
+RING_TIMELINE="$WORK/timeline.json" run -np 2 "$ENGINE_CHECK" timeline
+jq -e . "$WORK/timeline.json" >/dev/null || fail "the timeline is not valid JSON"
+for phase in NEGOTIATE QUEUE ALLREDUCE MEMCPY_IN_FUSION_BUFFER MEMCPY_OUT BROADCAST; do
+    jq -e --arg p $phase 'map(select(.name == $p and .ph == "B")) | length > 0' \
+        "$WORK/timeline.json" >/dev/null || fail "no $phase phase in the timeline"
+done
+jq -e 'map(select(.ph == "M" and .args.name == "layer1/weights")) | length == 1' \
+    "$WORK/timeline.json" >/dev/null || fail "no row for layer1/weights"
+jq -e 'map(select(.name == "MEMCPY_IN_FUSION_BUFFER" and .args.dtype == "float32")) | length > 0' \
+    "$WORK/timeline.json" >/dev/null || fail "no dtype argument on the fusion phase"
+ok "the timeline is valid JSON with every phase for known tensors"
+
+# Killed mid-run: the file must still parse.
+RING_TIMELINE="$WORK/killed.json" RING_OP_TIMEOUT_SECONDS=5 \
+    expect_rc 137 "$RINGRUN" -np 2 --kill-grace 30 "$FAULT_CHECK" kill 0 300
+jq -e 'length > 0' "$WORK/killed.json" >/dev/null || { tail -c 300 "$WORK/killed.json"; fail "the timeline of a killed rank 0 does not parse"; }
+ok "the timeline stays valid JSON when rank 0 is killed"
+
+summary
