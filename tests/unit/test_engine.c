@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests of the engine's pure parts: the coordinator's matching and validation, fusion
+ * planning, the response cache, the wire format and the string map.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "engine.h"
+
+static struct ring__request req(const char *name, int type, int dtype, uint64_t count)
+{
+    struct ring__request r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    r.type = type;
+    r.dtype = dtype;
+    r.op = RING_SUM;
+    r.count = count;
+    r.device = -1;
+    r.group_size = 1;
+    r.prescale = r.postscale = 1.0;
+    return r;
+}
+
+static struct ring__process_sets world(int size)
+{
+    struct ring__process_sets p;
+    ck_assert_int_eq(ring__psets_init(&p, size, 0), 0);
+    return p;
+}
+
+/* Validates a from rank 0 against b from rank 1 in a world of 2; returns the code. */
+static int validate2(const struct ring__request *a, const struct ring__request *b, char *msg)
+{
+    struct ring__process_sets p = world(2);
+    const struct ring__request *rs[2] = {a, b};
+    int ranks[2] = {0, 1};
+    unsigned char joined[2] = {0, 0};
+    int rc = ring__coord_validate(rs, ranks, 2, ring__psets_get(&p, 0), joined, msg, 512);
+    ring__psets_free(&p);
+    return rc;
+}
+
+START_TEST(validate_every_mismatch_kind)
+{
+    struct ring__request a = req("grad/w1", RING__ALLREDUCE, RING_FLOAT32, 8), b;
+    char msg[512];
+
+    b = a;
+    ck_assert_int_eq(validate2(&a, &b, msg), 0);
+    b.dtype = RING_FLOAT64;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg, "allreduce 'grad/w1': rank 0 sent float32, rank 1 sent float64");
+    b = a;
+    b.op = RING_MAX;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg, "allreduce 'grad/w1': rank 0 asked for sum, rank 1 for max");
+    b = a;
+    b.count = 9;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg, "allreduce 'grad/w1': rank 0 sent 8 elements, rank 1 sent 9");
+    b = a;
+    b.device = 0;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg,
+                     "allreduce 'grad/w1': rank 0 sent a CPU buffer, rank 1 sent a buffer on GPU 0");
+    b = a;
+    b.postscale = 0.5;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert(strstr(msg, "scales by 1/1 (pre/post), rank 1 by 1/0.5") != NULL);
+    b = a;
+    b.type = RING__BROADCAST;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg, "tensor 'grad/w1': rank 0 submitted allreduce, rank 1 submitted broadcast");
+    a.type = b.type = RING__BROADCAST;
+    b.root = 1;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg, "broadcast 'grad/w1': rank 0 named root 0, rank 1 root 1");
+}
+END_TEST
+
+START_TEST(validate_variable_sized_ops)
+{
+    uint64_t counts[2] = {3, 5}, other[2] = {3, 4};
+    uint64_t a2a0[4] = {1, 2, 1, 7}, a2a1[4] = {7, 1, 2, 1}; /* send[0..1], recv[0..1] */
+    struct ring__request a = req("x", RING__ALLGATHERV, RING_INT32, 3), b;
+    char msg[512];
+
+    a.counts = counts;
+    a.ncounts = 2;
+    b = a;
+    b.count = 5;
+    ck_assert_int_eq(validate2(&a, &b, msg), 0);
+    b.count = 4;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert(strstr(msg, "rank 1 sends 4 elements but recvcounts[1] is 5") != NULL);
+    b.count = 5;
+    b.counts = other;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert(strstr(msg, "different recvcounts") != NULL);
+
+    a = req("y", RING__ALLTOALLV, RING_INT32, 0);
+    b = a;
+    a.counts = a2a0;
+    a.ncounts = 4;
+    b.counts = a2a1;
+    b.ncounts = 4;
+    ck_assert_int_eq(validate2(&a, &b, msg), 0);
+    a2a1[2] = 3; /* rank 1 now expects 3 from rank 0, which sends 2 */
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert(strstr(msg, "rank 0 sends 2 elements to rank 1, which expects 3") != NULL);
+}
+END_TEST
+
+START_TEST(validate_ops_with_joined_ranks)
+{
+    struct ring__process_sets p = world(3);
+    struct ring__request a = req("x", RING__ALLGATHER, RING_INT32, 3);
+    const struct ring__request *rs[1] = {&a};
+    int ranks[1] = {0};
+    unsigned char joined[3] = {0, 0, 1};
+    char msg[512];
+
+    ck_assert_int_eq(ring__coord_validate(rs, ranks, 1, ring__psets_get(&p, 0), joined, msg, 512),
+                     RING_EJOINED);
+    ck_assert(strstr(msg, "not allowed while ranks have joined (rank 2 has)") != NULL);
+    a.type = RING__ALLREDUCE;
+    ck_assert_int_eq(ring__coord_validate(rs, ranks, 1, ring__psets_get(&p, 0), joined, msg, 512),
+                     0);
+    a.type = RING__BROADCAST;
+    a.root = 2;
+    ck_assert_int_eq(ring__coord_validate(rs, ranks, 1, ring__psets_get(&p, 0), joined, msg, 512),
+                     RING_EJOINED);
+    ring__psets_free(&p);
+}
+END_TEST
+
+/* Runs ring__coord_match on per-rank request lists and returns the responses. */
+static int match(int size, struct ring__request **reqs, int *nreqs, unsigned char *joined,
+                 struct ring__process_sets *p, struct ring__response **out)
+{
+    int n;
+    ck_assert_int_eq(ring__coord_match(size, reqs, nreqs, joined, p, out, &n), 0);
+    return n;
+}
+
+START_TEST(match_needs_every_rank_and_keeps_order)
+{
+    struct ring__process_sets p = world(3);
+    struct ring__request r0[3] = {req("a", 0, RING_FLOAT32, 4), req("b", 0, RING_FLOAT32, 4),
+                                  req("c", 0, RING_FLOAT32, 4)};
+    struct ring__request r1[2] = {req("c", 0, RING_FLOAT32, 4), req("a", 0, RING_FLOAT32, 4)};
+    struct ring__request r2[3] = {req("b", 0, RING_FLOAT32, 4), req("a", 0, RING_FLOAT32, 4),
+                                  req("c", 0, RING_FLOAT32, 4)};
+    struct ring__request *reqs[3] = {r0, r1, r2};
+    int nreqs[3] = {3, 2, 3};
+    unsigned char joined[3] = {0};
+    struct ring__response *resp;
+    int n = match(3, reqs, nreqs, joined, &p, &resp);
+
+    ck_assert_int_eq(n, 2); /* b is missing on rank 1 */
+    ck_assert_str_eq(resp[0].req.name, "a");
+    ck_assert_str_eq(resp[1].req.name, "c");
+    for (int i = 0; i < n; i++)
+        ring__response_clear(&resp[i]);
+    free(resp);
+    joined[1] = 1; /* once rank 1 joined, b is ready */
+    n = match(3, reqs, nreqs, joined, &p, &resp);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(resp[1].req.name, "b");
+    for (int i = 0; i < n; i++)
+        ring__response_clear(&resp[i]);
+    free(resp);
+    ring__psets_free(&p);
+}
+END_TEST
+
+START_TEST(match_groups_and_process_sets)
+{
+    struct ring__process_sets p = world(3);
+    int members[2] = {0, 2};
+    struct ring__request g0 = req("g/0", 0, RING_FLOAT32, 4), g1 = req("g/1", 0, RING_FLOAT32, 4);
+    struct ring__request s = req("set1:x", 0, RING_FLOAT32, 4);
+    struct ring__request r0[3], r1[1], r2[3];
+    struct ring__request *reqs[3] = {r0, r1, r2};
+    int nreqs[3] = {3, 1, 3};
+    unsigned char joined[3] = {0};
+    struct ring__response *resp;
+    int n;
+
+    ck_assert_int_eq(ring__psets_add(&p, members, 2, 3, 0), 1);
+    g0.group_size = g1.group_size = 2;
+    s.process_set = 1;
+    r0[0] = g0, r0[1] = g1, r0[2] = s;
+    r1[0] = g0; /* rank 1 lacks g/1: the group must wait, the set's tensor need not */
+    r2[0] = s, r2[1] = g1, r2[2] = g0;
+    n = match(3, reqs, nreqs, joined, &p, &resp);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(resp[0].req.name, "set1:x");
+    ring__response_clear(&resp[0]);
+    free(resp);
+    r1[0] = g1;
+    nreqs[1] = 1;
+    {
+        struct ring__request both[2] = {g1, g0};
+        reqs[1] = both;
+        nreqs[1] = 2;
+        n = match(3, reqs, nreqs, joined, &p, &resp);
+    }
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(resp[0].req.name, "g/0"); /* a group comes out whole, in member order */
+    ck_assert_str_eq(resp[1].req.name, "g/1");
+    for (int i = 0; i < n; i++)
+        ring__response_clear(&resp[i]);
+    free(resp);
+    ring__psets_free(&p);
+}
+END_TEST
+
+START_TEST(match_reports_errors_as_responses)
+{
+    struct ring__process_sets p = world(2);
+    struct ring__request r0[1] = {req("w", 0, RING_FLOAT32, 4)};
+    struct ring__request r1[1] = {req("w", 0, RING_INT32, 4)};
+    struct ring__request *reqs[2] = {r0, r1};
+    int nreqs[2] = {1, 1};
+    unsigned char joined[2] = {0};
+    struct ring__response *resp;
+    int n = match(2, reqs, nreqs, joined, &p, &resp);
+
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(resp[0].error, RING_EMISMATCH);
+    ck_assert_str_eq(resp[0].message, "allreduce 'w': rank 0 sent float32, rank 1 sent int32");
+    ring__response_clear(&resp[0]);
+    free(resp);
+    ring__psets_free(&p);
+}
+END_TEST
+
+START_TEST(fusion_batches)
+{
+    struct ring__response r[6];
+    int starts[7];
+    memset(r, 0, sizeof(r));
+    r[0].req = req("a", RING__ALLREDUCE, RING_FLOAT32, 100);
+    r[1].req = req("b", RING__ALLREDUCE, RING_FLOAT32, 100);
+    r[2].req = req("c", RING__ALLREDUCE, RING_FLOAT64, 100); /* another dtype */
+    r[3].req = req("d", RING__BROADCAST, RING_FLOAT64, 100); /* not an allreduce */
+    r[4].req = req("e", RING__ALLREDUCE, RING_FLOAT64, 100);
+    r[5].req = req("f", RING__ALLREDUCE, RING_FLOAT64, 100);
+    ck_assert_int_eq(ring__fusion_plan(r, 6, 1 << 20, starts), 4);
+    ck_assert_int_eq(starts[0], 0);
+    ck_assert_int_eq(starts[1], 2);
+    ck_assert_int_eq(starts[2], 3);
+    ck_assert_int_eq(starts[3], 4);
+    /* 800 bytes fit, 1600 do not */
+    ck_assert_int_eq(ring__fusion_plan(r + 4, 2, 1000, starts), 2);
+    ck_assert_int_eq(ring__fusion_plan(r + 4, 2, 1600, starts), 1);
+    /* threshold 0 disables fusion */
+    ck_assert_int_eq(ring__fusion_plan(r, 2, 0, starts), 2);
+    /* an error response never fuses */
+    r[1].error = RING_EMISMATCH;
+    ck_assert_int_eq(ring__fusion_plan(r, 2, 1 << 20, starts), 2);
+}
+END_TEST
+
+START_TEST(cache_lookup_put_and_lru)
+{
+    struct ring__cache c;
+    struct ring__request a = req("a", 0, RING_FLOAT32, 4), b = req("b", 0, RING_FLOAT32, 4);
+    struct ring__request x = req("x", 0, RING_FLOAT32, 4), a2 = a;
+    int ba, bb, bx;
+
+    ck_assert_int_eq(ring__cache_init(&c, 2), 0);
+    ck_assert_int_eq(ring__cache_lookup(&c, &a), -1);
+    ba = ring__cache_put(&c, &a);
+    bb = ring__cache_put(&c, &b);
+    ck_assert_int_ne(ba, bb);
+    ck_assert_int_eq(ring__cache_lookup(&c, &a), ba);
+    a2.count = 5; /* same name, other parameters: a miss */
+    ck_assert_int_eq(ring__cache_lookup(&c, &a2), -1);
+    ring__cache_touch(&c, ba); /* b is now the least recently used */
+    bx = ring__cache_put(&c, &x);
+    ck_assert_int_eq(bx, bb);
+    ck_assert_int_eq(ring__cache_lookup(&c, &b), -1);
+    ck_assert_int_eq(ring__cache_lookup(&c, &x), bx);
+    ring__cache_erase(&c, "a");
+    ck_assert_int_eq(ring__cache_lookup(&c, &a), -1);
+    {
+        struct ring__request v = req("v", RING__ALLGATHERV, RING_FLOAT32, 4);
+        ck_assert_int_eq(ring__cache_put(&c, &v), -1); /* sizes vary: never cached */
+    }
+    ring__cache_free(&c);
+    ck_assert_int_eq(ring__cache_init(&c, 0), 0);
+    ck_assert_int_eq(ring__cache_put(&c, &a), -1);
+    ring__cache_free(&c);
+}
+END_TEST
+
+START_TEST(wire_format_round_trip)
+{
+    uint64_t counts[3] = {1, 2, 3};
+    struct ring__response in = {0}, out;
+    struct ring__buf b = {0};
+    struct ring__reader rd;
+
+    in.req = req("layer/weights", RING__ALLGATHERV, RING_BFLOAT16, 77);
+    in.req.counts = counts;
+    in.req.ncounts = 3;
+    in.req.prescale = 0.25;
+    in.req.root = -1;
+    in.error = RING_EMISMATCH;
+    in.message = "ranks disagree";
+    ring__put_response(&b, &in);
+    rd = (struct ring__reader){b.data, b.data + b.len, 0};
+    ck_assert_int_eq(ring__get_response(&rd, &out), 0);
+    ck_assert(ring__request_same(&in.req, &out.req));
+    ck_assert_int_eq(out.error, RING_EMISMATCH);
+    ck_assert_str_eq(out.message, "ranks disagree");
+    ring__response_clear(&out);
+    /* Every truncation is refused, never read past. */
+    for (size_t cut = 0; cut < b.len; cut++) {
+        rd = (struct ring__reader){b.data, b.data + cut, 0};
+        ck_assert_int_eq(ring__get_response(&rd, &out), RING_EPROTO);
+    }
+    ring__buf_free(&b);
+}
+END_TEST
+
+START_TEST(strmap_basics)
+{
+    struct ring__strmap m = {0};
+    char key[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        ck_assert_int_eq(ring__strmap_put(&m, key, (void *)(intptr_t)(i + 1)), 0);
+    }
+    ck_assert_uint_eq(m.count, 1000);
+    ck_assert_ptr_eq(ring__strmap_get(&m, "k500"), (void *)(intptr_t)501);
+    ck_assert_ptr_eq(ring__strmap_del(&m, "k500"), (void *)(intptr_t)501);
+    ck_assert_ptr_null(ring__strmap_get(&m, "k500"));
+    ck_assert_ptr_null(ring__strmap_get(&m, "nope"));
+    ck_assert_uint_eq(m.count, 999);
+    ring__strmap_free(&m);
+}
+END_TEST
+
+START_TEST(process_set_registry)
+{
+    struct ring__process_sets p = world(4);
+    int ok[3] = {3, 1, 2}, dup[2] = {1, 1}, out[2] = {0, 4};
+    ck_assert_int_eq(ring__psets_add(&p, ok, 3, 4, 2), 1);
+    ck_assert_int_eq(ring__psets_get(&p, 1)->members[0], 1); /* sorted */
+    ck_assert_int_eq(ring__psets_get(&p, 1)->my_rank, 1);
+    ck_assert_int_eq(ring__psets_add(&p, dup, 2, 4, 2), RING_EINVAL);
+    ck_assert_int_eq(ring__psets_add(&p, out, 2, 4, 2), RING_EINVAL);
+    ck_assert_int_eq(ring__psets_add(&p, ok, 0, 4, 2), RING_EINVAL);
+    ck_assert_ptr_null(ring__psets_get(&p, 7));
+    ring__psets_free(&p);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {
+        validate_every_mismatch_kind,
+        validate_variable_sized_ops,
+        validate_ops_with_joined_ranks,
+        match_needs_every_rank_and_keeps_order,
+        match_groups_and_process_sets,
+        match_reports_errors_as_responses,
+        fusion_batches,
+        cache_lookup_put_and_lru,
+        wire_format_round_trip,
+        strmap_basics,
+        process_set_registry,
+        NULL,
+    };
+    return unit_main("engine", tests, 30);
+}
