@@ -66,8 +66,8 @@ START_TEST(validate_every_mismatch_kind)
     b = a;
     b.device = 0;
     ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
-    ck_assert_str_eq(msg,
-                     "allreduce 'grad/w1': rank 0 sent a CPU buffer, rank 1 sent a buffer on GPU 0");
+    ck_assert_str_eq(
+        msg, "allreduce 'grad/w1': rank 0 sent a CPU buffer, rank 1 sent a buffer on GPU 0");
     b = a;
     b.postscale = 0.5;
     ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
@@ -75,7 +75,8 @@ START_TEST(validate_every_mismatch_kind)
     b = a;
     b.type = RING__BROADCAST;
     ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
-    ck_assert_str_eq(msg, "tensor 'grad/w1': rank 0 submitted allreduce, rank 1 submitted broadcast");
+    ck_assert_str_eq(msg,
+                     "tensor 'grad/w1': rank 0 submitted allreduce, rank 1 submitted broadcast");
     a.type = b.type = RING__BROADCAST;
     b.root = 1;
     ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);

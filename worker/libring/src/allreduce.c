@@ -14,12 +14,13 @@
 
 #include "ring_internal.h"
 
-int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
-                         size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
-                         double postscale)
+int ring__allreduce_ringv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
+                          ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
 {
     size_t esize = ring_dtype_size(dtype);
     size_t *boff = malloc(2 * (size_t)c->size * sizeof(size_t));
+    const char **send = NULL;
+    struct ring__bufv scaled = *bv;
     size_t *blen;
     int rc;
 
@@ -32,8 +33,18 @@ int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *
         blen[i] *= esize;
     }
     if (prescale != 1.0) {
-        ring__scale(recvbuf, sendbuf, count, dtype, prescale);
-        sendbuf = recvbuf;
+        /* Scale into the result buffers, then reduce in place there. */
+        send = malloc((size_t)bv->n * sizeof(*send));
+        if (send == NULL) {
+            free(boff);
+            return ring__err(RING_ENOMEM, "allreduce: out of memory");
+        }
+        for (int i = 0; i < bv->n; i++) {
+            size_t n = (bv->start[i + 1] - bv->start[i]) / esize;
+            ring__scale(bv->recv[i], bv->send[i], n, dtype, prescale);
+            send[i] = bv->recv[i];
+        }
+        scaled.send = send;
     }
     {
         struct ring__pipe p = {
@@ -42,17 +53,27 @@ int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *
             .nreduce = c->size - 1,
             .boff = boff,
             .blen = blen,
-            .src0 = (const char *)sendbuf + boff[c->rank],
-            .local = sendbuf,
-            .recvbuf = recvbuf,
+            .bv = &scaled,
             .dtype = dtype,
             .op = op,
             .postscale = postscale,
         };
         rc = ring__pipe_run(c, &p);
     }
+    free(send);
     free(boff);
     return rc;
+}
+
+int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
+                         size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                         double postscale)
+{
+    char *recv[1] = {recvbuf};
+    const char *send[1] = {sendbuf};
+    size_t start[2] = {0, count * ring_dtype_size(dtype)};
+    struct ring__bufv bv = {1, recv, send, start};
+    return ring__allreduce_ringv(c, &bv, count, dtype, op, prescale, postscale);
 }
 
 int ring__allreduce_rd(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,

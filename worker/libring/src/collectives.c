@@ -46,14 +46,18 @@ int ring__allgatherv(const struct ring__comm *c, const void *sendbuf, size_t sen
     if (sendbuf != NULL && sendbuf != own && b[c->size + c->rank] > 0)
         memmove(own, sendbuf, b[c->size + c->rank]);
     if (c->size > 1) {
+        /* The own block is already in place, so both sides of the buffer are recvbuf. */
+        char *recv[1] = {recvbuf};
+        const char *send[1] = {recvbuf};
+        size_t start[2] = {0, b[c->size - 1] + b[2 * c->size - 1]};
+        struct ring__bufv bv = {1, recv, send, start};
         struct ring__pipe p = {
             .first_chunk = 0,
             .nitems = c->size - 1,
             .nreduce = 0,
             .boff = b,
             .blen = b + c->size,
-            .src0 = own,
-            .recvbuf = recvbuf,
+            .bv = &bv,
             .dtype = dtype,
             .op = RING_SUM,
             .postscale = 1.0,
@@ -173,16 +177,17 @@ int ring__reducescatter(const struct ring__comm *c, const void *sendbuf, void *r
         sendbuf = work;
     }
     {
-        int first = ring__ring_send_chunk(c->rank, c->size, 0, -1);
+        char *recv[1] = {work};
+        const char *send[1] = {sendbuf};
+        size_t start[2] = {0, count * esize};
+        struct ring__bufv bv = {1, recv, send, start};
         struct ring__pipe p = {
             .first_chunk = -1,
             .nitems = c->size - 1,
             .nreduce = c->size - 1,
             .boff = b,
             .blen = b + c->size,
-            .src0 = (const char *)sendbuf + b[first],
-            .local = sendbuf,
-            .recvbuf = work,
+            .bv = &bv,
             .dtype = dtype,
             .op = op,
             .postscale = postscale,

@@ -36,10 +36,34 @@ static int recv_chunk(const struct run *r)
     return ring__ring_recv_chunk(r->rank, r->size, r->rx_item, r->p->first_chunk);
 }
 
+/* The piece holding logical byte at: a binary search over the piece starts. */
+static int piece_of(const struct ring__bufv *bv, size_t at)
+{
+    int lo = 0, hi = bv->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (bv->start[mid] <= at)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Where logical byte at lives on the send or recv side, and how many bytes follow it in
+ * the same piece (capped at max). */
+static char *locate(const struct ring__bufv *bv, size_t at, int send, size_t max, size_t *len)
+{
+    int i = piece_of(bv, at);
+    size_t left = bv->start[i + 1] - at;
+    *len = left < max ? left : max;
+    return (send ? (char *)bv->send[i] : bv->recv[i]) + (at - bv->start[i]);
+}
+
 static const void *tx_src(void *arg, size_t off, size_t *len)
 {
     struct run *r = arg;
-    size_t end;
+    size_t end, at;
     int c;
 
     while (off >= r->tx_start + item_len(r, r->tx_item, 1)) {
@@ -51,11 +75,10 @@ static const void *tx_src(void *arg, size_t off, size_t *len)
         return NULL;
     }
     end = r->tx_start + item_len(r, r->tx_item, 1);
-    *len = (end < r->tx_ready ? end : r->tx_ready) - off;
-    if (r->tx_item == 0)
-        return r->p->src0 + (off - r->tx_start);
     c = ring__ring_send_chunk(r->rank, r->size, r->tx_item, r->p->first_chunk);
-    return r->p->recvbuf + r->p->boff[c] + (off - r->tx_start);
+    at = r->p->boff[c] + (off - r->tx_start);
+    return locate(r->p->bv, at, r->tx_item == 0, (end < r->tx_ready ? end : r->tx_ready) - off,
+                  len);
 }
 
 /* Moves the receive cursor to the item holding off (skipping empty chunks). */
@@ -88,8 +111,26 @@ static void *rx_dst(void *arg, size_t off, size_t *len)
         *len = seg_end(r, s) - off;
         return r->scratch + (off - s);
     }
-    *len = r->rx_start + item_len(r, r->rx_item, 0) - off;
-    return r->p->recvbuf + r->p->boff[recv_chunk(r)] + (off - r->rx_start);
+    return locate(r->p->bv, r->p->boff[recv_chunk(r)] + (off - r->rx_start), 0,
+                  r->rx_start + item_len(r, r->rx_item, 0) - off, len);
+}
+
+/* recv[at..] = send[at..] op scratch, for n bytes that may span pieces. */
+static void reduce_span(struct run *r, size_t at, size_t n, int finish)
+{
+    const struct ring__pipe *p = r->p;
+    const char *in = r->scratch;
+    while (n > 0) {
+        size_t len;
+        char *dst = locate(p->bv, at, 0, n, &len);
+        const char *mine = locate(p->bv, at, 1, n, &len);
+        ring__reduce(dst, mine, in, len / r->esize, p->dtype, p->op);
+        if (finish && p->postscale != 1.0)
+            ring__scale(dst, dst, len / r->esize, p->dtype, p->postscale);
+        at += len;
+        in += len;
+        n -= len;
+    }
 }
 
 static int rx_done(void *arg, size_t off, size_t len)
@@ -99,14 +140,10 @@ static int rx_done(void *arg, size_t off, size_t len)
 
     if (r->rx_item < p->nreduce) {
         size_t s = seg_start(r, off), e = seg_end(r, s);
-        size_t at, n;
         if (off + len < e)
             return 0; /* segment not complete yet */
-        at = p->boff[recv_chunk(r)] + (s - r->rx_start);
-        n = (e - s) / r->esize;
-        ring__reduce(p->recvbuf + at, p->local + at, r->scratch, n, p->dtype, p->op);
-        if (r->rx_item == p->nreduce - 1 && p->postscale != 1.0)
-            ring__scale(p->recvbuf + at, p->recvbuf + at, n, p->dtype, p->postscale);
+        reduce_span(r, p->boff[recv_chunk(r)] + (s - r->rx_start), e - s,
+                    r->rx_item == p->nreduce - 1);
         r->tx_ready = r->tx_len0 + e;
     } else {
         r->tx_ready = r->tx_len0 + off + len;

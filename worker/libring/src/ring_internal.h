@@ -202,19 +202,30 @@ struct ring__comm ring__world(struct ring__ctx *ctx);
 /* ---- the ring pipeline (pipeline.c) ------------------------------------------------------ */
 
 /*
+ * A logical buffer made of pieces: piece i holds bytes [start[i], start[i+1]) and lives at
+ * recv[i] (the result) and send[i] (this rank's contribution; equal to recv[i] in place).
+ * Fused tensors run as one ring over their own memory this way, with no copy into a
+ * fusion buffer. A plain buffer is one piece.
+ */
+struct ring__bufv {
+    int n;
+    char *const *recv;
+    const char *const *send;
+    const size_t *start; /* n + 1 entries, start[0] = 0 */
+};
+
+/*
  * One pass around the ring as a single pipelined stream (see schedule.c). Items 0..nitems-1
  * move the chunks named by ring__ring_send_chunk/recv_chunk(first_chunk); the first nreduce
- * received items are reduced (recvbuf[c] = local[c] op received), the rest copied into
- * recvbuf. Chunk c is blen[c] bytes at byte offset boff[c] of recvbuf and local. The first
- * send item comes from src0; later ones from recvbuf. postscale is applied to the chunks of
- * the last reduce item, the ones this rank finishes. Returns 0 or an error code.
+ * received items are reduced (recv[c] = send[c] op received), the rest copied into recv.
+ * Chunk c is blen[c] bytes at logical byte offset boff[c]. The first send item comes from
+ * the send side; later ones from the recv side. postscale is applied to the chunks of the
+ * last reduce item, the ones this rank finishes. Returns 0 or an error code.
  */
 struct ring__pipe {
     int first_chunk, nitems, nreduce;
     const size_t *boff, *blen;
-    const char *src0;
-    const char *local;
-    char *recvbuf;
+    const struct ring__bufv *bv;
     ring_dtype_t dtype;
     ring_op_t op;
     double postscale;
@@ -230,6 +241,10 @@ int ring__pipe_run(const struct ring__comm *c, const struct ring__pipe *p);
  */
 int ring__allreduce(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
                     ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+/* The ring allreduce over a buffer vector: count elements in bv's pieces (send != recv is
+ * out of place, per piece). */
+int ring__allreduce_ringv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
+                          ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
 /* The two allreduce algorithms, exposed so tests can run each at every size. */
 int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
                          size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# bench/engine: a ResNet-50-shaped training step (161 gradients, 25.6 MB) through libring's
+# engine at np 2 and 4, with fusion and the cache, without fusion, against one allreduce of
+# the same bytes (the bound), and with one-element tensors (the engine's own cost).
+#
+#   bench/engine/run.sh [--json] [--np "2 4"] [--steps N] [--build DIR]
+set -euo pipefail
+
+build=build
+nps="2 4"
+steps=20
+json=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --json) json=1 ;;
+    --np) nps=$2; shift ;;
+    --steps) steps=$2; shift ;;
+    --build) build=$2; shift ;;
+    *) echo "usage: $0 [--json] [--np \"2 4\"] [--steps N] [--build DIR]" >&2; exit 2 ;;
+    esac
+    shift
+done
+ringrun=$build/worker/ringrun/ringrun
+bench=$build/bench/engine/bench_engine
+[ -x "$bench" ] || { echo "run.sh: $bench is not built; run make first" >&2; exit 1; }
+rows=$(mktemp)
+trap 'rm -f "$rows"' EXIT
+
+for np in $nps; do
+    echo "bench/engine: np $np" >&2
+    "$ringrun" -np "$np" "$bench" --json --steps "$steps" --mode step >>"$rows"
+    RING_FUSION_THRESHOLD=0 "$ringrun" -np "$np" "$bench" --json --steps "$steps" --mode step \
+        --label engine-no-fusion >>"$rows"
+    "$ringrun" -np "$np" "$bench" --json --steps "$steps" --mode single >>"$rows"
+    "$ringrun" -np "$np" "$bench" --json --steps "$steps" --mode tiny >>"$rows"
+done
+sed -i 's/^\[0\]<stdout>://' "$rows"
+
+if [ "$json" = 1 ]; then
+    grep '^{' "$rows"
+    exit 0
+fi
+awk '
+function field(line, key,    m) {
+    if (match(line, "\"" key "\":\"?[^,\"}]*")) {
+        m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":"?/, "", m); return m
+    }
+    return ""
+}
+/^\{/ { np = field($0, "np"); impl = field($0, "impl"); nps[np] = 1
+        us[np, impl] = field($0, "median_us"); neg[np, impl] = field($0, "negotiation_us_per_step")
+        cyc[np, impl] = field($0, "cycles_per_step") }
+END {
+    printf "%3s | %14s %14s %14s %8s | %16s %14s\n", "np", "fused step us", "unfused us",
+        "bound us", "fused/bd", "tiny step us", "cycles/step"
+    for (np in nps) {
+        b = us[np, "single-allreduce"]
+        printf "%3d | %14.1f %14.1f %14.1f %8.2f | %16.1f %14.2f\n", np, us[np, "engine"],
+            us[np, "engine-no-fusion"], b, (b > 0 ? us[np, "engine"] / b : 0),
+            us[np, "engine-tiny"], cyc[np, "engine"]
+    }
+    print "medians over the steps; fused/bd = fused step / one allreduce of the same 25.6 MB;"
+    print "tiny = the same 161 names with one element each: negotiation plus one small allreduce."
+}' "$rows"

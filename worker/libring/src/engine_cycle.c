@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine_cycle.c - one negotiation cycle (see engine.c for the whole picture): the control
+ * vector, the cache's bit-vector agreement, the full round through the coordinator, stall
+ * inspection, then execution and the cache update, identically on every rank.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_impl.h"
+
+static void ctl_set(uint64_t *w, int bit)
+{
+    w[bit / 64] |= (uint64_t)1 << (bit % 64);
+}
+
+static int ctl_get(const uint64_t *w, int bit)
+{
+    return (int)((w[bit / 64] >> (bit % 64)) & 1u);
+}
+
+struct collect {
+    struct ring__buf *b;
+    const unsigned char *fired; /* per cache bit */
+    uint64_t n;
+    int uncached;
+};
+
+static void collect_request(const char *key, void *value, void *arg)
+{
+    struct collect *c = arg;
+    struct entry *en = value;
+    if (en->bit >= 0 && c->fired[en->bit])
+        return;
+    ring__put_request(c->b, &en->req);
+    c->n++;
+}
+
+static void count_uncached(const char *key, void *value, void *arg)
+{
+    struct collect *c = arg;
+    struct entry *en = value;
+    if (en->bit < 0)
+        c->uncached = 1;
+}
+
+static void set_ready_bits(const char *key, void *value, void *arg)
+{
+    struct ring__engine *e = arg;
+    struct entry *en = value;
+    if (en->bit >= 0)
+        ctl_set(e->ctl + 2 + e->jw, en->bit);
+}
+
+/* Rank 0: stall bookkeeping for the names of a full round that are not ready yet. */
+static void inspect_stalls(struct ring__engine *e, struct ring__request **reqs, const int *nreqs,
+                           const struct ring__response *resp, int nresp, int64_t now, int *shutdown,
+                           char *msg, size_t msglen)
+{
+    int size = e->ctx->size;
+
+    for (int i = 0; i < nresp; i++) {
+        struct stall *s = ring__strmap_del(&e->stalls, resp[i].req.name);
+        if (s != NULL) {
+            for (int r = 0; r < size; r++) {
+                char what[32];
+                snprintf(what, sizeof(what), "rank %d ready", r);
+                if (!s->seen[r])
+                    ring__timeline_mark(e->timeline, resp[i].req.name, what, now);
+            }
+            free(s->seen);
+            free(s);
+        }
+    }
+    for (int r = 0; r < size; r++) {
+        for (int i = 0; i < nreqs[r]; i++) {
+            const char *name = reqs[r][i].name;
+            struct stall *s;
+            int done = 0;
+            for (int k = 0; k < nresp && !done; k++)
+                done = strcmp(resp[k].req.name, name) == 0;
+            if (done)
+                continue;
+            s = ring__strmap_get(&e->stalls, name);
+            if (s == NULL) {
+                s = calloc(1, sizeof(*s));
+                if (s == NULL || (s->seen = calloc((size_t)size, 1)) == NULL ||
+                    ring__strmap_put(&e->stalls, name, s) < 0) {
+                    if (s != NULL)
+                        free(s->seen);
+                    free(s);
+                    continue;
+                }
+                s->first_us = now;
+            }
+            if (!s->seen[r]) {
+                char what[32];
+                snprintf(what, sizeof(what), "rank %d ready", r);
+                ring__timeline_mark(e->timeline, name, what, now);
+                s->seen[r] = 1;
+            }
+        }
+    }
+    /* Warn about (or give up on) names some ranks have lacked for too long. */
+    for (int r = 0; r < size; r++) {
+        for (int i = 0; i < nreqs[r]; i++) {
+            const char *name = reqs[r][i].name;
+            struct stall *s = ring__strmap_get(&e->stalls, name);
+            char have[256], missing[256];
+            size_t hl = 0, ml = 0;
+            int64_t age;
+            if (s == NULL)
+                continue;
+            age = now - s->first_us;
+            have[0] = missing[0] = '\0';
+            for (int k = 0; k < size; k++) {
+                char *b = s->seen[k] ? have : missing;
+                size_t *l = s->seen[k] ? &hl : &ml;
+                if (*l + 12 < sizeof(have))
+                    *l += (size_t)snprintf(b + *l, sizeof(have) - *l, "%s%d", *l ? ", " : "", k);
+            }
+            if (e->stall_shutdown_us > 0 && age >= e->stall_shutdown_us && !*shutdown) {
+                *shutdown = 1;
+                snprintf(msg, msglen,
+                         "%s '%s' stalled for %lld s (RING_STALL_SHUTDOWN_SECONDS): submitted "
+                         "by ranks %s, never by ranks %s",
+                         ring__optype_name(reqs[r][i].type), name, (long long)(age / 1000000), have,
+                         missing);
+            }
+            if (e->stall_check_us > 0 && age >= e->stall_check_us &&
+                now - s->warned_us >= e->stall_check_us) {
+                s->warned_us = now;
+                ring__log(RING_LOG_WARNING,
+                          "stall: %s '%s' was submitted by ranks %s but not by ranks %s for "
+                          "%lld s; those ranks may have diverged (different code paths, "
+                          "uneven data without ring_join)",
+                          ring__optype_name(reqs[r][i].type), name, have, missing,
+                          (long long)(age / 1000000));
+            }
+        }
+    }
+}
+
+/* Step 4: every rank's unfired requests to rank 0 and the responses back. */
+static int full_round(struct ring__engine *e, const unsigned char *fired,
+                      struct ring__response **out, int *nout, int *shutdown, char *msg,
+                      size_t msglen)
+{
+    struct ring__buf b = {0};
+    struct collect col = {.b = &b, .fired = fired};
+    char **bufs = NULL, *payload = NULL;
+    size_t *lens = NULL, plen = 0;
+    int size = e->ctx->size, rc;
+
+    *out = NULL;
+    *nout = 0;
+    ring__put_u64(&b, 0); /* count, patched below */
+    ring__strmap_each(&e->pending, collect_request, &col);
+    if (b.oom) {
+        ring__buf_free(&b);
+        return ring__err(RING_ENOMEM, "out of memory serializing requests");
+    }
+    for (int i = 0; i < 8; i++)
+        b.data[i] = (char)(col.n >> (8 * i));
+    rc = ring__gather_bytes(&e->world, b.data, b.len, &bufs, &lens);
+    ring__buf_free(&b);
+    if (rc < 0)
+        return rc;
+
+    if (e->ctx->rank == 0) {
+        struct ring__request **reqs = calloc((size_t)size, sizeof(*reqs));
+        int *nreqs = calloc((size_t)size, sizeof(int));
+        struct ring__response *resp = NULL;
+        struct ring__buf ob = {0};
+        int nresp = 0;
+        int64_t now = ring__now_us();
+
+        rc = reqs && nreqs ? 0 : ring__err(RING_ENOMEM, "coordinator: out of memory");
+        for (int r = 0; r < size && rc == 0; r++) {
+            struct ring__reader rd = {bufs[r], bufs[r] + lens[r], 0};
+            uint64_t n = ring__get_u64(&rd);
+            if (rd.bad || n > lens[r]) {
+                rc = ring__err(RING_EPROTO, "rank %d sent a malformed request list", r);
+                break;
+            }
+            reqs[r] = calloc(n > 0 ? n : 1, sizeof(**reqs));
+            if (reqs[r] == NULL) {
+                rc = RING_ENOMEM;
+                break;
+            }
+            for (uint64_t i = 0; i < n && rc == 0; i++) {
+                if ((rc = ring__get_request(&rd, &reqs[r][i])) < 0)
+                    rc = ring__err(RING_EPROTO, "rank %d sent a malformed request", r);
+                else
+                    nreqs[r]++;
+            }
+        }
+        if (rc == 0) {
+            pthread_mutex_lock(&e->mu);
+            for (int r = 0; r < size; r++)
+                e->stats.coordinator_names += (uint64_t)nreqs[r];
+            rc = ring__coord_match(size, reqs, nreqs, e->joined_ranks, &e->psets, &resp, &nresp);
+            pthread_mutex_unlock(&e->mu);
+        }
+        if (rc == 0)
+            inspect_stalls(e, reqs, nreqs, resp, nresp, now, shutdown, msg, msglen);
+        ring__put_u64(&ob, (uint64_t)*shutdown);
+        ring__put_str(&ob, *shutdown ? msg : "");
+        ring__put_u64(&ob, (uint64_t)nresp);
+        for (int i = 0; i < nresp; i++)
+            ring__put_response(&ob, &resp[i]);
+        for (int r = 0; r < size; r++) {
+            for (int i = 0; reqs && reqs[r] && i < nreqs[r]; i++)
+                ring__request_clear(&reqs[r][i]);
+            if (reqs)
+                free(reqs[r]);
+            free(bufs[r]);
+        }
+        free(reqs);
+        free(nreqs);
+        free(bufs);
+        free(lens);
+        for (int i = 0; i < nresp; i++)
+            ring__response_clear(&resp[i]);
+        free(resp);
+        if (rc == 0 && ob.oom)
+            rc = ring__err(RING_ENOMEM, "coordinator: out of memory");
+        if (rc < 0) {
+            /* Still answer, so the other ranks fail with a message instead of timing out. */
+            ring__buf_free(&ob);
+            ring__put_u64(&ob, 1);
+            ring__put_str(&ob, ring_last_error());
+            ring__put_u64(&ob, 0);
+        }
+        payload = ob.data;
+        plen = ob.len;
+    }
+    rc = ring__bcast_bytes(&e->world, &payload, &plen);
+    if (rc == 0) {
+        struct ring__reader rd = {payload, payload + plen, 0};
+        uint64_t n;
+        char *smsg;
+        *shutdown = (int)ring__get_u64(&rd);
+        smsg = ring__get_str(&rd);
+        if (smsg != NULL) {
+            snprintf(msg, msglen, "%s", smsg);
+            free(smsg);
+        }
+        n = ring__get_u64(&rd);
+        if (rd.bad || n > plen) {
+            rc = ring__err(RING_EPROTO, "malformed response list from rank 0");
+        } else if (n > 0) {
+            *out = calloc(n, sizeof(**out));
+            if (*out == NULL)
+                rc = RING_ENOMEM;
+            for (uint64_t i = 0; i < n && rc == 0; i++) {
+                if ((rc = ring__get_response(&rd, &(*out)[i])) == 0)
+                    (*nout)++;
+            }
+        }
+    }
+    free(payload);
+    return rc;
+}
+
+/* Rank 0: cached tensors some ranks have had ready for longer than the stall check get a
+ * full round, so that their names (and the missing ranks) become known. */
+static void watch_bits(struct ring__engine *e, const uint64_t *all, const uint64_t *notany,
+                       int64_t now)
+{
+    e->force_full = 0;
+    for (int bit = 0; bit < e->cache.capacity; bit++) {
+        int some = !ctl_get(notany, bit), every = ctl_get(all, bit);
+        if (!some || every) {
+            e->bit_since[bit] = 0;
+            continue;
+        }
+        if (e->bit_since[bit] == 0)
+            e->bit_since[bit] = now;
+        else if (e->stall_check_us > 0 && now - e->bit_since[bit] >= e->stall_check_us)
+            e->force_full = 1;
+    }
+}
+
+/*
+ * A program submits a step's gradients in a burst, microseconds apart. Starting the cycle
+ * on the first of them would negotiate a handful and leave the rest for later cycles,
+ * smaller batches each paying a control round. So while submissions keep arriving, wait:
+ * SETTLE_US without a new one ends the burst (a submission takes a few microseconds), and
+ * the cycle time bounds the wait. A lone blocking call pays SETTLE_US once.
+ */
+#define SETTLE_US 20
+
+static void settle(struct ring__engine *e)
+{
+    int64_t limit = ring__now_us() + (int64_t)e->cycle_ms * 1000;
+    int n, m;
+
+    pthread_mutex_lock(&e->mu);
+    n = e->nqueued;
+    pthread_mutex_unlock(&e->mu);
+    while (n > 0 && ring__now_us() < limit) {
+        usleep(SETTLE_US);
+        pthread_mutex_lock(&e->mu);
+        m = e->nqueued;
+        pthread_mutex_unlock(&e->mu);
+        if (m == n)
+            break;
+        n = m;
+    }
+}
+
+/* Moves the queued submissions into the pending table. */
+static void take_queue(struct ring__engine *e)
+{
+    struct entry *en, *next;
+    pthread_mutex_lock(&e->mu);
+    en = e->qhead;
+    e->qhead = NULL;
+    e->qtail = &e->qhead;
+    e->nqueued = 0;
+    if (e->timeline_swapping) {
+        ring__timeline_close(e->timeline);
+        e->timeline = e->timeline_swap;
+        e->timeline_swap = NULL;
+        e->timeline_swapping = 0;
+    }
+    pthread_mutex_unlock(&e->mu);
+    for (; en != NULL; en = next) {
+        next = en->next;
+        en->bit = ring__cache_lookup(&e->cache, &en->req);
+        if (ring__strmap_put(&e->pending, en->req.name, en) < 0) {
+            ring__eng_complete(e, en, RING_ENOMEM, "out of memory queuing the request");
+            continue;
+        }
+        e->npending++;
+        ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1, en->submit_us, NULL);
+    }
+}
+
+/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. */
+int ring__eng_cycle(struct ring__engine *e)
+{
+    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, cw = e->cw, rc;
+    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0;
+    uint64_t *w = e->ctl, or_flags, and_flags;
+    unsigned char *fired = NULL;
+    struct ring__response *resp = NULL, *fresp = NULL;
+    struct collect col = {0};
+    char msg[384] = "";
+    int64_t t0;
+
+    settle(e);
+    t0 = ring__now_us();
+    take_queue(e);
+    pthread_mutex_lock(&e->mu);
+    shutdown_local = e->shutdown;
+    if (e->join_pending) {
+        e->join_pending = 0;
+        e->joined = 1;
+    }
+    join_local = e->joined;
+    pthread_mutex_unlock(&e->mu);
+
+    /* Step 2: the control vector. */
+    memset(w, 0, (size_t)e->words * sizeof(uint64_t));
+    ring__strmap_each(&e->pending, count_uncached, &col);
+    or_flags = (col.uncached ? F_UNCACHED : 0) | (ring__stop_local() ? F_STOP : 0) |
+               (rank == 0 && e->force_full ? F_FORCE_FULL : 0);
+    w[0] = ~or_flags;
+    w[1] = shutdown_local ? F_SHUTDOWN : 0;
+    for (int r = 0; r < size; r++) {
+        if (r != rank || !join_local)
+            ctl_set(w + 2, r);
+    }
+    /* A rank is "ready" for tensors of sets it is not in, and for all once it joined. */
+    for (int b = 0; b < e->cache.capacity; b++) {
+        if (join_local || (e->cache.entries[b].used && e->absent[b]))
+            ctl_set(w + 2 + jw, b);
+    }
+    if (!join_local)
+        ring__strmap_each(&e->pending, set_ready_bits, e);
+    /* The complement of what this rank really holds, for the OR. */
+    for (int i = 0; i < cw; i++)
+        w[2 + jw + cw + i] = ~(uint64_t)0;
+    if (!join_local) {
+        uint64_t *mine = w + 2 + jw + cw;
+        struct entry *list = NULL;
+        ring__strmap_each(&e->pending, ring__eng_list_each, &list);
+        for (; list != NULL; list = list->next) {
+            if (list->bit >= 0)
+                mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
+        }
+    }
+    /* Always recursive doubling: the algorithm must not follow tunables a program may change
+     * between its own calls, or ranks could disagree on it. */
+    rc = e->ctx->size > 1 ? ring__allreduce_rd(&e->world, w, w, (size_t)e->words, RING_INT64,
+                                               RING__OP_BAND, 1.0, 1.0)
+                          : 0;
+    if (rc < 0)
+        return rc;
+    or_flags = ~w[0];
+    and_flags = w[1];
+    for (int r = 0; r < size; r++)
+        e->joined_ranks[r] = !ctl_get(w + 2, r);
+    if (or_flags & F_STOP)
+        e->stop_agreed = 1;
+
+    /* Step 3: cached tensors ready everywhere, in bit order. */
+    fired = e->fired;
+    fresp = e->fresp;
+    memset(fired, 0, (size_t)e->cache.capacity);
+    for (int b = 0; b < e->cache.capacity; b++) {
+        /* ready on every rank, and really held by at least one */
+        if (!e->cache.entries[b].used || !ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b))
+            continue;
+        fired[b] = 1;
+        memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
+        fresp[nfired].req = e->cache.entries[b].req; /* shallow: cacheable has no counts */
+        fresp[nfired].req.counts = NULL;
+        nfired++;
+    }
+    if (rank == 0)
+        watch_bits(e, w + 2 + jw, w + 2 + jw + cw, t0);
+
+    /* Step 4. */
+    if (or_flags & (F_UNCACHED | F_FORCE_FULL)) {
+        rc = full_round(e, fired, &resp, &nresp, &stall_shutdown, msg, sizeof(msg));
+        if (rc < 0)
+            goto out;
+        pthread_mutex_lock(&e->mu);
+        e->stats.full_negotiations++;
+        pthread_mutex_unlock(&e->mu);
+    }
+    pthread_mutex_lock(&e->mu);
+    e->stats.cycles++;
+    e->stats.cache_hits += (uint64_t)nfired;
+    e->stats.negotiation_us += (uint64_t)(ring__now_us() - t0);
+    pthread_mutex_unlock(&e->mu);
+    if (stall_shutdown) {
+        ring__eng_fail_all(e, RING_ESTALL, msg);
+        rc = RING_ESTALL;
+        goto out;
+    }
+
+    if (ring__log_enabled(RING_LOG_TRACE))
+        ring__log(RING_LOG_TRACE,
+                  "cycle: %d pending, %d fired from the cache, %d negotiated, "
+                  "flags %llx, joined here %d",
+                  e->npending, nfired, nresp, (unsigned long long)or_flags, join_local);
+    /* Step 5: run them; then the cache learns, in the same order on every rank. */
+    for (int i = 0; i < nfired; i++) {
+        TL_PHASE(e, fresp[i].req.name, "NEGOTIATE", 0, NULL);
+        TL_PHASE(e, fresp[i].req.name, "QUEUE", 1, NULL);
+        if (rank == 0) {
+            struct stall *s = ring__strmap_del(&e->stalls, fresp[i].req.name);
+            if (s != NULL) {
+                free(s->seen);
+                free(s);
+            }
+        }
+    }
+    for (int i = 0; i < nresp; i++) {
+        TL_PHASE(e, resp[i].req.name, "NEGOTIATE", 0, NULL);
+        TL_PHASE(e, resp[i].req.name, "QUEUE", 1, NULL);
+    }
+    if ((rc = ring__eng_execute(e, fresp, nfired)) < 0 ||
+        (rc = ring__eng_execute(e, resp, nresp)) < 0)
+        goto out;
+    for (int b = 0; b < e->cache.capacity; b++) {
+        if (fired[b])
+            ring__cache_touch(&e->cache, b);
+    }
+    for (int i = 0; i < nresp; i++) {
+        if (resp[i].error != 0) {
+            ring__cache_erase(&e->cache, resp[i].req.name);
+        } else {
+            int bit = ring__cache_put(&e->cache, &resp[i].req);
+            struct ring__comm c;
+            if (bit >= 0)
+                e->absent[bit] = !ring__eng_pset_view(e, resp[i].req.process_set, &c);
+        }
+    }
+    /* A cache entry may have been replaced: pending entries look their bits up again. */
+    if (nresp > 0) {
+        struct entry *list = NULL;
+        ring__strmap_each(&e->pending, ring__eng_list_each, &list);
+        for (; list != NULL; list = list->next)
+            list->bit = ring__cache_lookup(&e->cache, &list->req);
+    }
+
+    /* Join: complete when nobody is left working; the last to join is the highest rank
+     * among those that joined in this very cycle. */
+    {
+        int all_joined = 1, last = -1;
+        for (int r = 0; r < size; r++) {
+            all_joined &= e->joined_ranks[r];
+            if (e->joined_ranks[r] && !e->prev_joined[r])
+                last = r;
+        }
+        memcpy(e->prev_joined, e->joined_ranks, (size_t)size);
+        if (all_joined) {
+            pthread_mutex_lock(&e->mu);
+            e->joined = 0;
+            if (e->join_handle != NULL) {
+                e->join_handle->join_last = last;
+                ring__eng_finish_handle(e, e->join_handle, 0, NULL);
+                e->join_handle = NULL;
+            }
+            pthread_mutex_unlock(&e->mu);
+            ring__eng_flush_waiters(e);
+            memset(e->joined_ranks, 0, (size_t)size);
+            memset(e->prev_joined, 0, (size_t)size);
+        }
+    }
+    ring__timeline_flush(e->timeline);
+    rc = (and_flags & F_SHUTDOWN) ? 1 : 0;
+out:
+    for (int i = 0; i < nresp; i++)
+        ring__response_clear(&resp[i]);
+    free(resp);
+    ring__eng_flush_waiters(e);
+    return rc;
+}

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine_exec.c - runs the responses every rank agreed on, in the same order everywhere:
+ * fused allreduces over the tensors' own memory (large batches) or the fusion buffer
+ * (small ones, compression, joined ranks), and every other collective on its process set.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c)
+{
+    const struct ring__pset *ps;
+    pthread_mutex_lock(&e->mu);
+    ps = ring__psets_get(&e->psets, id);
+    if (ps != NULL) {
+        c->ctx = e->ctx;
+        c->rank = ps->my_rank;
+        c->size = ps->size;
+        c->members = id == 0 ? NULL : ps->members;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return ps != NULL && c->rank >= 0;
+}
+
+static int active_members(struct ring__engine *e, const struct ring__comm *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->size; i++)
+        n += !e->joined_ranks[ring__peer(c, i)];
+    return n > 0 ? n : 1;
+}
+
+/* Fills n elements with op's neutral element, for ranks that have joined. */
+static void neutral(void *buf, size_t n, int dtype, int op)
+{
+    size_t es = ring_dtype_size((ring_dtype_t)dtype);
+    char one[8], *p = buf;
+    double v = op == RING_PRODUCT ? 1.0 : 0.0;
+
+    if (op == RING_MIN || op == RING_MAX) {
+        static const double big[RING_DTYPE_COUNT] = {
+            [RING_UINT8] = 255,         [RING_INT8] = 127,          [RING_INT32] = 2147483647.0,
+            [RING_INT64] = 9.2e18,      [RING_FLOAT16] = 1.0 / 0.0, [RING_BFLOAT16] = 1.0 / 0.0,
+            [RING_FLOAT32] = 1.0 / 0.0, [RING_FLOAT64] = 1.0 / 0.0,
+        };
+        v = op == RING_MIN ? big[dtype]
+                           : (dtype == RING_UINT8 ? 0 : -big[dtype] - (dtype < RING_FLOAT16));
+    }
+    switch (dtype) {
+    case RING_UINT8:
+        *(uint8_t *)one = (uint8_t)v;
+        break;
+    case RING_INT8:
+        *(int8_t *)one = (int8_t)v;
+        break;
+    case RING_INT32:
+        *(int32_t *)one = (int32_t)v;
+        break;
+    case RING_INT64:
+        *(int64_t *)one = v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (int64_t)v;
+        break;
+    case RING_FLOAT16:
+        *(uint16_t *)one = ring__float_to_half((float)v);
+        break;
+    case RING_BFLOAT16:
+        *(uint16_t *)one = ring__float_to_bf16((float)v);
+        break;
+    case RING_FLOAT32:
+        *(float *)one = (float)v;
+        break;
+    default:
+        *(double *)one = v;
+        break;
+    }
+    for (size_t i = 0; i < n; i++)
+        memcpy(p + i * es, one, es);
+}
+
+static int grow_fusion(struct ring__engine *e, size_t bytes)
+{
+    char *p;
+    if (bytes <= e->fusion_cap)
+        return 0;
+    p = realloc(e->fusion, bytes);
+    if (p == NULL)
+        return ring__err(RING_ENOMEM, "cannot grow the fusion buffer to %zu bytes", bytes);
+    e->fusion = p;
+    e->fusion_cap = bytes;
+    return 0;
+}
+
+static void tl_args(const struct ring__request *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "\"dtype\":\"%s\",\"count\":%llu", ring_dtype_name((ring_dtype_t)r->dtype),
+             (unsigned long long)r->count);
+}
+
+static const char *phase_name(int type)
+{
+    static const char *const names[RING__OPTYPE_COUNT] = {
+        [RING__ALLREDUCE] = "ALLREDUCE",         [RING__ALLGATHER] = "ALLGATHER",
+        [RING__ALLGATHERV] = "ALLGATHERV",       [RING__BROADCAST] = "BROADCAST",
+        [RING__REDUCESCATTER] = "REDUCESCATTER", [RING__ALLTOALL] = "ALLTOALL",
+        [RING__ALLTOALLV] = "ALLTOALLV",         [RING__BARRIER] = "BARRIER",
+    };
+    return type >= 0 && type < RING__OPTYPE_COUNT ? names[type] : "COLLECTIVE";
+}
+
+/* A fused batch as one ring over the tensors' own buffers (see ring__bufv). */
+static int run_zero_copy(struct ring__engine *e, const struct ring__comm *c,
+                         const struct ring__response *resp, struct entry **en, int n, ring_op_t op,
+                         double post)
+{
+    size_t es = ring_dtype_size((ring_dtype_t)resp[0].req.dtype), total = 0;
+    char **recv = malloc((size_t)n * sizeof(*recv));
+    const char **send = malloc((size_t)n * sizeof(*send));
+    size_t *start = malloc(((size_t)n + 1) * sizeof(*start));
+    int rc;
+
+    if (recv == NULL || send == NULL || start == NULL) {
+        free(recv);
+        free(send);
+        free(start);
+        return ring__err(RING_ENOMEM, "out of memory for a batch of %d tensors", n);
+    }
+    for (int i = 0; i < n; i++) {
+        recv[i] = en[i]->recvbuf;
+        send[i] = en[i]->sendbuf;
+        start[i] = total * es;
+        total += resp[i].req.count;
+        TL_PHASE(e, resp[i].req.name, "ALLREDUCE", 1, NULL);
+    }
+    start[n] = total * es;
+    {
+        struct ring__bufv bv = {n, recv, send, start};
+        rc = ring__allreduce_ringv(c, &bv, total, (ring_dtype_t)resp[0].req.dtype, op,
+                                   resp[0].req.prescale, post);
+    }
+    for (int i = 0; i < n; i++)
+        TL_PHASE(e, resp[i].req.name, "ALLREDUCE", 0, NULL);
+    free(recv);
+    free(send);
+    free(start);
+    return rc;
+}
+
+/*
+ * Runs a batch of compatible allreduces resp[0..n-1] through the fusion buffer (or in place
+ * when alone and uncompressed). Entries are NULL on a rank that has joined.
+ */
+static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *c,
+                               const struct ring__response *resp, struct entry **en, int n)
+{
+    const struct ring__request *r0 = &resp[0].req;
+    ring_dtype_t dt = (ring_dtype_t)r0->dtype, wire = dt;
+    ring_op_t op = (ring_op_t)r0->op;
+    double post = r0->postscale;
+    size_t es = ring_dtype_size(dt), total = 0, off = 0;
+    int rc, compress =
+                e->compression >= 0 && dt == RING_FLOAT32 && (op == RING_SUM || op == RING_AVERAGE);
+    char args[128];
+
+    if (op == RING_AVERAGE) {
+        op = RING_SUM;
+        post /= active_members(e, c);
+    }
+    for (int i = 0; i < n; i++)
+        total += resp[i].req.count;
+    if (n == 1 && !compress && en[0] != NULL) {
+        TL_PHASE(e, r0->name, "ALLREDUCE", 1, NULL);
+        rc = ring__allreduce(c, en[0]->sendbuf, en[0]->recvbuf, r0->count, dt, op, r0->prescale,
+                             post);
+        TL_PHASE(e, r0->name, "ALLREDUCE", 0, NULL);
+        return rc;
+    }
+    if (!compress && total * es > c->ctx->small_bytes && c->ctx->algo != RING__ALGO_RD &&
+        c->size > 1) {
+        /* Large batches need no fusion buffer: the ring runs over the tensors' own memory
+         * as one logical buffer, which saves copying every byte in and out. */
+        int all = 1;
+        for (int i = 0; i < n; i++)
+            all &= en[i] != NULL;
+        if (all)
+            return run_zero_copy(e, c, resp, en, n, op, post);
+    }
+    if (compress)
+        wire = (ring_dtype_t)e->compression;
+    if ((rc = grow_fusion(e, total * es + total * ring_dtype_size(wire))) < 0)
+        return rc;
+    for (int i = 0; i < n; i++) {
+        if (e->timeline != NULL)
+            tl_args(&resp[i].req, args, sizeof(args));
+        TL_PHASE(e, resp[i].req.name, "MEMCPY_IN_FUSION_BUFFER", 1, args);
+        if (en[i] != NULL)
+            memcpy(e->fusion + off * es, en[i]->sendbuf, resp[i].req.count * es);
+        else
+            neutral(e->fusion + off * es, resp[i].req.count, dt, r0->op);
+        off += resp[i].req.count;
+        TL_PHASE(e, resp[i].req.name, "MEMCPY_IN_FUSION_BUFFER", 0, NULL);
+    }
+    for (int i = 0; i < n; i++)
+        TL_PHASE(e, resp[i].req.name, "ALLREDUCE", 1, NULL);
+    if (compress) {
+        /* 16 bits on the wire; each step still adds in float32 (reduce.c). */
+        float *f = (float *)e->fusion;
+        uint16_t *h = (uint16_t *)(e->fusion + total * es);
+        for (size_t i = 0; i < total; i++)
+            h[i] = wire == RING_FLOAT16 ? ring__float_to_half(f[i] * (float)r0->prescale)
+                                        : ring__float_to_bf16(f[i] * (float)r0->prescale);
+        rc = ring__allreduce(c, h, h, total, wire, op, 1.0, post);
+        for (size_t i = 0; rc == 0 && i < total; i++)
+            f[i] = wire == RING_FLOAT16 ? ring__half_to_float(h[i]) : ring__bf16_to_float(h[i]);
+    } else {
+        rc = ring__allreduce(c, e->fusion, e->fusion, total, dt, op, r0->prescale, post);
+    }
+    for (int i = 0; i < n; i++)
+        TL_PHASE(e, resp[i].req.name, "ALLREDUCE", 0, NULL);
+    off = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        TL_PHASE(e, resp[i].req.name, "MEMCPY_OUT", 1, NULL);
+        if (en[i] != NULL)
+            memcpy(en[i]->recvbuf, e->fusion + off * es, resp[i].req.count * es);
+        off += resp[i].req.count;
+        TL_PHASE(e, resp[i].req.name, "MEMCPY_OUT", 0, NULL);
+    }
+    return rc;
+}
+
+static size_t *to_sizes(const uint64_t *v, size_t n)
+{
+    size_t *s = malloc((n > 0 ? n : 1) * sizeof(size_t));
+    for (size_t i = 0; s != NULL && i < n; i++)
+        s[i] = (size_t)v[i];
+    return s;
+}
+
+/* Runs one non-allreduce response (en is NULL on a joined rank). */
+static int run_other(struct ring__engine *e, const struct ring__comm *c,
+                     const struct ring__response *resp, struct entry *en)
+{
+    const struct ring__request *r = &resp->req;
+    ring_dtype_t dt = (ring_dtype_t)r->dtype;
+    size_t es = ring_dtype_size(dt);
+    const char *phase = phase_name(r->type);
+    int rc = 0;
+
+    TL_PHASE(e, r->name, phase, 1, NULL);
+    switch (r->type) {
+    case RING__BROADCAST:
+        if (en != NULL) {
+            rc = ring__broadcast(c, en->recvbuf, r->count, dt, r->root);
+        } else { /* joined: pass the data along, keep nothing */
+            char *tmp = malloc(r->count * es + 1);
+            rc = tmp ? ring__broadcast(c, tmp, r->count, dt, r->root)
+                     : ring__err(RING_ENOMEM, "broadcast: out of memory");
+            free(tmp);
+        }
+        break;
+    case RING__BARRIER:
+        rc = ring__barrier(c);
+        break;
+    case RING__ALLGATHER:
+        rc = ring__allgatherv(c, en->sendbuf == RING_IN_PLACE ? NULL : en->sendbuf, r->count,
+                              en->recvbuf, NULL, dt);
+        break;
+    case RING__ALLGATHERV: {
+        size_t *counts = to_sizes(en->req.counts, en->req.ncounts);
+        rc = counts ? ring__allgatherv(c, en->sendbuf == RING_IN_PLACE ? NULL : en->sendbuf,
+                                       r->count, en->recvbuf, counts, dt)
+                    : RING_ENOMEM;
+        free(counts);
+        break;
+    }
+    case RING__REDUCESCATTER: {
+        ring_op_t op = (ring_op_t)r->op;
+        double post = r->postscale;
+        if (op == RING_AVERAGE) {
+            op = RING_SUM;
+            post /= c->size;
+        }
+        rc = ring__reducescatter(c, en->sendbuf, en->recvbuf, r->count, dt, op, r->prescale, post);
+        break;
+    }
+    case RING__ALLTOALL:
+        rc = ring__alltoallv(c, en->sendbuf, NULL, en->recvbuf, NULL, r->count, dt);
+        break;
+    case RING__ALLTOALLV: {
+        size_t *counts = to_sizes(en->req.counts, en->req.ncounts);
+        rc = counts ? ring__alltoallv(c, en->sendbuf, counts, en->recvbuf, counts + c->size, 0, dt)
+                    : RING_ENOMEM;
+        free(counts);
+        break;
+    }
+    default:
+        rc = ring__err(RING_EPROTO, "unknown operation %d for '%s'", r->type, r->name);
+    }
+    TL_PHASE(e, r->name, phase, 0, NULL);
+    return rc;
+}
+
+/*
+ * Runs the responses of one cycle in order, in fused batches. Error responses complete
+ * their entries with the error. Returns 0 or a transport error (the engine then fails).
+ */
+int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n)
+{
+    int *starts = malloc(((size_t)n + 1) * sizeof(int));
+    struct entry **en = malloc(((size_t)n + 1) * sizeof(*en));
+    int nb, rc = 0;
+
+    if (starts == NULL || en == NULL) {
+        free(starts);
+        free(en);
+        return ring__err(RING_ENOMEM, "out of memory for %d responses", n);
+    }
+    for (int i = 0; i < n; i++) {
+        en[i] = ring__strmap_get(&e->pending, resp[i].req.name);
+        TL_PHASE(e, resp[i].req.name, "QUEUE", 0, NULL);
+    }
+    nb = ring__fusion_plan(resp, n, e->fusion_threshold, starts);
+    starts[nb] = n;
+    for (int b = 0; b < nb && rc == 0; b++) {
+        int i0 = starts[b], cnt = starts[b + 1] - starts[b];
+        const struct ring__response *r = &resp[i0];
+        struct ring__comm c;
+        int member;
+
+        if (r->error != 0) {
+            if (en[i0] != NULL)
+                ring__eng_complete(e, en[i0], r->error, r->message);
+            en[i0] = NULL;
+            continue;
+        }
+        member = ring__eng_pset_view(e, r->req.process_set, &c);
+        if (!member)
+            continue;
+        if (r->req.type == RING__ALLREDUCE)
+            rc = run_allreduce_batch(e, &c, r, en + i0, cnt);
+        else if (en[i0] != NULL || e->joined)
+            rc = run_other(e, &c, r, en[i0]);
+        pthread_mutex_lock(&e->mu);
+        e->stats.collectives++;
+        pthread_mutex_unlock(&e->mu);
+        for (int i = i0; rc == 0 && i < i0 + cnt; i++) {
+            if (en[i] != NULL)
+                ring__eng_complete(e, en[i], 0, NULL);
+            en[i] = NULL;
+        }
+        ring__eng_flush_waiters(e);
+    }
+    ring__eng_flush_waiters(e); /* error responses */
+    free(starts);
+    free(en);
+    return rc;
+}

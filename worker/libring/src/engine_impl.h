@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine_impl.h - the engine's state, shared by its three files: engine.c (the thread, its
+ * lifecycle and what user threads call), engine_cycle.c (negotiation) and engine_exec.c
+ * (running the agreed responses). Nothing outside them includes this.
+ */
+#ifndef RING_ENGINE_IMPL_H
+#define RING_ENGINE_IMPL_H
+
+#include <poll.h>
+#include <pthread.h>
+
+#include "engine.h"
+#include "net.h"
+
+#define MAX_PSETS 256
+
+/* OR flags (sent complemented) and AND flags of the control vector. */
+#define F_UNCACHED   1u
+#define F_STOP       2u
+#define F_FORCE_FULL 4u
+#define F_SHUTDOWN   1u
+
+struct ring_handle {
+    int done; /* under mu */
+    int status;
+    int remaining; /* tensors of this handle not yet completed */
+    int stop_seen; /* the stop was agreed before this completed */
+    int join_last;
+    char message[384];
+};
+
+struct entry {
+    struct ring__request req;
+    const void *sendbuf;
+    void *recvbuf;
+    struct ring_handle *handle;
+    int64_t submit_us;
+    int bit; /* cache bit, or -1 */
+    struct entry *next;
+};
+
+struct stall {
+    int64_t first_us, warned_us;
+    unsigned char *seen; /* per world rank: its request has been seen */
+};
+
+struct ring__engine {
+    struct ring__ctx *ctx;
+    struct ring__comm world;
+    pthread_t thread;
+    int started;
+    int wake_fd;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    struct entry *qhead, **qtail;
+    int nqueued;
+    int wake_waiters;
+    struct ring__strmap inflight;
+    int shutdown;
+    int join_pending;
+    struct ring_handle *join_handle;
+    int failed;
+    char failed_msg[384];
+    struct ring__timeline *timeline_swap;
+    int timeline_swapping;
+    struct ring_engine_stats stats;
+    struct ring__process_sets psets;
+
+    /* engine thread only */
+    struct ring__strmap pending;
+    int npending;
+    struct ring__cache cache;
+    int joined;
+    unsigned char *joined_ranks;
+    int stop_agreed;
+    size_t fusion_threshold;
+    char *fusion;
+    size_t fusion_cap;
+    int compression; /* -1 none, else the 16-bit dtype */
+    int cycle_ms;
+    int64_t stall_check_us, stall_shutdown_us;
+    struct ring__timeline *timeline;
+    struct ring__strmap stalls; /* rank 0: name -> struct stall */
+    int64_t *bit_since;         /* rank 0: when a cached bit was first partly ready */
+    int force_full;
+    int words, jw, cw; /* control vector layout */
+    uint64_t *ctl;
+    unsigned char *absent;        /* per cache bit: this rank is not in the entry's set */
+    unsigned char *fired;         /* per cache bit, this cycle */
+    struct ring__response *fresp; /* the fired entries' responses, this cycle */
+    struct pollfd *pfd;           /* the idle poll set */
+    int sleeping;                 /* under mu: the thread is (about to be) in the idle poll */
+    unsigned char *prev_joined;   /* joined_ranks of the cycle before */
+};
+
+/* Timeline events cost a clock read and formatting: only when a timeline is open. */
+#define TL_PHASE(e, name, phase, begin, args)                                                      \
+    do {                                                                                           \
+        if ((e)->timeline != NULL)                                                                 \
+            ring__timeline_phase((e)->timeline, name, phase, begin, ring__now_us(), args);         \
+    } while (0)
+
+/* ---- engine.c: completing work (engine thread) ---- */
+
+/* Counts one completed tensor of handle h (under mu); the last one marks it done. */
+void ring__eng_finish_handle(struct ring__engine *e, struct ring_handle *h, int status,
+                             const char *msg);
+/* Completes en (removing it from the pending table) with status and msg. */
+void ring__eng_complete(struct ring__engine *e, struct entry *en, int status, const char *msg);
+/* Wakes the threads waiting on handles completed since the last call. */
+void ring__eng_flush_waiters(struct ring__engine *e);
+/* Fails everything queued and pending with err, and refuses later submissions. */
+void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg);
+/* strmap_each callback that links entries into a list through their next field. */
+void ring__eng_list_each(const char *key, void *value, void *arg);
+
+/* ---- engine_exec.c ---- */
+
+/* The view of process set id for this rank; returns 1 when this rank is a member. */
+int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c);
+/* Runs one cycle's responses in order, in fused batches. Returns 0 or a transport error. */
+int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n);
+
+/* ---- engine_cycle.c ---- */
+
+/* One negotiation cycle: 1 when the ranks agreed to shut down, 0 to go on, or an error. */
+int ring__eng_cycle(struct ring__engine *e);
+
+#endif /* RING_ENGINE_IMPL_H */
