@@ -339,7 +339,9 @@ static void noname(char *buf, size_t len, const char *what)
         ring_handle_t *h;                                                                          \
         int rc_;                                                                                   \
         noname(name, sizeof(name), what);                                                          \
+        ring__engine_next_is_blocking(1);                                                          \
         rc_ = (call);                                                                              \
+        ring__engine_next_is_blocking(0); /* when the call failed before submitting */             \
         return rc_ < 0 ? rc_ : ring_wait(h);                                                       \
     } while (0)
 

@@ -244,6 +244,12 @@ struct ring__submit {
  */
 int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs, int n,
                         struct ring_handle **handle);
+/*
+ * Says (yes = 1) that the calling thread's next submission is a blocking call: it will
+ * wait at once, so no burst follows it and the engine need not wait for one
+ * (engine_cycle.c, settle). yes = 0 clears it.
+ */
+void ring__engine_next_is_blocking(int yes);
 /* The process sets (read-mostly; creation goes through ring__engine_add_pset). */
 int ring__engine_add_pset(struct ring__engine *e, const int *ranks, int n);
 int ring__engine_pset_info(struct ring__engine *e, int id, int *rank, int *size);

@@ -298,12 +298,12 @@ static void settle(struct ring__engine *e)
     int n, m;
 
     pthread_mutex_lock(&e->mu);
-    n = e->nqueued;
+    n = e->burst_over ? 0 : e->nqueued;
     pthread_mutex_unlock(&e->mu);
     while (n > 0 && ring__now_us() < limit) {
         usleep(SETTLE_US);
         pthread_mutex_lock(&e->mu);
-        m = e->nqueued;
+        m = e->burst_over ? n : e->nqueued;
         pthread_mutex_unlock(&e->mu);
         if (m == n)
             break;

@@ -57,6 +57,7 @@ struct ring__engine {
     /* under mu */
     struct entry *qhead, **qtail;
     int nqueued;
+    int burst_over; /* the last submission was a blocking call */
     int wake_waiters;
     struct ring__strmap inflight;
     int shutdown;
