@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * api.h - ringd's REST API v1, independent of the HTTP library: the server hands each
+ * request to api_handle() and sends back what it fills in. Routes, handlers, the JobSpec
+ * codec and RFC 9457 problem details live in api/.
+ */
+#ifndef RINGD_API_H
+#define RINGD_API_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "store.h"
+
+/* What the API needs from the daemon, fixed at start-up. */
+struct api_config {
+    const char *data_dir;   /* checkpoint_dir defaults under data_dir/checkpoints/<job> */
+    int slots;              /* workers that fit when jobs need no GPU */
+    int gpus;               /* GPUs on this host */
+    /* Creates an API token (the server owns the hashing): writes the secret token into
+     * token (at least 128 bytes). Returns 0 or -1 with err. */
+    int (*token_create)(struct store *st, const char *name, int admin, char *token,
+                        struct error *err);
+};
+
+struct api_request {
+    const char *method;
+    const char *path;
+    const char *body;       /* NUL-terminated; NULL when there is none */
+    size_t body_len;
+    /* Query argument and header lookups; return NULL when absent. */
+    const char *(*query)(void *conn, const char *key);
+    const char *(*header)(void *conn, const char *key);
+    void *conn;
+    const char *owner;      /* who is calling (the token's name) */
+    int admin;              /* an admin acts on every owner's jobs */
+    struct store *store;    /* this thread's connection */
+};
+
+struct api_response {
+    int status;
+    json_t *body;           /* owned; NULL for no body */
+    int problem;            /* body is application/problem+json */
+    char location[128];
+    char allow[64];         /* for 405 */
+};
+
+/* Routes req, runs its handler and fills resp (status, body, headers). Never fails: every
+ * error becomes a problem response. */
+void api_handle(const struct api_config *cfg, const struct api_request *req,
+                struct api_response *resp);
+
+/*
+ * Fills resp with an RFC 9457 problem: type "urn:ringmaster:problem:<kind>", title, status,
+ * detail (what to fix) and instance (the request path). Returns resp->body for extensions.
+ */
+json_t *api_problem(struct api_response *resp, int status, const char *kind, const char *title,
+                    const char *instance, const char *detail_fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* The OpenAPI 3.1 document (static text). */
+const char *api_openapi(void);
+
+#endif /* RINGD_API_H */

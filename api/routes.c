@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * routes.c - the route table of REST API v1 and its handlers. A path that exists with
+ * another method gets 405 with Allow; an unknown path gets 404.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "jobspec.h"
+
+#define PAGE_SIZE_DEFAULT 100
+#define PAGE_SIZE_MAX     1000
+
+typedef void handler_fn(const struct api_config *cfg, const struct api_request *req,
+                        const char *param, struct api_response *resp);
+
+static handler_fn job_create, job_list, job_get, healthz, readyz, openapi, token_create;
+
+static const struct route {
+    const char *method;
+    const char *pattern; /* a trailing "{}" segment matches one path segment */
+    handler_fn *fn;
+} routes[] = {
+    {"POST", "/v1/jobs", job_create},
+    {"GET", "/v1/jobs", job_list},
+    {"GET", "/v1/jobs/{}", job_get},
+    {"POST", "/v1/tokens", token_create},
+    {"GET", "/v1/openapi.json", openapi},
+    {"GET", "/healthz", healthz},
+    {"GET", "/readyz", readyz},
+    {NULL, NULL, NULL},
+};
+
+/* Matches path against pattern; copies a {} segment into param. */
+static int match(const char *pattern, const char *path, char *param, size_t len)
+{
+    const char *brace = strstr(pattern, "{}");
+    size_t prefix;
+    if (brace == NULL)
+        return strcmp(pattern, path) == 0;
+    prefix = (size_t)(brace - pattern);
+    if (strncmp(pattern, path, prefix) != 0)
+        return 0;
+    path += prefix;
+    if (*path == '\0' || strchr(path, '/') != NULL || strlen(path) >= len)
+        return 0;
+    strcpy(param, path);
+    return 1;
+}
+
+void api_handle(const struct api_config *cfg, const struct api_request *req,
+                struct api_response *resp)
+{
+    char param[128];
+    size_t used = 0;
+
+    memset(resp, 0, sizeof(*resp));
+    for (const struct route *r = routes; r->method; r++) {
+        if (match(r->pattern, req->path, param, sizeof(param)) &&
+            strcmp(r->method, req->method) == 0) {
+            r->fn(cfg, req, param, resp);
+            return;
+        }
+    }
+    for (const struct route *r = routes; r->method; r++) {
+        if (match(r->pattern, req->path, param, sizeof(param)) &&
+            used + strlen(r->method) + 3 < sizeof(resp->allow))
+            used += (size_t)snprintf(resp->allow + used, sizeof(resp->allow) - used, "%s%s",
+                                     used ? ", " : "", r->method);
+    }
+    if (used > 0)
+        api_problem(resp, 405, "method-not-allowed", "Method Not Allowed", req->path,
+                    "%s is not allowed on %s; use %s", req->method, req->path, resp->allow);
+    else
+        api_problem(resp, 404, "not-found", "Not Found", req->path,
+                    "no such resource: %s (see /v1/openapi.json)", req->path);
+}
+
+static void store_problem(struct api_response *resp, const char *path, const struct error *err)
+{
+    if (errno == EBUSY)
+        api_problem(resp, 503, "busy", "Service Unavailable", path,
+                    "the job database is busy; retry shortly (%s)", err->text);
+    else
+        api_problem(resp, 500, "internal", "Internal Server Error", path,
+                    "the job database failed: %s", err->text);
+}
+
+/* Adds fields derived from the row: where checkpoints go when the spec names no place. */
+static void decorate(const struct api_config *cfg, json_t *job)
+{
+    json_t *spec = json_object_get(job, "spec");
+    const char *dir = json_string_value(json_object_get(spec, "checkpoint_dir"));
+    char buf[4096];
+    if (dir == NULL) {
+        snprintf(buf, sizeof(buf), "%s/checkpoints/%s", cfg->data_dir,
+                 json_string_value(json_object_get(job, "id")));
+        dir = buf;
+    }
+    json_object_set_new(job, "checkpoint_dir", json_string(dir));
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static void job_create(const struct api_config *cfg, const struct api_request *req,
+                       const char *param, struct api_response *resp)
+{
+    json_t *spec, *errors, *job;
+    const char *kind, *key = req->header(req->conn, "Idempotency-Key");
+    char hash[32], *canon;
+    struct error err;
+    int status, created;
+
+    if (key != NULL && (strlen(key) == 0 || strlen(key) > 255)) {
+        api_problem(resp, 400, "bad-idempotency-key", "Bad Request", req->path,
+                    "Idempotency-Key must have 1..255 characters");
+        return;
+    }
+    if (jobspec_parse(req->body, req->body_len, cfg->slots, cfg->gpus, &spec, &errors, &status,
+                      &kind) < 0) {
+        json_t *first = json_array_get(errors, 0);
+        json_t *p = api_problem(resp, status, kind,
+                                status == 400 ? "Malformed JSON" : "Invalid JobSpec", req->path,
+                                "%s", json_string_value(json_object_get(first, "detail")));
+        json_object_set_new(p, "errors", errors);
+        return;
+    }
+    canon = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    snprintf(hash, sizeof(hash), "%016llx", canon ? (unsigned long long)fnv1a(canon) : 0ull);
+    free(canon);
+    if (store_job_create(req->store, req->owner, spec, key, hash, &job, &created, &err) < 0) {
+        if (errno == EEXIST)
+            api_problem(resp, 422, "idempotency-key-reused", "Unprocessable Content", req->path,
+                        "%s; use a new key for a new job", err.text);
+        else
+            store_problem(resp, req->path, &err);
+        json_decref(spec);
+        return;
+    }
+    json_decref(spec);
+    decorate(cfg, job);
+    resp->status = 201;
+    resp->body = job;
+    snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%s",
+             json_string_value(json_object_get(job, "id")));
+}
+
+static void job_get(const struct api_config *cfg, const struct api_request *req,
+                    const char *param, struct api_response *resp)
+{
+    json_t *job;
+    struct error err;
+    /* Another user's job is "not found", not "forbidden": its existence is not theirs to
+     * learn. */
+    if (store_job_get(req->store, param, req->admin ? NULL : req->owner, &job, &err) < 0) {
+        if (errno == ENOENT)
+            api_problem(resp, 404, "job-not-found", "Not Found", req->path,
+                        "there is no job %s (or it is not yours)", param);
+        else
+            store_problem(resp, req->path, &err);
+        return;
+    }
+    decorate(cfg, job);
+    resp->status = 200;
+    resp->body = job;
+}
+
+static int valid_state(const char *s)
+{
+    static const char *const states[] = {"QUEUED",    "STARTING", "RUNNING", "STOPPING",
+                                         "STOPPED",   "SUCCEEDED", "FAILED", "CANCELLED", NULL};
+    for (int i = 0; states[i]; i++) {
+        if (strcmp(states[i], s) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void job_list(const struct api_config *cfg, const struct api_request *req,
+                     const char *param, struct api_response *resp)
+{
+    const char *ps = req->query(req->conn, "page_size"), *tok = req->query(req->conn, "page_token");
+    const char *state = req->query(req->conn, "state"), *label = req->query(req->conn, "label");
+    const char *owner = req->query(req->conn, "owner");
+    char key[128] = "", *end;
+    const char *value = NULL;
+    long size = PAGE_SIZE_DEFAULT;
+    long long cursor = 0;
+    int64_t next;
+    json_t *jobs, *item;
+    size_t i;
+    struct error err;
+
+    if (ps != NULL) {
+        size = strtol(ps, &end, 10);
+        if (*ps == '\0' || *end != '\0' || size < 1 || size > PAGE_SIZE_MAX) {
+            api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                        "page_size must be an integer in [1, %d], not '%s'", PAGE_SIZE_MAX, ps);
+            return;
+        }
+    }
+    if (tok != NULL) {
+        cursor = strtoll(tok, &end, 16);
+        if (*tok == '\0' || *end != '\0' || cursor < 0) {
+            api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                        "page_token '%s' is not one this server gave out", tok);
+            return;
+        }
+    }
+    if (state != NULL && !valid_state(state)) {
+        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                    "state '%s' is not a job state (QUEUED, STARTING, RUNNING, STOPPING, "
+                    "STOPPED, SUCCEEDED, FAILED, CANCELLED)",
+                    state);
+        return;
+    }
+    if (label != NULL) {
+        const char *eq = strchr(label, '=');
+        if (eq == NULL || eq == label || (size_t)(eq - label) >= sizeof(key)) {
+            api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                        "label must be key=value, not '%s'", label);
+            return;
+        }
+        memcpy(key, label, (size_t)(eq - label));
+        key[eq - label] = '\0';
+        value = eq + 1;
+    }
+    /* Users list their own jobs; admins anyone's, optionally one owner's. */
+    if (!req->admin)
+        owner = req->owner;
+    if (store_job_list(req->store, owner, state, value ? key : NULL, value, cursor, (int)size,
+                       &jobs, &next, &err) < 0) {
+        store_problem(resp, req->path, &err);
+        return;
+    }
+    json_array_foreach(jobs, i, item) decorate(cfg, item);
+    resp->status = 200;
+    resp->body = json_pack("{s:o}", "jobs", jobs);
+    if (next > 0) {
+        char t[32];
+        snprintf(t, sizeof(t), "%llx", (unsigned long long)next);
+        json_object_set_new(resp->body, "next_page_token", json_string(t));
+    }
+}
+
+/* POST /v1/tokens {"name": "alice", "admin": false}: admins create tokens for users. */
+static void token_create(const struct api_config *cfg, const struct api_request *req,
+                         const char *param, struct api_response *resp)
+{
+    json_error_t jerr;
+    json_t *body, *name, *admin;
+    char token[128];
+    struct error err;
+    const char *n;
+
+    if (!req->admin) {
+        api_problem(resp, 403, "forbidden", "Forbidden", req->path,
+                    "only an admin token can create tokens");
+        return;
+    }
+    body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (body == NULL || !json_is_object(body)) {
+        api_problem(resp, 400, "malformed-json", "Malformed JSON", req->path,
+                    "want {\"name\": \"...\", \"admin\": false}");
+        json_decref(body);
+        return;
+    }
+    name = json_object_get(body, "name");
+    admin = json_object_get(body, "admin");
+    n = json_string_value(name);
+    if (n == NULL || *n == '\0' || strlen(n) > 64 || strspn(n, "abcdefghijklmnopqrstuvwxyz"
+                                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                               "0123456789._-") != strlen(n) ||
+        (admin != NULL && !json_is_boolean(admin)) || json_object_size(body) > 2 ||
+        (json_object_size(body) == 2 && admin == NULL)) {
+        api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
+                    "name must be 1..64 letters, digits, '.', '_' or '-'; admin a boolean; "
+                    "nothing else");
+        json_decref(body);
+        return;
+    }
+    if (cfg->token_create(req->store, n, json_is_true(admin), token, &err) < 0) {
+        store_problem(resp, req->path, &err);
+        json_decref(body);
+        return;
+    }
+    resp->status = 201;
+    resp->body = json_pack("{s:s, s:b, s:s}", "name", n, "admin", json_is_true(admin), "token",
+                           token);
+    json_decref(body);
+}
+
+static void healthz(const struct api_config *cfg, const struct api_request *req,
+                    const char *param, struct api_response *resp)
+{
+    resp->status = 200;
+    resp->body = json_pack("{s:s}", "status", "ok");
+}
+
+static void readyz(const struct api_config *cfg, const struct api_request *req,
+                   const char *param, struct api_response *resp)
+{
+    if (store_schema_version(req->store) < 1) {
+        api_problem(resp, 503, "not-ready", "Service Unavailable", req->path,
+                    "the job database is not readable");
+        return;
+    }
+    resp->status = 200;
+    resp->body = json_pack("{s:s}", "status", "ready");
+}
+
+static void openapi(const struct api_config *cfg, const struct api_request *req,
+                    const char *param, struct api_response *resp)
+{
+    json_error_t jerr;
+    resp->body = json_loads(api_openapi(), 0, &jerr);
+    resp->status = resp->body ? 200 : 500;
+}

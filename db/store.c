@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store.c - SQLite behind ringd. SQL text lives in file-scope constants, statements are
+ * prepared at open, reset after each use and finalized at close; migrations are numbered
+ * and keyed on PRAGMA user_version, each applied in one transaction.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+/* A writer waits this long for the lock before giving up with EBUSY. Commits are a few
+ * milliseconds, so 5 s only expires when something holds the database far too long. */
+#define BUSY_TIMEOUT_MS 5000
+
+static const char *const migrations[] = {
+    /* 1: jobs, events, idempotency keys, tokens */
+    "CREATE TABLE jobs ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  id TEXT UNIQUE NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  spec TEXT NOT NULL,"
+    "  created_at TEXT NOT NULL,"
+    "  updated_at TEXT NOT NULL);"
+    "CREATE INDEX jobs_owner ON jobs(owner, seq);"
+    "CREATE INDEX jobs_state ON jobs(state, seq);"
+    "CREATE TABLE events ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+    "  time TEXT NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  state TEXT,"
+    "  message TEXT);"
+    "CREATE INDEX events_job ON events(job_id, id);"
+    "CREATE TABLE idempotency ("
+    "  owner TEXT NOT NULL,"
+    "  key TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  request_hash TEXT NOT NULL,"
+    "  PRIMARY KEY (owner, key));"
+    "CREATE TABLE tokens ("
+    "  id TEXT PRIMARY KEY,"
+    "  name TEXT NOT NULL,"
+    "  hash TEXT UNIQUE NOT NULL,"
+    "  admin INTEGER NOT NULL,"
+    "  created_at TEXT NOT NULL,"
+    "  revoked_at TEXT);",
+};
+
+static const char SQL_JOB_INSERT[] =
+    "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at)"
+    " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5)";
+static const char SQL_EVENT_INSERT[] =
+    "INSERT INTO events (job_id, time, type, state, message) VALUES (?1, ?2, ?3, ?4, ?5)";
+static const char SQL_IDEM_GET[] =
+    "SELECT job_id, request_hash FROM idempotency WHERE owner = ?1 AND key = ?2";
+static const char SQL_IDEM_INSERT[] =
+    "INSERT INTO idempotency (owner, key, job_id, request_hash) VALUES (?1, ?2, ?3, ?4)";
+static const char SQL_JOB_GET[] =
+    "SELECT id, name, owner, state, spec, created_at, updated_at FROM jobs"
+    " WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)";
+static const char SQL_JOB_LIST[] =
+    "SELECT id, name, owner, state, spec, created_at, updated_at, seq FROM jobs"
+    " WHERE seq > ?1 AND (?2 IS NULL OR owner = ?2) AND (?3 IS NULL OR state = ?3)"
+    " AND (?4 IS NULL OR json_extract(spec, '$.labels.' || json_quote(?4)) = ?5)"
+    " ORDER BY seq LIMIT ?6";
+static const char SQL_TOKEN_INSERT[] =
+    "INSERT INTO tokens (id, name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4, ?5)";
+static const char SQL_TOKEN_FIND[] =
+    "SELECT hash, name, admin FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
+static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
+
+enum {
+    S_JOB_INSERT,
+    S_EVENT_INSERT,
+    S_IDEM_GET,
+    S_IDEM_INSERT,
+    S_JOB_GET,
+    S_JOB_LIST,
+    S_TOKEN_INSERT,
+    S_TOKEN_FIND,
+    S_TOKEN_COUNT,
+    S_BEGIN,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_COUNT
+};
+
+static const char *const sql_text[S_COUNT] = {
+    [S_JOB_INSERT] = SQL_JOB_INSERT,     [S_EVENT_INSERT] = SQL_EVENT_INSERT,
+    [S_IDEM_GET] = SQL_IDEM_GET,         [S_IDEM_INSERT] = SQL_IDEM_INSERT,
+    [S_JOB_GET] = SQL_JOB_GET,           [S_JOB_LIST] = SQL_JOB_LIST,
+    [S_TOKEN_INSERT] = SQL_TOKEN_INSERT, [S_TOKEN_FIND] = SQL_TOKEN_FIND,
+    [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,   [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",               [S_ROLLBACK] = "ROLLBACK",
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[S_COUNT];
+};
+
+/* Maps a SQLite result code to errno, records the message and returns -1. */
+static int fail(struct store *st, int rc, struct error *err, const char *what)
+{
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        errno = EBUSY;
+        break;
+    case SQLITE_CONSTRAINT:
+        errno = EEXIST;
+        break;
+    case SQLITE_NOMEM:
+        errno = ENOMEM;
+        break;
+    case SQLITE_FULL:
+        errno = ENOSPC;
+        break;
+    default:
+        errno = EIO;
+    }
+    return errprintf(err, "%s: %s", what, st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+}
+
+static void now_iso(char *buf, size_t len)
+{
+    struct timespec ts;
+    struct tm tm;
+    char date[32];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%.20s.%03dZ", date, (int)(ts.tv_nsec / 1000000) % 1000);
+}
+
+static int exec(struct store *st, const char *sql, struct error *err)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(st->db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        errprintf(err, "%s", msg ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+static int migrate(struct store *st, struct error *err)
+{
+    int n = (int)(sizeof(migrations) / sizeof(migrations[0]));
+    int version = store_schema_version(st);
+
+    if (version > n)
+        return errno = EPROTO,
+               errprintf(err, "the database has schema %d but this ringd knows %d; run a newer "
+                              "ringd",
+                         version, n);
+    for (int v = version; v < n; v++) {
+        char pragma[64];
+        snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
+        if (exec(st, "BEGIN IMMEDIATE", err) < 0)
+            return -1;
+        if (exec(st, migrations[v], err) < 0 || exec(st, pragma, err) < 0) {
+            exec(st, "ROLLBACK", NULL);
+            return -1;
+        }
+        if (exec(st, "COMMIT", err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int store_open(const char *path, struct store **out, struct error *err)
+{
+    struct store *st = calloc(1, sizeof(*st));
+    int rc;
+
+    if (st == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    rc = sqlite3_open_v2(path, &st->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        fail(st, rc, err, path);
+        store_close(st);
+        return -1;
+    }
+    sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+    /* WAL: readers never block the writer. synchronous=FULL: a COMMIT is on disk when it
+     * returns, so a job is durable before its 201 is sent. */
+    if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON",
+             err) < 0 ||
+        migrate(st, err) < 0)
+        goto error;
+    for (int i = 0; i < S_COUNT; i++) {
+        rc = sqlite3_prepare_v2(st->db, sql_text[i], -1, &st->stmt[i], NULL);
+        if (rc != SQLITE_OK) {
+            fail(st, rc, err, "prepare");
+            goto error;
+        }
+    }
+    *out = st;
+    return 0;
+error:
+    store_close(st);
+    return -1;
+}
+
+void store_close(struct store *st)
+{
+    int saved = errno;
+    if (st == NULL)
+        return;
+    for (int i = 0; i < S_COUNT; i++)
+        sqlite3_finalize(st->stmt[i]);
+    sqlite3_close(st->db);
+    free(st);
+    errno = saved;
+}
+
+int store_schema_version(struct store *st)
+{
+    sqlite3_stmt *s;
+    int v = -1;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK) {
+        if (sqlite3_step(s) == SQLITE_ROW)
+            v = sqlite3_column_int(s, 0);
+        sqlite3_finalize(s);
+    }
+    return v;
+}
+
+/* Runs a statement that returns no rows, then resets it. */
+static int step_done(struct store *st, sqlite3_stmt *s, struct error *err, const char *what)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE)
+        return fail(st, rc, err, what);
+    return 0;
+}
+
+static void new_job_id(char *buf, size_t len)
+{
+    unsigned char r[8];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        memcpy(r, &ts.tv_nsec, sizeof(r) < sizeof(ts.tv_nsec) ? sizeof(r) : sizeof(ts.tv_nsec));
+    }
+    snprintf(buf, len, "j-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
+             r[6], r[7]);
+}
+
+static const char *col(sqlite3_stmt *s, int i)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? (const char *)t : "";
+}
+
+/* The job row under the cursor as JSON. */
+static json_t *row_json(sqlite3_stmt *s)
+{
+    json_error_t jerr;
+    json_t *spec = json_loads(col(s, 4), 0, &jerr);
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "id", col(s, 0), "name", col(s, 1),
+                     "owner", col(s, 2), "state", col(s, 3), "spec", spec ? spec : json_object(),
+                     "created_at", col(s, 5), "updated_at", col(s, 6));
+}
+
+int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
+                  struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOB_GET];
+    int rc;
+
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (owner)
+        sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *out = row_json(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc == SQLITE_DONE)
+        return errno = ENOENT, errprintf(err, "job %s not found", id);
+    if (rc != SQLITE_ROW)
+        return fail(st, rc, err, "job lookup");
+    if (*out == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    return 0;
+}
+
+int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
+                     const char *req_hash, json_t **job_out, int *created, struct error *err)
+{
+    char id[32], now[40];
+    char *text = NULL;
+    sqlite3_stmt *s;
+    int rc;
+
+    if (step_done(st, st->stmt[S_BEGIN], err, "begin") < 0)
+        return -1;
+    if (idem_key != NULL) {
+        s = st->stmt[S_IDEM_GET];
+        sqlite3_bind_text(s, 1, owner, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, idem_key, -1, SQLITE_STATIC);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            int same = strcmp(col(s, 1), req_hash) == 0;
+            snprintf(id, sizeof(id), "%s", col(s, 0));
+            sqlite3_reset(s);
+            sqlite3_clear_bindings(s);
+            step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+            if (!same)
+                return errno = EEXIST,
+                       errprintf(err, "Idempotency-Key '%s' was used for a different request",
+                                 idem_key);
+            *created = 0;
+            return store_job_get(st, id, owner, job_out, err);
+        }
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+        if (rc != SQLITE_DONE) {
+            fail(st, rc, err, "idempotency lookup");
+            goto rollback;
+        }
+    }
+    new_job_id(id, sizeof(id));
+    now_iso(now, sizeof(now));
+    text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    if (text == NULL) {
+        errno = ENOMEM;
+        errprintf(err, "out of memory");
+        goto rollback;
+    }
+    s = st->stmt[S_JOB_INSERT];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, json_string_value(json_object_get(spec, "name")), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
+    if (step_done(st, s, err, "insert job") < 0)
+        goto rollback;
+    s = st->stmt[S_EVENT_INSERT];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, "submitted", -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, "QUEUED", -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, "job accepted", -1, SQLITE_STATIC);
+    if (step_done(st, s, err, "insert event") < 0)
+        goto rollback;
+    if (idem_key != NULL) {
+        s = st->stmt[S_IDEM_INSERT];
+        sqlite3_bind_text(s, 1, owner, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, idem_key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 3, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, req_hash, -1, SQLITE_STATIC);
+        if (step_done(st, s, err, "insert idempotency key") < 0)
+            goto rollback;
+    }
+    if (step_done(st, st->stmt[S_COMMIT], err, "commit") < 0)
+        goto rollback;
+    free(text);
+    *created = 1;
+    return store_job_get(st, id, owner, job_out, err);
+rollback:
+    free(text);
+    {
+        int saved = errno;
+        step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+        errno = saved;
+    }
+    return -1;
+}
+
+int store_job_list(struct store *st, const char *owner, const char *state, const char *label_key,
+                   const char *label_value, int64_t cursor, int limit, json_t **out,
+                   int64_t *next, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOB_LIST];
+    json_t *arr = json_array();
+    int64_t last = 0;
+    int rc, n = 0;
+
+    if (arr == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    sqlite3_bind_int64(s, 1, cursor);
+    if (owner)
+        sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
+    if (state)
+        sqlite3_bind_text(s, 3, state, -1, SQLITE_STATIC);
+    if (label_key) {
+        sqlite3_bind_text(s, 4, label_key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 5, label_value, -1, SQLITE_STATIC);
+    }
+    /* One more than asked: it tells whether a next page exists. */
+    sqlite3_bind_int(s, 6, limit + 1);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (n == limit)
+            break;
+        json_array_append_new(arr, row_json(s));
+        last = sqlite3_column_int64(s, 7);
+        n++;
+    }
+    *next = rc == SQLITE_ROW ? last : 0;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        json_decref(arr);
+        return fail(st, rc, err, "job list");
+    }
+    *out = arr;
+    return 0;
+}
+
+int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
+                       int admin, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_TOKEN_INSERT];
+    char now[40];
+    now_iso(now, sizeof(now));
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 4, admin);
+    sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
+    return step_done(st, s, err, "insert token");
+}
+
+int store_token_find(struct store *st, const char *id, char hash[65], char *name, size_t namelen,
+                     int *admin, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_TOKEN_FIND];
+    int rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        snprintf(hash, 65, "%s", col(s, 0));
+        snprintf(name, namelen, "%s", col(s, 1));
+        *admin = sqlite3_column_int(s, 2);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc == SQLITE_DONE)
+        return errno = ENOENT, errprintf(err, "no such token");
+    if (rc != SQLITE_ROW)
+        return fail(st, rc, err, "token lookup");
+    return 0;
+}
+
+int store_token_count(struct store *st, int *count, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_TOKEN_COUNT];
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *count = sqlite3_column_int(s, 0);
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW)
+        return fail(st, rc, err, "token count");
+    return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store.h - ringd's SQLite store: jobs, their events, idempotency keys and API tokens.
+ *
+ * One struct store per thread (SQLite connections are not shared between threads); all of
+ * them open the same file in WAL mode with a busy timeout, so readers never block the writer
+ * and writers queue instead of failing. Every write is one short IMMEDIATE transaction that
+ * commits (synchronous=FULL: on disk) before the caller answers the client.
+ *
+ * Errors: functions return 0 or -1 with errno set (ENOENT not found, EEXIST conflict,
+ * EBUSY locked too long, EIO anything else) and a message in err when err is not NULL.
+ */
+#ifndef RINGD_STORE_H
+#define RINGD_STORE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct store;
+
+/* Opens (creating) path and runs the numbered migrations up to the newest. */
+int store_open(const char *path, struct store **out, struct error *err);
+/* Finalizes the statements and closes. Accepts NULL; keeps errno. */
+void store_close(struct store *st);
+/* The schema version (PRAGMA user_version) after migrations. */
+int store_schema_version(struct store *st);
+
+/*
+ * Creates a job in state QUEUED with its first event, in one transaction. spec is the
+ * validated JobSpec (borrowed). With idem_key, a second call with the same owner and key
+ * returns the job the first one created (*created = 0) when req_hash matches, and fails
+ * with EEXIST when the request differs. On success *job_out is a new reference to the
+ * job's JSON (the caller decrefs).
+ */
+int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
+                     const char *req_hash, json_t **job_out, int *created, struct error *err);
+/* The job as JSON (new reference), or ENOENT. owner NULL matches any owner (admin). */
+int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
+                  struct error *err);
+/*
+ * Jobs in creation order after cursor (0 = from the start), at most limit, filtered by
+ * owner (NULL: all), state (NULL: any) and one label key=value (NULL: any). *out is a new
+ * array; *next is the cursor for the next page or 0 when there is none.
+ */
+int store_job_list(struct store *st, const char *owner, const char *state, const char *label_key,
+                   const char *label_value, int64_t cursor, int limit, json_t **out,
+                   int64_t *next, struct error *err);
+
+/* Tokens: hash is the hex SHA-256 of the secret; the secret itself is never stored. */
+int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
+                       int admin, struct error *err);
+/*
+ * Finds the live token id: copies its stored hash (65 bytes) and name (at most namelen) and
+ * sets *admin, or fails with ENOENT (unknown or revoked).
+ */
+int store_token_find(struct store *st, const char *id, char hash[65], char *name, size_t namelen,
+                     int *admin, struct error *err);
+/* Number of tokens ever created (revoked ones included). */
+int store_token_count(struct store *st, int *count, struct error *err);
+
+#endif /* RINGD_STORE_H */

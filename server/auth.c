@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* auth.c - bearer tokens hashed with libsodium's SHA-256, compared in constant time. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "auth.h"
+
+int auth_init(void)
+{
+    return sodium_init() < 0 ? -1 : 0;
+}
+
+static void hash_hex(const char *secret, char out[65])
+{
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, (const unsigned char *)secret, strlen(secret));
+    sodium_bin2hex(out, 65, h, sizeof(h));
+}
+
+int auth_token_create(struct store *st, const char *name, int admin, char *token,
+                      struct error *err)
+{
+    unsigned char idb[6], sb[32];
+    char id[13], secret[65], hash[65];
+
+    randombytes_buf(idb, sizeof(idb));
+    randombytes_buf(sb, sizeof(sb));
+    sodium_bin2hex(id, sizeof(id), idb, sizeof(idb));
+    sodium_bin2hex(secret, sizeof(secret), sb, sizeof(sb));
+    hash_hex(secret, hash);
+    if (store_token_create(st, id, name, hash, admin, err) < 0)
+        return -1;
+    snprintf(token, AUTH_TOKEN_LEN, "ringd_%s_%s", id, secret);
+    sodium_memzero(secret, sizeof(secret));
+    return 0;
+}
+
+int auth_check(struct store *st, const char *header, char *owner, size_t ownerlen, int *admin,
+               struct error *err)
+{
+    char id[13], secret[65], want[65], got[65];
+    const char *t;
+
+    if (header == NULL)
+        return errno = EACCES, errprintf(err, "an Authorization: Bearer <token> header is "
+                                              "required");
+    if (strncasecmp(header, "Bearer ", 7) != 0)
+        return errno = EACCES, errprintf(err, "the Authorization header must be 'Bearer "
+                                              "<token>'");
+    t = header + 7;
+    if (strlen(t) != 6 + 12 + 1 + 64 || strncmp(t, "ringd_", 6) != 0 || t[18] != '_')
+        return errno = EACCES, errprintf(err, "the bearer token is not a ringd token");
+    memcpy(id, t + 6, 12);
+    id[12] = '\0';
+    memcpy(secret, t + 19, 64);
+    secret[64] = '\0';
+    if (store_token_find(st, id, want, owner, ownerlen, admin, err) < 0) {
+        if (errno == ENOENT)
+            errprintf(err, "the bearer token is unknown or revoked");
+        return -1;
+    }
+    hash_hex(secret, got);
+    sodium_memzero(secret, sizeof(secret));
+    if (sodium_memcmp(got, want, 64) != 0)
+        return errno = EACCES, errprintf(err, "the bearer token is unknown or revoked");
+    return 0;
+}

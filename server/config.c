@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* config.c - defaults < ringd.conf < RINGD_* environment < flags. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+
+extern char **environ;
+
+/* Counts the GPUs nvidia-smi lists; 0 when it is missing or fails. Argument vector only. */
+static int detect_gpus(void)
+{
+    char *argv[] = {"nvidia-smi", "-L", NULL};
+    posix_spawn_file_actions_t fa;
+    int fds[2], n = 0, status;
+    pid_t pid;
+    FILE *f;
+    char line[512];
+
+    if (pipe(fds) < 0)
+        return 0;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", 1, 0);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    if (posix_spawnp(&pid, "nvidia-smi", &fa, NULL, argv, environ) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    f = fdopen(fds[0], "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        n += strncmp(line, "GPU ", 4) == 0;
+    if (f != NULL)
+        fclose(f);
+    else
+        close(fds[0]);
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return 0;
+    return n;
+}
+
+static int parse_int(const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long x;
+    errno = 0;
+    x = strtol(v, &end, 10);
+    if (errno || end == v || *end != '\0' || x < lo || x > hi)
+        return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
+        return *out = 1, 0;
+    if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
+        return *out = 0, 0;
+    return -1;
+}
+
+/* Sets one key; where says where it came from, for the message. */
+static int set(struct config *c, const char *key, const char *v, const char *where,
+               struct error *err)
+{
+    int ok = 0;
+    if (!strcmp(key, "listen"))
+        ok = strlen(v) < sizeof(c->listen) && strchr(v, ':') != NULL &&
+             snprintf(c->listen, sizeof(c->listen), "%s", v) > 0;
+    else if (!strcmp(key, "data_dir"))
+        ok = *v && strlen(v) < sizeof(c->data_dir) &&
+             snprintf(c->data_dir, sizeof(c->data_dir), "%s", v) > 0;
+    else if (!strcmp(key, "no_auth"))
+        ok = parse_bool(v, &c->no_auth) == 0;
+    else if (!strcmp(key, "slots"))
+        ok = parse_int(v, 1, 1 << 20, &c->slots) == 0;
+    else if (!strcmp(key, "gpus"))
+        ok = parse_int(v, 0, 1 << 16, &c->gpus) == 0;
+    else if (!strcmp(key, "threads"))
+        ok = parse_int(v, 1, 1024, &c->threads) == 0;
+    else if (!strcmp(key, "connection_limit"))
+        ok = parse_int(v, 1, 1 << 20, &c->connection_limit) == 0;
+    else if (!strcmp(key, "per_ip_connection_limit"))
+        ok = parse_int(v, 0, 1 << 20, &c->per_ip_limit) == 0;
+    else if (!strcmp(key, "connection_timeout"))
+        ok = parse_int(v, 1, 86400, &c->timeout_s) == 0;
+    else
+        return errprintf(err, "%s: unknown setting '%s' (see ringd --help)", where, key);
+    if (!ok)
+        return errprintf(err, "%s: bad value '%s' for %s (see ringd --help)", where, v, key);
+    return 0;
+}
+
+static int load_file(struct config *c, const char *path, struct error *err)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096], where[2200];
+    int n = 0;
+
+    if (f == NULL)
+        return errprintf(err, "cannot read --config %s: %s", path, strerror(errno));
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *s = line, *eq, *k, *v, *e;
+        n++;
+        if ((e = strchr(s, '#')) != NULL)
+            *e = '\0';
+        while (isspace((unsigned char)*s))
+            s++;
+        if (*s == '\0')
+            continue;
+        snprintf(where, sizeof(where), "%s:%d", path, n);
+        if ((eq = strchr(s, '=')) == NULL) {
+            fclose(f);
+            return errprintf(err, "%s: want 'key = value'", where);
+        }
+        *eq = '\0';
+        k = s;
+        v = eq + 1;
+        for (e = eq; e > k && isspace((unsigned char)e[-1]); e--)
+            e[-1] = '\0';
+        while (isspace((unsigned char)*v))
+            v++;
+        for (e = v + strlen(v); e > v && isspace((unsigned char)e[-1]); e--)
+            e[-1] = '\0';
+        if (set(c, k, v, where, err) < 0) {
+            fclose(f);
+            return -1;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ringd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--no-auth]\n"
+            "             [--print-config] [--version] [--help]\n"
+            "\n"
+            "The Ringmaster job service: a REST API (see /v1/openapi.json) over a SQLite store.\n"
+            "\n"
+            "Settings (file key, environment variable, default):\n"
+            "  listen                   RINGD_LISTEN     127.0.0.1:8080 (port 0: any free port)\n"
+            "  data_dir                 RINGD_DATA_DIR   /var/lib/ringmaster\n"
+            "  no_auth                  RINGD_NO_AUTH    false (allowed on loopback only)\n"
+            "  slots                    RINGD_SLOTS      number of CPUs\n"
+            "  gpus                     RINGD_GPUS       GPUs nvidia-smi lists, else 0\n"
+            "  threads                  RINGD_THREADS    number of CPUs (HTTP thread pool)\n"
+            "  connection_limit         -                1024\n"
+            "  per_ip_connection_limit  -                256 (0: none)\n"
+            "  connection_timeout       -                30 seconds\n"
+            "\n"
+            "Exit status: 0 after SIGTERM/SIGINT, 64 bad configuration, 69 address in use or\n"
+            "data directory held by another ringd, 70 internal error.\n");
+}
+
+int config_load(struct config *c, int argc, char **argv, struct error *err)
+{
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},   {"data-dir", required_argument, NULL, 'd'},
+        {"config", required_argument, NULL, 'c'},   {"no-auth", no_argument, NULL, 'n'},
+        {"print-config", no_argument, NULL, 'p'},   {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    static const char *const envs[][2] = {
+        {"RINGD_LISTEN", "listen"}, {"RINGD_DATA_DIR", "data_dir"}, {"RINGD_NO_AUTH", "no_auth"},
+        {"RINGD_SLOTS", "slots"},   {"RINGD_GPUS", "gpus"},         {"RINGD_THREADS", "threads"},
+    };
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int o, print = 0;
+
+    memset(c, 0, sizeof(*c));
+    snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8080");
+    snprintf(c->data_dir, sizeof(c->data_dir), "/var/lib/ringmaster");
+    c->slots = c->threads = cpus > 0 ? (int)cpus : 1;
+    c->gpus = -1;
+    c->connection_limit = 1024;
+    c->per_ip_limit = 256;
+    c->timeout_s = 30;
+    /* The file first (flags and environment override it), so find --config before the rest. */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--config") && i + 1 < argc && load_file(c, argv[i + 1], err) < 0)
+            return -1;
+        if (!strncmp(argv[i], "--config=", 9) && load_file(c, argv[i] + 9, err) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
+        const char *v = getenv(envs[i][0]);
+        if (v != NULL && *v && set(c, envs[i][1], v, envs[i][0], err) < 0)
+            return -1;
+    }
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'l':
+            if (set(c, "listen", optarg, "--listen", err) < 0)
+                return -1;
+            break;
+        case 'd':
+            if (set(c, "data_dir", optarg, "--data-dir", err) < 0)
+                return -1;
+            break;
+        case 'c':
+            break; /* read above */
+        case 'n':
+            c->no_auth = 1;
+            break;
+        case 'p':
+            print = 1;
+            break;
+        case 'V':
+            printf("ringd %s\n", RING_VERSION_STRING);
+            return 1;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            return errprintf(err, "unknown option or missing value '%s' (see ringd --help)",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return errprintf(err, "unexpected argument '%s' (see ringd --help)", argv[optind]);
+    if (c->gpus < 0)
+        c->gpus = detect_gpus();
+    if (print) {
+        config_print(c, stdout);
+        return 1;
+    }
+    return 0;
+}
+
+void config_print(const struct config *c, FILE *f)
+{
+    fprintf(f,
+            "listen = %s\ndata_dir = %s\nno_auth = %s\nslots = %d\ngpus = %d\nthreads = %d\n"
+            "connection_limit = %d\nper_ip_connection_limit = %d\nconnection_timeout = %d\n",
+            c->listen, c->data_dir, c->no_auth ? "true" : "false", c->slots, c->gpus, c->threads,
+            c->connection_limit, c->per_ip_limit, c->timeout_s);
+}

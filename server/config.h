@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config.h - ringd's configuration: defaults, then the file (--config, "key = value"
+ * lines, '#' comments), then RINGD_* environment variables, then flags. --print-config
+ * shows the result in the file's own format.
+ */
+#ifndef RINGD_CONFIG_H
+#define RINGD_CONFIG_H
+
+#include <stdio.h>
+
+#include "error.h"
+
+struct config {
+    char listen[300];      /* listen = HOST:PORT            RINGD_LISTEN */
+    char data_dir[2048];   /* data_dir = DIR                RINGD_DATA_DIR */
+    int no_auth;           /* no_auth = true|false           RINGD_NO_AUTH */
+    int slots;             /* slots = N (workers without GPUs; default: CPUs) */
+    int gpus;              /* gpus = N (default: nvidia-smi's count, else 0) */
+    int threads;           /* threads = N (HTTP thread pool; default: CPUs) */
+    int connection_limit;  /* connection_limit = N */
+    int per_ip_limit;      /* per_ip_connection_limit = N */
+    int timeout_s;         /* connection_timeout = seconds */
+};
+
+/* Parses argv (after defaults, the file and the environment). Returns 0, 1 when the program
+ * should exit 0 (--help, --version, --print-config done), or -1 with err. */
+int config_load(struct config *c, int argc, char **argv, struct error *err);
+/* Writes c as a configuration file. */
+void config_print(const struct config *c, FILE *f);
+
+#endif /* RINGD_CONFIG_H */

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* http.c - libmicrohttpd glue for ringd. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "auth.h"
+#include "http.h"
+
+/* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
+ * argument lists and environments while bounding what one request can make us hold. */
+#define BODY_MAX (1024 * 1024)
+
+struct http {
+    struct MHD_Daemon *d;
+    const struct config *cfg;
+    const struct api_config *api;
+    char db_path[4200];
+    pthread_key_t store_key;
+};
+
+struct req {
+    char *body;
+    size_t len;
+    int too_big;
+};
+
+static void close_store(void *p)
+{
+    store_close(p);
+}
+
+/* This server thread's store, opened on its first request. */
+static struct store *thread_store(struct http *h, struct error *err)
+{
+    struct store *st = pthread_getspecific(h->store_key);
+    if (st == NULL) {
+        if (store_open(h->db_path, &st, err) < 0)
+            return NULL;
+        pthread_setspecific(h->store_key, st);
+    }
+    return st;
+}
+
+static const char *query(void *conn, const char *key)
+{
+    return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static const char *header(void *conn, const char *key)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, key);
+}
+
+static void log_line(const char *method, const char *url, int status, const char *owner)
+{
+    struct timespec ts;
+    struct tm tm;
+    char date[32];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+    /* One fprintf per line: stderr is unbuffered, so lines from threads do not mix. */
+    fprintf(stderr, "ts=%s.%03dZ level=info msg=request method=%s path=%s status=%d owner=%s\n",
+            date, (int)(ts.tv_nsec / 1000000) % 1000, method, url, status, owner ? owner : "-");
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, const struct api_response *r)
+{
+    char *text = r->body ? json_dumps(r->body, JSON_COMPACT) : NULL;
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+    size_t len = text ? strlen(text) : 0;
+
+    resp = MHD_create_response_from_buffer(len, text ? text : (char *)"",
+                                           text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    if (text)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                r->problem ? "application/problem+json" : "application/json");
+    if (r->location[0])
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+    if (r->allow[0])
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+    if (r->status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ringd\"");
+    ret = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static int public_path(const char *url)
+{
+    return !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/v1/openapi.json");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    struct http *h = cls;
+    struct req *rq = *con_cls;
+    struct api_response resp = {0};
+    struct api_request req = {0};
+    struct error err;
+    char owner[128] = "local";
+    int admin = 1;
+    enum MHD_Result ret;
+
+    if (rq == NULL) { /* first call: headers only */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        rq = calloc(1, sizeof(*rq));
+        if (rq == NULL)
+            return MHD_NO;
+        if (cl != NULL && strtoull(cl, NULL, 10) > BODY_MAX)
+            rq->too_big = 1;
+        *con_cls = rq;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        if (!rq->too_big && rq->len + n > BODY_MAX)
+            rq->too_big = 1;
+        if (!rq->too_big) {
+            char *grown = realloc(rq->body, rq->len + n + 1);
+            if (grown == NULL)
+                return MHD_NO;
+            rq->body = grown;
+            memcpy(rq->body + rq->len, upload_data, n);
+            rq->len += n;
+            rq->body[rq->len] = '\0';
+        }
+        *upload_data_size = 0; /* consumed (or dropped, once too big) */
+        return MHD_YES;
+    }
+    if (rq->too_big) {
+        api_problem(&resp, 413, "body-too-large", "Content Too Large", url,
+                    "the request body is over %d bytes; send a smaller JobSpec", BODY_MAX);
+        goto send;
+    }
+    req.store = thread_store(h, &err);
+    if (req.store == NULL) {
+        api_problem(&resp, 503, "not-ready", "Service Unavailable", url,
+                    "cannot open the job database: %s", err.text);
+        goto send;
+    }
+    if (!h->cfg->no_auth && !public_path(url)) {
+        if (auth_check(req.store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), owner, sizeof(owner),
+                       &admin, &err) < 0) {
+            if (errno == EACCES || errno == ENOENT)
+                api_problem(&resp, 401, "unauthorized", "Unauthorized", url, "%s", err.text);
+            else
+                api_problem(&resp, 503, "busy", "Service Unavailable", url, "%s", err.text);
+            goto send;
+        }
+    }
+    req.method = method;
+    req.path = url;
+    req.body = rq->body;
+    req.body_len = rq->len;
+    req.query = query;
+    req.header = header;
+    req.conn = c;
+    req.owner = owner;
+    req.admin = admin;
+    api_handle(h->api, &req, &resp);
+send:
+    log_line(method, url, resp.status, owner);
+    ret = send_json(c, &resp);
+    json_decref(resp.body);
+    return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct req *rq = *con_cls;
+    if (rq != NULL) {
+        free(rq->body);
+        free(rq);
+        *con_cls = NULL;
+    }
+}
+
+struct http *http_start(const struct config *cfg, const struct api_config *api,
+                        const char *db_path, int *port, struct error *err)
+{
+    struct http *h = calloc(1, sizeof(*h));
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    char host[256], portstr[16];
+    const char *colon = strrchr(cfg->listen, ':');
+    const union MHD_DaemonInfo *info;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    int rc;
+
+    if (h == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory"), NULL;
+    h->cfg = cfg;
+    h->api = api;
+    snprintf(h->db_path, sizeof(h->db_path), "%s", db_path);
+    if (colon == NULL || (size_t)(colon - cfg->listen) >= sizeof(host)) {
+        free(h);
+        return errno = EINVAL, errprintf(err, "listen '%s' is not HOST:PORT", cfg->listen), NULL;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - cfg->listen), cfg->listen);
+    snprintf(portstr, sizeof(portstr), "%s", colon + 1);
+    if (host[0] == '[') { /* [v6]:port */
+        memmove(host, host + 1, strlen(host));
+        host[strcspn(host, "]")] = '\0';
+    }
+    if ((rc = getaddrinfo(host, portstr, &hints, &ai)) != 0) {
+        free(h);
+        return errno = EINVAL,
+               errprintf(err, "cannot resolve listen address %s: %s", cfg->listen,
+                         gai_strerror(rc)),
+               NULL;
+    }
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    pthread_key_create(&h->store_key, close_store);
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
+                            ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->per_ip_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (h->d == NULL) {
+        int e = errno;
+        pthread_key_delete(h->store_key);
+        free(h);
+        errno = e;
+        if (e == EADDRINUSE)
+            errprintf(err, "%s is in use (another ringd?); pick another with --listen",
+                      cfg->listen);
+        else
+            errprintf(err, "cannot listen on %s: %s", cfg->listen, strerror(e ? e : EIO));
+        return NULL;
+    }
+    info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : 0;
+    return h;
+}
+
+void http_stop(struct http *h)
+{
+    if (h == NULL)
+        return;
+    MHD_stop_daemon(h->d);
+    pthread_key_delete(h->store_key);
+    free(h);
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A real ringd over HTTP with curl: submissions, listing, auth, idempotency, and every kind
+# of bad input getting its RFC 9457 problem, plus the daemon's own start-up errors.
+. "$(dirname "$0")/lib.sh"
+: "${RINGD:?}"
+
+DATA=$WORK/data
+start_ringd() { # start_ringd [flags...]: sets ADDR, PID
+    rm -f "$DATA/ringd.addr"
+    "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" "$@" >>"$WORK/ringd.log" 2>&1 &
+    PID=$!
+    for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+    [ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
+    ADDR=$(cat "$DATA/ringd.addr")
+}
+stop_ringd() { kill -TERM "$PID"; wait "$PID"; }
+trap 'kill -9 $PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+# call METHOD PATH [curl args...]: the status in $WORK/status, the body in $WORK/body
+call() {
+    local m=$1 p=$2 auth=()
+    shift 2
+    [ -n "$TOKEN" ] && auth=(-H "Authorization: Bearer $TOKEN")
+    curl -s -o "$WORK/body" -w '%{http_code}' -X "$m" "${auth[@]}" "$@" "http://$ADDR$p" \
+        >"$WORK/status"
+}
+expect() { # expect STATUS [TYPE-KIND [DETAIL-TEXT]]
+    [ "$(cat "$WORK/status")" = "$1" ] || { cat "$WORK/body"; fail "status $(cat "$WORK/status"), want $1"; }
+    if [ -n "${2:-}" ]; then
+        jq -e --arg t "urn:ringmaster:problem:$2" '.type == $t and .status != null and .title != null' \
+            "$WORK/body" >/dev/null || { cat "$WORK/body"; fail "want problem type $2"; }
+    fi
+    if [ -n "${3:-}" ]; then
+        grep -qF -- "$3" "$WORK/body" || { cat "$WORK/body"; fail "the problem lacks '$3'"; }
+    fi
+}
+submit() { call POST /v1/jobs -H 'Content-Type: application/json' "$@"; }
+
+start_ringd
+TOKEN=$(cat "$DATA/admin.token")
+[ "$(stat -c %a "$DATA/admin.token")" = 600 ] || fail "admin.token is not mode 0600"
+grep -q "First start: created an admin token" "$WORK/ringd.log" || fail "the admin token was not shown"
+ok "first start creates an admin token in a 0600 file and shows it once"
+
+call GET /healthz; expect 200
+call GET /readyz; expect 200
+call GET /v1/openapi.json; expect 200
+jq -e '.openapi == "3.1.0" and .paths["/v1/jobs"].post != null' "$WORK/body" >/dev/null || fail "bad OpenAPI document"
+ok "health, readiness and the OpenAPI document"
+
+submit -d '{"name":"train","command":["/bin/true","--x"],"workers":{"min":1,"max":2},"labels":{"team":"vision"}}'
+expect 201
+id=$(jq -r .id "$WORK/body")
+jq -e '.state == "QUEUED" and .spec.workers.max == 2 and .spec.gpus_per_worker == 0' "$WORK/body" >/dev/null || fail "bad job"
+call GET "/v1/jobs/$id"; expect 200
+jq -e --arg id "$id" '.id == $id and (.checkpoint_dir | endswith($id))' "$WORK/body" >/dev/null || fail "GET returned another job"
+ok "submit answers 201 with the job, and GET returns it"
+
+submit -H 'Idempotency-Key: abc' -d '{"name":"once","command":["/bin/true"]}'; expect 201
+first=$(jq -r .id "$WORK/body")
+submit -H 'Idempotency-Key: abc' -d '{"name":"once","command":["/bin/true"]}'; expect 201
+[ "$(jq -r .id "$WORK/body")" = "$first" ] || fail "a retry with the same Idempotency-Key made a new job"
+submit -H 'Idempotency-Key: abc' -d '{"name":"other","command":["/bin/true"]}'
+expect 422 idempotency-key-reused
+ok "Idempotency-Key: a retry returns the same job; another body with the key is refused"
+
+for i in 1 2 3 4 5; do submit -d "{\"name\":\"p$i\",\"command\":[\"/bin/true\"]}"; expect 201; done
+call GET "/v1/jobs?page_size=3"; expect 200
+[ "$(jq '.jobs | length' "$WORK/body")" = 3 ] || fail "page_size ignored"
+tok=$(jq -r .next_page_token "$WORK/body")
+call GET "/v1/jobs?page_size=3&page_token=$tok"; expect 200
+[ "$(jq '.jobs | length' "$WORK/body")" = 3 ] || fail "second page"
+call GET "/v1/jobs?page_size=100&label=team=vision"; expect 200
+[ "$(jq '.jobs | length' "$WORK/body")" = 1 ] || fail "label filter"
+call GET "/v1/jobs?state=QUEUED&page_size=1000"; expect 200
+[ "$(jq '.jobs | length' "$WORK/body")" = 7 ] || fail "state filter"
+ok "listing pages through every job and filters on state and label"
+
+# Bad input: each gets its problem, naming what to fix.
+submit -d '{"name": "x", "command": ["a"]'; expect 400 malformed-json "malformed JSON"
+submit -d '{"name":"x","command":["a"],"name":"y"}'; expect 400 malformed-json "duplicate"
+submit -d '[1,2]'; expect 422 validation-error "JSON object"
+submit -d '{"name":"x","command":"./train"}'; expect 422 validation-error "command must be an array"
+submit -d '{"name":"x"}'; expect 422 validation-error "command is required"
+submit -d '{"name":"x","command":[]}'; expect 422 validation-error "command must not be empty"
+submit -d '{"name":"x","command":["a"],"gpu_per_worker":1}'; expect 422 validation-error "unknown field 'gpu_per_worker'"
+jq -e '.errors[0].field == "gpu_per_worker"' "$WORK/body" >/dev/null || fail "no field path"
+submit -d '{"name":"x","command":["a"],"workers":0}'; expect 422 validation-error "workers must be in [1"
+submit -d '{"name":"x","command":["a"],"workers":-3}'; expect 422 validation-error "workers must be in [1"
+submit -d '{"name":"x","command":["a"],"workers":{"min":3,"max":2}}'; expect 422 validation-error "workers.max must be >= workers.min"
+submit -d '{"name":"x","command":["a"],"workers":999}'; expect 422 validation-error "this cluster has"
+submit -d '{"name":"x","command":["a"],"gpus_per_worker":1}'; expect 422 validation-error "GPUs"
+submit -d '{"name":"x","command":["a"],"env":{"1BAD":"v"}}'; expect 422 validation-error "not a valid environment variable name"
+submit -d '{"name":"x","command":["a"],"working_dir":"/no/such/dir"}'; expect 422 validation-error "does not exist"
+submit -d '{"name":"x","command":["a"],"priority":"high"}'; expect 422 validation-error "priority must be an integer"
+head -c 1100000 /dev/zero | tr '\0' ' ' >"$WORK/big.json"
+submit --data-binary "@$WORK/big.json"; expect 413 body-too-large
+call GET "/v1/jobs?page_size=0"; expect 400 bad-parameter "page_size"
+call GET "/v1/jobs?page_size=5000"; expect 400 bad-parameter "page_size"
+call GET "/v1/jobs?state=DONE"; expect 400 bad-parameter "not a job state"
+call GET /v1/jobs/j-0000000000000000; expect 404 job-not-found
+call DELETE /v1/jobs; expect 405 method-not-allowed
+grep -qi '^allow: POST, GET' <(curl -s -i -X DELETE -H "Authorization: Bearer $TOKEN" "http://$ADDR/v1/jobs") || fail "405 without Allow"
+call GET /v1/nothing; expect 404 not-found
+ok "every bad input gets a problem+json with what to fix"
+
+TOKEN=; call GET /v1/jobs; expect 401 unauthorized "Authorization"
+TOKEN=ringd_000000000000_0000000000000000000000000000000000000000000000000000000000000000
+call GET /v1/jobs; expect 401 unauthorized "unknown or revoked"
+TOKEN=$(cat "$DATA/admin.token")
+call POST /v1/tokens -d '{"name":"alice"}'; expect 201
+ALICE=$(jq -r .token "$WORK/body")
+TOKEN=$ALICE
+call GET "/v1/jobs/$id"; expect 404 job-not-found
+call GET /v1/jobs; expect 200
+[ "$(jq '.jobs | length' "$WORK/body")" = 0 ] || fail "alice sees other users' jobs"
+submit -d '{"name":"mine","command":["/bin/true"]}'; expect 201
+[ "$(jq -r .owner "$WORK/body")" = alice ] || fail "the job's owner is not alice"
+call POST /v1/tokens -d '{"name":"mallory","admin":true}'; expect 403 forbidden
+TOKEN=$(cat "$DATA/admin.token")
+call GET /v1/jobs?page_size=1000; expect 200
+[ "$(jq '.jobs | length' "$WORK/body")" = 8 ] || fail "the admin does not see every job"
+ok "tokens: 401 without or with a wrong one; users see only their own jobs; admins all"
+
+# The daemon's own errors.
+expect_rc 69 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA"
+expect_in err "another ringd"
+expect_rc 64 "$RINGD" --listen 0.0.0.0:0 --data-dir "$WORK/other" --no-auth
+expect_in err "only allowed on a loopback address"
+expect_rc 64 "$RINGD" --bogus
+expect_in err "unknown option"
+printf 'listen = 127.0.0.1:9\nslots = lots\n' >"$WORK/ringd.conf"
+expect_rc 64 "$RINGD" --config "$WORK/ringd.conf"
+expect_in err "ringd.conf:2: bad value 'lots' for slots"
+printf 'listen = 127.0.0.1:9\nslots = 7\n' >"$WORK/ringd.conf"
+expect_rc 0 env RINGD_GPUS=3 "$RINGD" --config "$WORK/ringd.conf" --data-dir /tmp/x --print-config
+expect_in out "slots = 7"
+expect_in out "gpus = 3"
+expect_in out "data_dir = /tmp/x"
+ok "a second daemon on the data directory, --no-auth off loopback and bad config are refused"
+
+# Durability: kill -9, restart, everything acknowledged is still there.
+kill -9 "$PID"; wait "$PID" 2>/dev/null || true
+start_ringd
+call GET "/v1/jobs/$id"; expect 200
+call GET /v1/jobs?page_size=1000; expect 200
+[ "$(jq '.jobs | length' "$WORK/body")" = 8 ] || fail "jobs were lost across kill -9"
+ok "after kill -9 and a restart every acknowledged job is there"
+
+stop_ringd
+grep -q 'msg="stopped"' "$WORK/ringd.log" || fail "no graceful stop"
+ok "SIGTERM stops ringd gracefully"
+summary
