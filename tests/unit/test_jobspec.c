@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of the JobSpec codec: defaults, every validation rule and its field path. */
+#include <check.h>
+#include <string.h>
+
+#include "unit.h"
+#include "jobspec.h"
+
+/* Parses text; on failure returns the first error's field and detail joined by ": ". */
+static int parse(const char *text, json_t **spec, char *why, size_t len)
+{
+    json_t *errors;
+    int status;
+    const char *kind;
+    int rc = jobspec_parse(text, strlen(text), 8, 4, spec, &errors, &status, &kind);
+    if (rc < 0) {
+        json_t *e = json_array_get(errors, 0);
+        snprintf(why, len, "%d %s %s: %s", status, kind,
+                 json_string_value(json_object_get(e, "field")),
+                 json_string_value(json_object_get(e, "detail")));
+        json_decref(errors);
+    }
+    return rc;
+}
+
+START_TEST(defaults_are_filled_in)
+{
+    json_t *spec;
+    char why[512];
+    ck_assert_int_eq(parse("{\"name\":\"a\",\"command\":[\"./train\"]}", &spec, why, sizeof(why)),
+                     0);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(spec, "workers"), "min")),
+                     1);
+    ck_assert_int_eq(json_integer_value(json_object_get(spec, "gpus_per_worker")), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(spec, "backend")), "local");
+    ck_assert(json_is_object(json_object_get(spec, "env")));
+    json_decref(spec);
+    ck_assert_int_eq(parse("{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":2,\"max\":8},"
+                           "\"gpus_per_worker\":2}",
+                           &spec, why, sizeof(why)),
+                     0);
+    json_decref(spec);
+}
+END_TEST
+
+START_TEST(every_rule_names_its_field)
+{
+    static const char *const cases[][2] = {
+        {"{\"name\":\"a\",\"command\":[\"t\"]", "400 malformed-json"},
+        {"{\"name\":\"a\",\"name\":\"b\",\"command\":[\"t\"]}", "400 malformed-json"},
+        {"\"just a string\"", "400 malformed-json"},
+        {"[1]", "422 validation-error : the body must be a JSON object"},
+        {"{\"command\":[\"t\"]}", "name: name is required"},
+        {"{\"name\":\"a b\",\"command\":[\"t\"]}", "name: name may only use"},
+        {"{\"name\":\"a\"}", "command: command is required"},
+        {"{\"name\":\"a\",\"command\":\"t\"}", "command: command must be an array"},
+        {"{\"name\":\"a\",\"command\":[\"\"]}", "command[0]: command[0], the program"},
+        {"{\"name\":\"a\",\"command\":[\"t\",3]}", "command[1]: command[1] must be a string"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":0}", "workers: workers must be in"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":2}}", "workers.max:"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":2,\"max\":1}}",
+         "workers.max: workers.max must be >= workers.min (2), not 1"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":1,\"max\":2,\"x\":1}}",
+         "workers.x: unknown field"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":9}", "this cluster has 8 slots"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":3,\"gpus_per_worker\":2}",
+         "needs 6 GPUs"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"env\":{\"A-B\":\"1\"}}", "env.A-B: 'A-B' is not"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"env\":{\"RING_RANK\":\"1\"}}", "set by ringd"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"env\":{\"A\":1}}", "env.A: env.A must be a string"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"working_dir\":\"rel\"}", "working_dir: working_dir "
+                                                                         "must be an absolute"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"working_dir\":\"/nope/x\"}", "does not exist"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"max_restarts\":-1}", "max_restarts: max_restarts"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"backend\":\"k8s\"}", "backend: backend must be"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"labels\":{\"\":\"x\"}}", "label keys must have"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"bogus\":1}", "bogus: unknown field 'bogus'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *spec = NULL;
+        char why[512] = "";
+        ck_assert_msg(parse(cases[i][0], &spec, why, sizeof(why)) < 0, "accepted %s", cases[i][0]);
+        ck_assert_msg(strstr(why, cases[i][1]) != NULL, "%s gave '%s', want '%s'", cases[i][0], why,
+                      cases[i][1]);
+        ck_assert_ptr_null(spec);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {defaults_are_filled_in, every_rule_names_its_field, NULL};
+    return unit_main("jobspec", tests, 30);
+}
