@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "scheduler.h"
 #include "store.h"
 
 /* What the API needs from the daemon, fixed at start-up. */
@@ -21,6 +22,7 @@ struct api_config {
      * token (at least 128 bytes). Returns 0 or -1 with err. */
     int (*token_create)(struct store *st, const char *name, int admin, char *token,
                         struct error *err);
+    struct scheduler *sched; /* woken on submissions; carries out cancels */
 };
 
 struct api_request {

@@ -18,7 +18,8 @@
 typedef void handler_fn(const struct api_config *cfg, const struct api_request *req,
                         const char *param, struct api_response *resp);
 
-static handler_fn job_create, job_list, job_get, healthz, readyz, openapi, token_create;
+static handler_fn job_create, job_list, job_get, job_cancel, healthz, readyz, openapi,
+    token_create;
 
 static const struct route {
     const char *method;
@@ -28,6 +29,7 @@ static const struct route {
     {"POST", "/v1/jobs", job_create},
     {"GET", "/v1/jobs", job_list},
     {"GET", "/v1/jobs/{}", job_get},
+    {"POST", "/v1/jobs/{}/cancel", job_cancel},
     {"POST", "/v1/tokens", token_create},
     {"GET", "/v1/openapi.json", openapi},
     {"GET", "/healthz", healthz},
@@ -35,21 +37,30 @@ static const struct route {
     {NULL, NULL, NULL},
 };
 
-/* Matches path against pattern; copies a {} segment into param. */
+/* Matches path against pattern segment by segment; a "{}" segment matches any non-empty
+ * segment, which is copied into param. */
 static int match(const char *pattern, const char *path, char *param, size_t len)
 {
-    const char *brace = strstr(pattern, "{}");
-    size_t prefix;
-    if (brace == NULL)
-        return strcmp(pattern, path) == 0;
-    prefix = (size_t)(brace - pattern);
-    if (strncmp(pattern, path, prefix) != 0)
-        return 0;
-    path += prefix;
-    if (*path == '\0' || strchr(path, '/') != NULL || strlen(path) >= len)
-        return 0;
-    strcpy(param, path);
-    return 1;
+    while (*pattern && *path) {
+        size_t pl = strcspn(pattern, "/"), sl = strcspn(path, "/");
+        if (pl == 2 && strncmp(pattern, "{}", 2) == 0) {
+            if (sl == 0 || sl >= len)
+                return 0;
+            memcpy(param, path, sl);
+            param[sl] = '\0';
+        } else if (pl != sl || strncmp(pattern, path, pl) != 0) {
+            return 0;
+        }
+        pattern += pl;
+        path += sl;
+        if (*pattern != *path)
+            return 0;
+        if (*pattern == '/') {
+            pattern++;
+            path++;
+        }
+    }
+    return *pattern == '\0' && *path == '\0';
 }
 
 void api_handle(const struct api_config *cfg, const struct api_request *req,
@@ -88,6 +99,28 @@ static void store_problem(struct api_response *resp, const char *path, const str
     else
         api_problem(resp, 500, "internal", "Internal Server Error", path,
                     "the job database failed: %s", err->text);
+}
+
+/* Adds the attempts and the latest progress the job's rank 0 reported. */
+static void add_attempts(struct store *st, json_t *job)
+{
+    json_t *attempts, *last;
+    struct error err;
+    char path[4400];
+    json_error_t jerr;
+    json_t *progress;
+
+    if (store_attempts(st, json_string_value(json_object_get(job, "id")), &attempts, &err) < 0)
+        return;
+    last = json_array_get(attempts, json_array_size(attempts) - 1);
+    json_object_set_new(job, "attempts", attempts);
+    if (last == NULL)
+        return;
+    snprintf(path, sizeof(path), "%s/progress.json",
+             json_string_value(json_object_get(last, "run_dir")));
+    progress = json_load_file(path, 0, &jerr);
+    if (progress != NULL)
+        json_object_set_new(job, "progress", progress);
 }
 
 /* Adds fields derived from the row: where checkpoints go when the spec names no place. */
@@ -148,6 +181,8 @@ static void job_create(const struct api_config *cfg, const struct api_request *r
         return;
     }
     json_decref(spec);
+    if (created && cfg->sched != NULL)
+        scheduler_wake(cfg->sched);
     decorate(cfg, job);
     resp->status = 201;
     resp->body = job;
@@ -171,7 +206,49 @@ static void job_get(const struct api_config *cfg, const struct api_request *req,
         return;
     }
     decorate(cfg, job);
+    add_attempts(req->store, job);
     resp->status = 200;
+    resp->body = job;
+}
+
+static void job_cancel(const struct api_config *cfg, const struct api_request *req,
+                       const char *param, struct api_response *resp)
+{
+    json_t *job;
+    struct error err;
+    const char *state;
+
+    if (store_job_get(req->store, param, req->admin ? NULL : req->owner, &job, &err) < 0) {
+        if (errno == ENOENT)
+            api_problem(resp, 404, "job-not-found", "Not Found", req->path,
+                        "there is no job %s (or it is not yours)", param);
+        else
+            store_problem(resp, req->path, &err);
+        return;
+    }
+    state = json_string_value(json_object_get(job, "state"));
+    if (!strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") || !strcmp(state, "CANCELLED") ||
+        !strcmp(state, "STOPPED")) {
+        api_problem(resp, 409, "job-finished", "Conflict", req->path,
+                    "job %s is already %s; there is nothing to cancel", param, state);
+        json_decref(job);
+        return;
+    }
+    json_decref(job);
+    if (scheduler_cancel(cfg->sched, param, &err) < 0) {
+        if (errno == ENOENT)
+            api_problem(resp, 409, "job-finished", "Conflict", req->path,
+                        "job %s finished meanwhile; there is nothing to cancel", param);
+        else
+            store_problem(resp, req->path, &err);
+        return;
+    }
+    if (store_job_get(req->store, param, NULL, &job, &err) < 0) {
+        store_problem(resp, req->path, &err);
+        return;
+    }
+    decorate(cfg, job);
+    resp->status = 202; /* a running job ends when its workers have exited */
     resp->body = job;
 }
 

@@ -53,6 +53,25 @@ static const char *const migrations[] = {
     "  admin INTEGER NOT NULL,"
     "  created_at TEXT NOT NULL,"
     "  revoked_at TEXT);",
+    /* 2: attempts, and what the scheduler keeps per job */
+    "CREATE TABLE attempts ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+    "  number INTEGER NOT NULL,"
+    "  world_size INTEGER NOT NULL,"
+    "  hosts TEXT NOT NULL,"
+    "  gpus TEXT NOT NULL,"
+    "  backend_id TEXT,"
+    "  run_dir TEXT NOT NULL,"
+    "  started_at TEXT NOT NULL,"
+    "  ended_at TEXT,"
+    "  exit_status INTEGER,"
+    "  reason TEXT,"
+    "  UNIQUE (job_id, number));"
+    "ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN stop_requested INTEGER NOT NULL DEFAULT 0;",
 };
 
 static const char SQL_JOB_INSERT[] =
@@ -77,6 +96,23 @@ static const char SQL_TOKEN_INSERT[] =
 static const char SQL_TOKEN_FIND[] =
     "SELECT hash, name, admin FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
 static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
+static const char SQL_JOB_STATE[] =
+    "UPDATE jobs SET state = ?2, updated_at = ?3 WHERE id = ?1";
+static const char SQL_JOB_SCHED[] =
+    "UPDATE jobs SET attempts = ?2, failures = ?3, not_before = ?4, stop_requested = ?5"
+    " WHERE id = ?1";
+static const char SQL_JOBS_ACTIVE[] =
+    "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner FROM jobs"
+    " WHERE state IN ('QUEUED', 'STARTING', 'RUNNING', 'STOPPING') ORDER BY seq";
+static const char SQL_ATTEMPT_INSERT[] =
+    "INSERT INTO attempts (job_id, number, world_size, hosts, gpus, backend_id, run_dir,"
+    " started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+static const char SQL_ATTEMPT_END[] =
+    "UPDATE attempts SET ended_at = ?3, exit_status = ?4, reason = ?5"
+    " WHERE job_id = ?1 AND number = ?2";
+static const char SQL_ATTEMPTS_OF[] =
+    "SELECT number, world_size, hosts, gpus, backend_id, run_dir, started_at, ended_at,"
+    " exit_status, reason FROM attempts WHERE job_id = ?1 ORDER BY number";
 
 enum {
     S_JOB_INSERT,
@@ -88,6 +124,12 @@ enum {
     S_TOKEN_INSERT,
     S_TOKEN_FIND,
     S_TOKEN_COUNT,
+    S_JOB_STATE,
+    S_JOB_SCHED,
+    S_JOBS_ACTIVE,
+    S_ATTEMPT_INSERT,
+    S_ATTEMPT_END,
+    S_ATTEMPTS_OF,
     S_BEGIN,
     S_COMMIT,
     S_ROLLBACK,
@@ -99,7 +141,10 @@ static const char *const sql_text[S_COUNT] = {
     [S_IDEM_GET] = SQL_IDEM_GET,         [S_IDEM_INSERT] = SQL_IDEM_INSERT,
     [S_JOB_GET] = SQL_JOB_GET,           [S_JOB_LIST] = SQL_JOB_LIST,
     [S_TOKEN_INSERT] = SQL_TOKEN_INSERT, [S_TOKEN_FIND] = SQL_TOKEN_FIND,
-    [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,   [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,   [S_JOB_STATE] = SQL_JOB_STATE,
+    [S_JOB_SCHED] = SQL_JOB_SCHED,       [S_JOBS_ACTIVE] = SQL_JOBS_ACTIVE,
+    [S_ATTEMPT_INSERT] = SQL_ATTEMPT_INSERT, [S_ATTEMPT_END] = SQL_ATTEMPT_END,
+    [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,   [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",               [S_ROLLBACK] = "ROLLBACK",
 };
 
@@ -468,5 +513,196 @@ int store_token_count(struct store *st, int *count, struct error *err)
     sqlite3_reset(s);
     if (rc != SQLITE_ROW)
         return fail(st, rc, err, "token count");
+    return 0;
+}
+
+/* ---- the scheduler's side ---- */
+
+static int begin(struct store *st, struct error *err)
+{
+    return step_done(st, st->stmt[S_BEGIN], err, "begin");
+}
+
+static int commit(struct store *st, struct error *err)
+{
+    if (step_done(st, st->stmt[S_COMMIT], err, "commit") < 0) {
+        int saved = errno;
+        step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
+static int rollback(struct store *st)
+{
+    int saved = errno;
+    step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+    errno = saved;
+    return -1;
+}
+
+static int event(struct store *st, const char *id, const char *now, const char *type,
+                 const char *state, const char *message, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_EVENT_INSERT];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, type, -1, SQLITE_STATIC);
+    if (state)
+        sqlite3_bind_text(s, 4, state, -1, SQLITE_STATIC);
+    if (message)
+        sqlite3_bind_text(s, 5, message, -1, SQLITE_STATIC);
+    return step_done(st, s, err, "insert event");
+}
+
+static int set_state(struct store *st, const char *id, const char *state, const char *now,
+                     struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOB_STATE];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
+    if (step_done(st, s, err, "update job state") < 0)
+        return -1;
+    if (sqlite3_changes(st->db) == 0)
+        return errno = ENOENT, errprintf(err, "job %s not found", id);
+    return 0;
+}
+
+int store_job_transition(struct store *st, const char *id, const char *state, const char *type,
+                         const char *message, const struct store_sched *sched, struct error *err)
+{
+    char now[40];
+    now_iso(now, sizeof(now));
+    if (begin(st, err) < 0)
+        return -1;
+    if (set_state(st, id, state, now, err) < 0 ||
+        event(st, id, now, type, state, message, err) < 0)
+        return rollback(st);
+    if (sched != NULL) {
+        sqlite3_stmt *s = st->stmt[S_JOB_SCHED];
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 2, sched->attempts);
+        sqlite3_bind_int(s, 3, sched->failures);
+        sqlite3_bind_int64(s, 4, sched->not_before);
+        sqlite3_bind_int(s, 5, sched->stop_requested);
+        if (step_done(st, s, err, "update job") < 0)
+            return rollback(st);
+    }
+    return commit(st, err);
+}
+
+int store_jobs_active(struct store *st, json_t **out, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOBS_ACTIVE];
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_error_t jerr;
+        json_t *spec = json_loads(col(s, 2), 0, &jerr);
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", col(s, 0), "state",
+                           col(s, 1), "spec", spec ? spec : json_object(), "attempts",
+                           sqlite3_column_int(s, 3), "failures", sqlite3_column_int(s, 4),
+                           "not_before", (json_int_t)sqlite3_column_int64(s, 5), "stop_requested",
+                           sqlite3_column_int(s, 6), "owner", col(s, 7)));
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return fail(st, rc, err, "active jobs");
+    }
+    *out = arr;
+    return 0;
+}
+
+int store_attempt_start(struct store *st, const char *id, const struct store_attempt *a,
+                        const struct store_sched *sched, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPT_INSERT];
+    char now[40], msg[256];
+    now_iso(now, sizeof(now));
+    if (begin(st, err) < 0)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, a->number);
+    sqlite3_bind_int(s, 3, a->world_size);
+    sqlite3_bind_text(s, 4, a->hosts, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, a->gpus, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, a->backend_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 7, a->run_dir, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 8, now, -1, SQLITE_STATIC);
+    if (step_done(st, s, err, "insert attempt") < 0)
+        return rollback(st);
+    snprintf(msg, sizeof(msg), "attempt %d: %d workers on %s, GPUs [%s], process group %s",
+             a->number, a->world_size, a->hosts, a->gpus, a->backend_id);
+    if (set_state(st, id, "RUNNING", now, err) < 0 ||
+        event(st, id, now, "started", "RUNNING", msg, err) < 0)
+        return rollback(st);
+    s = st->stmt[S_JOB_SCHED];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, sched->attempts);
+    sqlite3_bind_int(s, 3, sched->failures);
+    sqlite3_bind_int64(s, 4, sched->not_before);
+    sqlite3_bind_int(s, 5, sched->stop_requested);
+    if (step_done(st, s, err, "update job") < 0)
+        return rollback(st);
+    return commit(st, err);
+}
+
+int store_attempt_end(struct store *st, const char *id, int number, int exit_status,
+                      const char *reason, const char *state, const char *event_type,
+                      const struct store_sched *sched, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPT_END];
+    char now[40];
+    now_iso(now, sizeof(now));
+    if (begin(st, err) < 0)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, number);
+    sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 4, exit_status);
+    sqlite3_bind_text(s, 5, reason, -1, SQLITE_STATIC);
+    if (step_done(st, s, err, "end attempt") < 0 || set_state(st, id, state, now, err) < 0 ||
+        event(st, id, now, event_type, state, reason, err) < 0)
+        return rollback(st);
+    s = st->stmt[S_JOB_SCHED];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, sched->attempts);
+    sqlite3_bind_int(s, 3, sched->failures);
+    sqlite3_bind_int64(s, 4, sched->not_before);
+    sqlite3_bind_int(s, 5, sched->stop_requested);
+    if (step_done(st, s, err, "update job") < 0)
+        return rollback(st);
+    return commit(st, err);
+}
+
+int store_attempts(struct store *st, const char *id, json_t **out, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPTS_OF];
+    json_t *arr = json_array();
+    int rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *a = json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "number",
+                              sqlite3_column_int(s, 0), "world_size", sqlite3_column_int(s, 1),
+                              "hosts", col(s, 2), "gpus", col(s, 3), "backend_id", col(s, 4),
+                              "run_dir", col(s, 5), "started_at", col(s, 6));
+        if (sqlite3_column_type(s, 7) != SQLITE_NULL) {
+            json_object_set_new(a, "ended_at", json_string(col(s, 7)));
+            json_object_set_new(a, "exit_status", json_integer(sqlite3_column_int(s, 8)));
+            json_object_set_new(a, "reason", json_string(col(s, 9)));
+        }
+        json_array_append_new(arr, a);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return fail(st, rc, err, "attempts");
+    }
+    *out = arr;
     return 0;
 }

@@ -60,4 +60,39 @@ int store_token_find(struct store *st, const char *id, char hash[65], char *name
 /* Number of tokens ever created (revoked ones included). */
 int store_token_count(struct store *st, int *count, struct error *err);
 
+/* ---- the scheduler's side: every transition is one transaction with its event ---- */
+
+/* What the scheduler keeps per job besides its state. */
+struct store_sched {
+    int attempts;        /* attempts started so far */
+    int failures;        /* failed attempts (counted against max_restarts) */
+    int64_t not_before;  /* unix seconds before which a retry must not start (backoff) */
+    int stop_requested;  /* the user asked for a graceful stop */
+};
+
+struct store_attempt {
+    int number;          /* 1, 2, ... */
+    int world_size;
+    const char *hosts;   /* "localhost:4" */
+    const char *gpus;    /* "0,1,2,3" or "" */
+    const char *backend_id; /* the process group, or the Slurm job id */
+    const char *run_dir;
+};
+
+/* Sets state, records an event of type with message, and (when sched) the scheduler fields. */
+int store_job_transition(struct store *st, const char *id, const char *state, const char *type,
+                         const char *message, const struct store_sched *sched, struct error *err);
+/* Jobs not finished (QUEUED, STARTING, RUNNING, STOPPING) in creation order, as a new array
+ * of {id, state, spec, attempts, failures, not_before, stop_requested, owner}. */
+int store_jobs_active(struct store *st, json_t **out, struct error *err);
+/* Records a started attempt and moves the job to RUNNING. */
+int store_attempt_start(struct store *st, const char *id, const struct store_attempt *a,
+                        const struct store_sched *sched, struct error *err);
+/* Records how attempt number ended and moves the job to state with an event. */
+int store_attempt_end(struct store *st, const char *id, int number, int exit_status,
+                      const char *reason, const char *state, const char *event_type,
+                      const struct store_sched *sched, struct error *err);
+/* The job's attempts, oldest first, as a new array. */
+int store_attempts(struct store *st, const char *id, json_t **out, struct error *err);
+
 #endif /* RINGD_STORE_H */

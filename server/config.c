@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,38 @@ static int detect_gpus(void)
     if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return 0;
     return n;
+}
+
+/* ringrun next to this ringd (installed), in the build tree, or on PATH. */
+static void find_ringrun(char *out, size_t len)
+{
+    char self[2048], cand[2200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    const char *path = getenv("PATH");
+
+    if (n > 0) {
+        char *slash;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            snprintf(cand, sizeof(cand), "%s/ringrun", self);
+            if (access(cand, X_OK) == 0 && snprintf(out, len, "%s", cand) > 0)
+                return;
+            snprintf(cand, sizeof(cand), "%s/../worker/ringrun/ringrun", self);
+            if (access(cand, X_OK) == 0 && realpath(cand, self) != NULL &&
+                snprintf(out, len, "%s", self) > 0)
+                return;
+        }
+    }
+    while (path != NULL && *path) {
+        size_t k = strcspn(path, ":");
+        snprintf(cand, sizeof(cand), "%.*s/ringrun", (int)k, path);
+        if (access(cand, X_OK) == 0 && snprintf(out, len, "%s", cand) > 0)
+            return;
+        path += k + (path[k] == ':');
+    }
+    snprintf(out, len, "ringrun"); /* reported when the first attempt fails to start */
 }
 
 static int parse_int(const char *v, int lo, int hi, int *out)
@@ -95,6 +128,11 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
         ok = parse_int(v, 0, 1 << 20, &c->per_ip_limit) == 0;
     else if (!strcmp(key, "connection_timeout"))
         ok = parse_int(v, 1, 86400, &c->timeout_s) == 0;
+    else if (!strcmp(key, "ringrun"))
+        ok = *v && strlen(v) < sizeof(c->ringrun) &&
+             snprintf(c->ringrun, sizeof(c->ringrun), "%s", v) > 0;
+    else if (!strcmp(key, "kill_grace"))
+        ok = parse_int(v, 0, 3600, &c->kill_grace_s) == 0;
     else
         return errprintf(err, "%s: unknown setting '%s' (see ringd --help)", where, key);
     if (!ok)
@@ -160,6 +198,8 @@ static void usage(FILE *f)
             "  connection_limit         -                1024\n"
             "  per_ip_connection_limit  -                256 (0: none)\n"
             "  connection_timeout       -                30 seconds\n"
+            "  ringrun                  RINGD_RINGRUN    next to ringd, else on PATH\n"
+            "  kill_grace               -                10 seconds (SIGTERM, then SIGKILL)\n"
             "\n"
             "Exit status: 0 after SIGTERM/SIGINT, 64 bad configuration, 69 address in use or\n"
             "data directory held by another ringd, 70 internal error.\n");
@@ -176,6 +216,7 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
     static const char *const envs[][2] = {
         {"RINGD_LISTEN", "listen"}, {"RINGD_DATA_DIR", "data_dir"}, {"RINGD_NO_AUTH", "no_auth"},
         {"RINGD_SLOTS", "slots"},   {"RINGD_GPUS", "gpus"},         {"RINGD_THREADS", "threads"},
+        {"RINGD_RINGRUN", "ringrun"},
     };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int o, print = 0;
@@ -188,6 +229,7 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
     c->connection_limit = 1024;
     c->per_ip_limit = 256;
     c->timeout_s = 30;
+    c->kill_grace_s = 10;
     /* The file first (flags and environment override it), so find --config before the rest. */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc && load_file(c, argv[i + 1], err) < 0)
@@ -234,6 +276,8 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
         return errprintf(err, "unexpected argument '%s' (see ringd --help)", argv[optind]);
     if (c->gpus < 0)
         c->gpus = detect_gpus();
+    if (c->ringrun[0] == '\0')
+        find_ringrun(c->ringrun, sizeof(c->ringrun));
     if (print) {
         config_print(c, stdout);
         return 1;
@@ -245,7 +289,8 @@ void config_print(const struct config *c, FILE *f)
 {
     fprintf(f,
             "listen = %s\ndata_dir = %s\nno_auth = %s\nslots = %d\ngpus = %d\nthreads = %d\n"
-            "connection_limit = %d\nper_ip_connection_limit = %d\nconnection_timeout = %d\n",
+            "connection_limit = %d\nper_ip_connection_limit = %d\nconnection_timeout = %d\n"
+            "ringrun = %s\nkill_grace = %d\n",
             c->listen, c->data_dir, c->no_auth ? "true" : "false", c->slots, c->gpus, c->threads,
-            c->connection_limit, c->per_ip_limit, c->timeout_s);
+            c->connection_limit, c->per_ip_limit, c->timeout_s, c->ringrun, c->kill_grace_s);
 }

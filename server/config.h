@@ -21,6 +21,8 @@ struct config {
     int connection_limit;  /* connection_limit = N */
     int per_ip_limit;      /* per_ip_connection_limit = N */
     int timeout_s;         /* connection_timeout = seconds */
+    char ringrun[2048];    /* ringrun = PATH (default: next to ringd, or on PATH) */
+    int kill_grace_s;      /* kill_grace = seconds after SIGTERM before SIGKILL */
 };
 
 /* Parses argv (after defaults, the file and the environment). Returns 0, 1 when the program

@@ -27,6 +27,7 @@
 #include "auth.h"
 #include "config.h"
 #include "http.h"
+#include "scheduler.h"
 #include "store.h"
 
 #define EXIT_CONFIG      64
@@ -138,6 +139,8 @@ int main(int argc, char **argv)
     struct error err;
     struct store *st = NULL;
     struct http *http = NULL;
+    struct scheduler *sched = NULL;
+    struct scheduler_config scfg;
     char db_path[2200], addr_path[2200], checkpoints[2200];
     int rc, port = 0, lock_fd, sig;
     sigset_t set;
@@ -182,6 +185,8 @@ int main(int argc, char **argv)
     api.slots = cfg.slots;
     api.gpus = cfg.gpus;
     api.token_create = auth_token_create;
+    scfg = (struct scheduler_config){db_path, cfg.data_dir, cfg.ringrun, cfg.slots, cfg.gpus,
+                                     cfg.kill_grace_s};
 
     /* Signals go to sigwait below, not to the server threads, which inherit this mask. */
     sigemptyset(&set);
@@ -189,9 +194,17 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    sched = scheduler_start(&scfg, &err);
+    if (sched == NULL) {
+        say("error", "cannot start the scheduler: %s", err.text);
+        store_close(st);
+        return EXIT_SOFTWARE;
+    }
+    api.sched = sched;
     http = http_start(&cfg, &api, db_path, &port, &err);
     if (http == NULL) {
         say("error", "%s", err.text);
+        scheduler_stop(sched);
         store_close(st);
         return errno == EADDRINUSE ? EXIT_UNAVAILABLE : EXIT_CONFIG;
     }
@@ -206,13 +219,15 @@ int main(int argc, char **argv)
             fprintf(f, "%s:%d\n", host, port);
             fclose(f);
         }
-        say("info", "listening on http://%s:%d (data %s, %d slots, %d GPUs, auth %s)", host, port,
-            cfg.data_dir, cfg.slots, cfg.gpus, cfg.no_auth ? "off" : "on");
+        say("info", "listening on http://%s:%d (data %s, %d slots, %d GPUs, auth %s, ringrun %s)",
+            host, port, cfg.data_dir, cfg.slots, cfg.gpus, cfg.no_auth ? "off" : "on",
+            cfg.ringrun);
     }
     while (sigwait(&set, &sig) != 0)
         ;
     say("info", "got signal %d; finishing requests in flight", sig);
     http_stop(http);
+    scheduler_stop(sched);
     store_close(st);
     unlink(addr_path);
     close(lock_fd);

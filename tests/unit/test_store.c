@@ -32,10 +32,10 @@ START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 1);
+    ck_assert_int_eq(store_schema_version(st), 2);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 1);
+    ck_assert_int_eq(store_schema_version(again), 2);
     store_close(again);
     unlink(path);
 }

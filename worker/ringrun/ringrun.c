@@ -60,6 +60,8 @@ struct opts {
     int grace_s;
     const char **xvars; /* -x NAME or NAME=VALUE, for remote ranks */
     int nx;
+    const char *gpus; /* --gpus 0,1,2,3: CUDA_VISIBLE_DEVICES per local rank */
+    int gpus_per_rank;
     char **argv; /* the program and its arguments */
 };
 
@@ -137,6 +139,8 @@ enum {
     OPT_PORT,
     OPT_RDV_ADDR,
     OPT_GRACE,
+    OPT_GPUS,
+    OPT_GPUS_PER_RANK,
     OPT_VERSION,
     OPT_HELP,
 };
@@ -153,6 +157,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"port", required_argument, NULL, OPT_PORT},
         {"rendezvous-addr", required_argument, NULL, OPT_RDV_ADDR},
         {"kill-grace", required_argument, NULL, OPT_GRACE},
+        {"gpus", required_argument, NULL, OPT_GPUS},
+        {"gpus-per-rank", required_argument, NULL, OPT_GPUS_PER_RANK},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -163,6 +169,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     int c;
 
     o->grace_s = DEFAULT_GRACE_S;
+    o->gpus_per_rank = 1;
     o->rsh = "ssh";
     opterr = 0;
     /* '+': stop at the program name, so its own options are left alone. */
@@ -200,6 +207,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case OPT_GRACE:
             if (parse_int(optarg, 0, 3600, &o->grace_s) < 0)
                 return say("--kill-grace '%s' must be seconds in 0..3600", optarg), -1;
+            break;
+        case OPT_GPUS:
+            if (strspn(optarg, "0123456789,") != strlen(optarg) || *optarg == '\0')
+                return say("--gpus '%s' must be a comma-separated list of GPU ids", optarg), -1;
+            o->gpus = optarg;
+            break;
+        case OPT_GPUS_PER_RANK:
+            if (parse_int(optarg, 1, 64, &o->gpus_per_rank) < 0)
+                return say("--gpus-per-rank '%s' must be in 1..64", optarg), -1;
             break;
         case 'x': {
             const char **grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
@@ -314,7 +330,7 @@ static int shell_quote(char *buf, size_t cap, size_t *len, const char *s)
 
 /* The environment of one rank: the worker contract, as NAME=VALUE strings. */
 struct rank_env {
-    char vars[8][128];
+    char vars[10][256];
     int n;
 };
 
@@ -332,6 +348,21 @@ static void make_env(const struct opts *o, const struct placement *pl, int rank,
     ADD("RING_RENDEZVOUS=%s", rendezvous);
     if (o->timeout_s > 0)
         ADD("RING_TIMEOUT_SECONDS=%d", o->timeout_s);
+    if (o->gpus != NULL) {
+        /* The local rank's group of gpus_per_rank ids from the list. */
+        char list[200] = "";
+        const char *p = o->gpus;
+        int idx = 0, first = pl->local_rank * o->gpus_per_rank, len = 0;
+        while (*p && idx < first + o->gpus_per_rank) {
+            size_t k = strcspn(p, ",");
+            if (idx >= first && len + (int)k + 2 < (int)sizeof(list))
+                len += snprintf(list + len, sizeof(list) - (size_t)len, "%s%.*s", len ? "," : "",
+                                (int)k, p);
+            idx++;
+            p += k + (p[k] == ',');
+        }
+        ADD("CUDA_VISIBLE_DEVICES=%s", list);
+    }
 #undef ADD
 }
 

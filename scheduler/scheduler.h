@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * scheduler.h - ringd's scheduler: one thread owns allocation decisions and backend calls.
+ * It starts queued jobs (policy_fifo) through the local backend, reaps attempts, restarts
+ * failed ones with exponential backoff up to max_restarts, and carries out cancels. Every
+ * transition is committed to the store before it takes effect.
+ */
+#ifndef RINGD_SCHEDULER_H
+#define RINGD_SCHEDULER_H
+
+#include "store.h"
+
+struct scheduler_config {
+    const char *db_path;
+    const char *data_dir;   /* runs/<job>/<attempt> and checkpoints/<job> live here */
+    const char *ringrun;    /* the launcher's path */
+    int slots, gpus;
+    int kill_grace_s;       /* after SIGTERM, SIGKILL the attempt's group */
+};
+
+struct scheduler;
+
+/* Recovers attempts a previous ringd left (their workers are stopped and the jobs requeued),
+ * then starts the thread. Returns NULL with err. */
+struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct error *err);
+/* Stops the thread; running attempts keep running (a restarted ringd recovers them). */
+void scheduler_stop(struct scheduler *s);
+/* New work may be startable (a submission): wake the thread. Thread-safe. */
+void scheduler_wake(struct scheduler *s);
+/*
+ * Cancels job id, from any thread: a queued job becomes CANCELLED; a running one gets
+ * SIGTERM, then SIGKILL after the grace period, and becomes CANCELLED when reaped.
+ * Returns 0, or -1 with errno ENOENT (no such active job: finished, or unknown).
+ */
+int scheduler_cancel(struct scheduler *s, const char *id, struct error *err);
+
+#endif /* RINGD_SCHEDULER_H */

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Jobs through a real ringd: a 2-worker libring job runs to SUCCEEDED, cancel, restarts with
+# backoff, a full cluster queues, and a ringd killed mid-job requeues and resumes it.
+. "$(dirname "$0")/lib.sh"
+: "${RINGD:?}" "${TRAIN:?}"
+
+DATA=$WORK/data
+start_ringd() {
+    rm -f "$DATA/ringd.addr"
+    RINGD_SLOTS=2 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" --no-auth >>"$WORK/ringd.log" 2>&1 &
+    PID=$!
+    for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+    [ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
+    ADDR=$(cat "$DATA/ringd.addr")
+}
+trap 'kill -9 $PID 2>/dev/null || true; pkill -9 -f "$WORK" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+submit() { curl -s -d "$1" "http://$ADDR/v1/jobs" | jq -r .id; }
+job() { curl -s "http://$ADDR/v1/jobs/$1"; }
+state() { job "$1" | jq -r .state; }
+wait_state() { # wait_state ID STATE SECONDS
+    for _ in $(seq $(($3 * 10))); do
+        [ "$(state "$1")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    job "$1" | jq . >&2
+    grep -v msg=request "$WORK/ringd.log" | tail -20 >&2
+    fail "job $1 is $(state "$1"), not $2 after $3 s"
+}
+
+start_ringd
+id=$(submit "{\"name\":\"train\",\"command\":[\"$TRAIN\",\"--epochs\",\"3\"],\"workers\":2}")
+wait_state "$id" SUCCEEDED 60
+job "$id" >"$WORK/job.json"
+jq -e '.attempts | length == 1 and .[0].world_size == 2 and .[0].exit_status == 0' "$WORK/job.json" >/dev/null ||
+    { cat "$WORK/job.json"; fail "bad attempt record"; }
+jq -e '.progress.epoch == 3 and .progress.world_size == 2' "$WORK/job.json" >/dev/null ||
+    { cat "$WORK/job.json"; fail "no progress from rank 0"; }
+run=$(jq -r '.attempts[0].run_dir' "$WORK/job.json")
+grep -q "final loss" "$run/rank.0/stdout" || fail "no rank 0 log in $run"
+[ -f "$DATA/checkpoints/$id/checkpoint.bin" ] || fail "no checkpoint in the job's checkpoint dir"
+ok "submit -> running -> succeeded with a real 2-worker libring job, logs and progress"
+
+id=$(submit "{\"name\":\"long\",\"command\":[\"$TRAIN\",\"--epochs\",\"1000\",\"--step-sleep-ms\",\"5\"],\"workers\":2}")
+wait_state "$id" RUNNING 30
+id2=$(submit "{\"name\":\"waits\",\"command\":[\"/bin/true\"],\"workers\":1}")
+sleep 1
+[ "$(state "$id2")" = QUEUED ] || fail "a job started although the cluster is full"
+pg=$(job "$id" | jq -r '.attempts[0].backend_id')
+code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/cancel")
+[ "$code" = 202 ] || { cat "$WORK/c.json"; fail "cancel answered $code"; }
+wait_state "$id" CANCELLED 30
+kill -0 -- "-$pg" 2>/dev/null && fail "the cancelled job's process group $pg is still alive"
+wait_state "$id2" SUCCEEDED 30
+code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/cancel")
+[ "$code" = 409 ] || fail "cancelling a finished job answered $code, want 409"
+jq -e '.type == "urn:ringmaster:problem:job-finished"' "$WORK/c.json" >/dev/null || fail "409 without problem"
+ok "a full cluster queues; cancel kills the process group; cancel on a finished job is 409"
+
+id=$(submit '{"name":"flaky","command":["/bin/sh","-c","exit 3"],"max_restarts":2}')
+wait_state "$id" FAILED 30
+job "$id" >"$WORK/job.json"
+jq -e '.attempts | length == 3' "$WORK/job.json" >/dev/null || { cat "$WORK/job.json"; fail "want 3 attempts"; }
+jq -e '.attempts[2].reason | contains("no restarts are left")' "$WORK/job.json" >/dev/null || fail "no clear reason"
+ok "a failing job restarts max_restarts times with backoff, then FAILED with the reason"
+
+id=$(submit "{\"name\":\"survivor\",\"command\":[\"$TRAIN\",\"--epochs\",\"40\",\"--step-sleep-ms\",\"2\"],\"workers\":2}")
+wait_state "$id" RUNNING 30
+sleep 2 # let it write a checkpoint
+kill -9 "$PID"; wait "$PID" 2>/dev/null || true
+start_ringd
+wait_state "$id" SUCCEEDED 120
+job "$id" >"$WORK/job.json"
+jq -e '.attempts[0].reason | contains("ringd restarted")' "$WORK/job.json" >/dev/null ||
+    { cat "$WORK/job.json"; fail "the interrupted attempt has no reason"; }
+grep -q "resuming from" "$(jq -r '.attempts[-1].run_dir' "$WORK/job.json")/rank.0/stdout" ||
+    fail "the restarted job did not resume from its checkpoint"
+ok "ringd killed mid-job: on restart the job is requeued and resumes from its checkpoint"
+
+kill -TERM "$PID"; wait "$PID"
+summary
