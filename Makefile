@@ -5,9 +5,9 @@
 # into build/ and build. Everything else is in CMakeLists.txt.
 
 BUILD ?= build
+MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-NP ?= 4
 
 .PHONY: all deps configure build run test bench format clean
 
@@ -22,11 +22,10 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# Until ringd exists, the main job is the example trainer on NP workers through ringrun.
+# Starts ringd on 127.0.0.1:8080 (data in ./var), submits the example trainer through the
+# API, follows it, then serves until Ctrl-C.
 run: build
-	@mkdir -p var/checkpoints
-	$(BUILD)/worker/ringrun/ringrun -np $(NP) $(BUILD)/worker/examples/train \
-	    --epochs 10 --checkpoint-dir var/checkpoints --fresh
+	@contrib/run.sh $(BUILD)
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(JOBS)

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -160,6 +161,15 @@ int main(int argc, char **argv)
     if (mkdir(cfg.data_dir, 0700) < 0 && errno != EEXIST) {
         say("error", "cannot create data directory %s: %s", cfg.data_dir, strerror(errno));
         return EXIT_CONFIG;
+    }
+    {
+        /* Absolute from here on: attempts run in their own directories. */
+        char abs[PATH_MAX];
+        if (realpath(cfg.data_dir, abs) == NULL || strlen(abs) >= sizeof(cfg.data_dir)) {
+            say("error", "cannot resolve data directory %s: %s", cfg.data_dir, strerror(errno));
+            return EXIT_CONFIG;
+        }
+        snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);
     }
     snprintf(checkpoints, sizeof(checkpoints), "%s/checkpoints", cfg.data_dir);
     if (mkdir(checkpoints, 0755) < 0 && errno != EEXIST) {
