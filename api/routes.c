@@ -18,8 +18,8 @@
 typedef void handler_fn(const struct api_config *cfg, const struct api_request *req,
                         const char *param, struct api_response *resp);
 
-static handler_fn job_create, job_list, job_get, job_cancel, healthz, readyz, openapi,
-    token_create;
+static handler_fn job_create, job_list, job_get, job_cancel, job_stop, job_resume, job_delete,
+    job_events, cluster, healthz, readyz, openapi, token_create;
 
 static const struct route {
     const char *method;
@@ -29,7 +29,12 @@ static const struct route {
     {"POST", "/v1/jobs", job_create},
     {"GET", "/v1/jobs", job_list},
     {"GET", "/v1/jobs/{}", job_get},
+    {"DELETE", "/v1/jobs/{}", job_delete},
     {"POST", "/v1/jobs/{}/cancel", job_cancel},
+    {"POST", "/v1/jobs/{}/stop", job_stop},
+    {"POST", "/v1/jobs/{}/resume", job_resume},
+    {"GET", "/v1/jobs/{}/events", job_events},
+    {"GET", "/v1/cluster", cluster},
     {"POST", "/v1/tokens", token_create},
     {"GET", "/v1/openapi.json", openapi},
     {"GET", "/healthz", healthz},
@@ -211,45 +216,173 @@ static void job_get(const struct api_config *cfg, const struct api_request *req,
     resp->body = job;
 }
 
+static int finished(const char *state)
+{
+    return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
+           !strcmp(state, "CANCELLED") || !strcmp(state, "STOPPED");
+}
+
+/* Loads the caller's job param into *job (new reference); else fills resp and returns -1. */
+static int own_job(const struct api_request *req, const char *param, struct api_response *resp,
+                   json_t **job)
+{
+    struct error err;
+    if (store_job_get(req->store, param, req->admin ? NULL : req->owner, job, &err) == 0)
+        return 0;
+    if (errno == ENOENT)
+        api_problem(resp, 404, "job-not-found", "Not Found", req->path,
+                    "there is no job %s (or it is not yours)", param);
+    else
+        store_problem(resp, req->path, &err);
+    return -1;
+}
+
+/* Answers with the job as it is now. */
+static void reply_job(const struct api_config *cfg, const struct api_request *req,
+                      const char *id, int status, struct api_response *resp)
+{
+    json_t *job;
+    struct error err;
+    if (store_job_get(req->store, id, NULL, &job, &err) < 0) {
+        store_problem(resp, req->path, &err);
+        return;
+    }
+    decorate(cfg, job);
+    resp->status = status;
+    resp->body = job;
+}
+
+/* cancel and stop: the scheduler carries them out; a running job ends when reaped. */
+static void end_job(const struct api_config *cfg, const struct api_request *req,
+                    const char *param, struct api_response *resp, int stop)
+{
+    json_t *job;
+    struct error err;
+    const char *state;
+    int rc;
+
+    if (own_job(req, param, resp, &job) < 0)
+        return;
+    state = json_string_value(json_object_get(job, "state"));
+    if (finished(state)) {
+        api_problem(resp, 409, "job-finished", "Conflict", req->path,
+                    "job %s is already %s; there is nothing to %s", param, state,
+                    stop ? "stop" : "cancel");
+        json_decref(job);
+        return;
+    }
+    json_decref(job);
+    rc = stop ? scheduler_stop_job(cfg->sched, param, &err)
+              : scheduler_cancel(cfg->sched, param, &err);
+    if (rc < 0) {
+        if (errno == ENOENT)
+            api_problem(resp, 409, "job-finished", "Conflict", req->path,
+                        "job %s finished meanwhile; there is nothing to %s", param,
+                        stop ? "stop" : "cancel");
+        else
+            store_problem(resp, req->path, &err);
+        return;
+    }
+    reply_job(cfg, req, param, 202, resp); /* 202: a running job ends once reaped */
+}
+
 static void job_cancel(const struct api_config *cfg, const struct api_request *req,
+                       const char *param, struct api_response *resp)
+{
+    end_job(cfg, req, param, resp, 0);
+}
+
+static void job_stop(const struct api_config *cfg, const struct api_request *req,
+                     const char *param, struct api_response *resp)
+{
+    end_job(cfg, req, param, resp, 1);
+}
+
+static void job_resume(const struct api_config *cfg, const struct api_request *req,
+                       const char *param, struct api_response *resp)
+{
+    json_t *job;
+    struct error err;
+
+    if (own_job(req, param, resp, &job) < 0)
+        return;
+    json_decref(job);
+    if (store_job_transition_if(req->store, param, "STOPPED", "QUEUED", "resumed",
+                                "resumed by request; it restarts from its checkpoint", &err) < 0) {
+        if (errno == EAGAIN)
+            api_problem(resp, 409, "job-not-stopped", "Conflict", req->path,
+                        "only a STOPPED job can be resumed; %s", err.text);
+        else
+            store_problem(resp, req->path, &err);
+        return;
+    }
+    scheduler_wake(cfg->sched);
+    reply_job(cfg, req, param, 200, resp);
+}
+
+static void job_delete(const struct api_config *cfg, const struct api_request *req,
                        const char *param, struct api_response *resp)
 {
     json_t *job;
     struct error err;
     const char *state;
 
-    if (store_job_get(req->store, param, req->admin ? NULL : req->owner, &job, &err) < 0) {
-        if (errno == ENOENT)
-            api_problem(resp, 404, "job-not-found", "Not Found", req->path,
-                        "there is no job %s (or it is not yours)", param);
-        else
-            store_problem(resp, req->path, &err);
+    if (own_job(req, param, resp, &job) < 0)
         return;
-    }
     state = json_string_value(json_object_get(job, "state"));
-    if (!strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") || !strcmp(state, "CANCELLED") ||
-        !strcmp(state, "STOPPED")) {
-        api_problem(resp, 409, "job-finished", "Conflict", req->path,
-                    "job %s is already %s; there is nothing to cancel", param, state);
+    if (!finished(state)) {
+        api_problem(resp, 409, "job-active", "Conflict", req->path,
+                    "job %s is %s; cancel it first, then delete it", param, state);
         json_decref(job);
         return;
     }
     json_decref(job);
-    if (scheduler_cancel(cfg->sched, param, &err) < 0) {
-        if (errno == ENOENT)
-            api_problem(resp, 409, "job-finished", "Conflict", req->path,
-                        "job %s finished meanwhile; there is nothing to cancel", param);
-        else
-            store_problem(resp, req->path, &err);
-        return;
-    }
-    if (store_job_get(req->store, param, NULL, &job, &err) < 0) {
+    if (store_job_delete(req->store, param, &err) < 0) {
         store_problem(resp, req->path, &err);
         return;
     }
-    decorate(cfg, job);
-    resp->status = 202; /* a running job ends when its workers have exited */
-    resp->body = job;
+    resp->status = 204;
+}
+
+static void job_events(const struct api_config *cfg, const struct api_request *req,
+                       const char *param, struct api_response *resp)
+{
+    json_t *job, *events;
+    struct error err;
+    const char *after = req->query(req->conn, "after");
+    char *end;
+    long long from = 0;
+
+    if (after != NULL) {
+        from = strtoll(after, &end, 10);
+        if (*after == '\0' || *end != '\0' || from < 0) {
+            api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                        "after must be an event id (a non-negative integer), not '%s'", after);
+            return;
+        }
+    }
+    if (own_job(req, param, resp, &job) < 0)
+        return;
+    json_decref(job);
+    if (store_events(req->store, param, from, 10000, &events, &err) < 0) {
+        store_problem(resp, req->path, &err);
+        return;
+    }
+    resp->status = 200;
+    resp->body = json_pack("{s:o}", "events", events);
+}
+
+static void cluster(const struct api_config *cfg, const struct api_request *req,
+                    const char *param, struct api_response *resp)
+{
+    json_t *snap = scheduler_snapshot(cfg->sched);
+    if (snap == NULL) {
+        api_problem(resp, 503, "busy", "Service Unavailable", req->path,
+                    "the scheduler did not answer; retry shortly");
+        return;
+    }
+    resp->status = 200;
+    resp->body = snap;
 }
 
 static int valid_state(const char *s)

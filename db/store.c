@@ -97,7 +97,7 @@ static const char SQL_TOKEN_FIND[] =
     "SELECT hash, name, admin FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
 static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
 static const char SQL_JOB_STATE[] =
-    "UPDATE jobs SET state = ?2, updated_at = ?3 WHERE id = ?1";
+    "UPDATE jobs SET state = ?2, updated_at = ?3 WHERE id = ?1 AND (?4 IS NULL OR state = ?4)";
 static const char SQL_JOB_SCHED[] =
     "UPDATE jobs SET attempts = ?2, failures = ?3, not_before = ?4, stop_requested = ?5"
     " WHERE id = ?1";
@@ -110,6 +110,16 @@ static const char SQL_ATTEMPT_INSERT[] =
 static const char SQL_ATTEMPT_END[] =
     "UPDATE attempts SET ended_at = ?3, exit_status = ?4, reason = ?5"
     " WHERE job_id = ?1 AND number = ?2";
+static const char SQL_EVENTS_OF[] =
+    "SELECT id, time, type, state, message FROM events WHERE job_id = ?1 AND id > ?2"
+    " ORDER BY id LIMIT ?3";
+static const char SQL_JOB_DELETE[] = "DELETE FROM jobs WHERE id = ?1";
+static const char SQL_IDEM_DELETE[] = "DELETE FROM idempotency WHERE job_id = ?1";
+static const char SQL_STATE_COUNTS[] = "SELECT state, count(*) FROM jobs GROUP BY state";
+static const char SQL_SUBMISSIONS[] = "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'";
+static const char SQL_LATENCIES[] =
+    "SELECT (julianday(a.started_at) - julianday(j.created_at)) * 86400.0 FROM attempts a"
+    " JOIN jobs j ON j.id = a.job_id WHERE a.number = 1";
 static const char SQL_ATTEMPTS_OF[] =
     "SELECT number, world_size, hosts, gpus, backend_id, run_dir, started_at, ended_at,"
     " exit_status, reason FROM attempts WHERE job_id = ?1 ORDER BY number";
@@ -130,6 +140,12 @@ enum {
     S_ATTEMPT_INSERT,
     S_ATTEMPT_END,
     S_ATTEMPTS_OF,
+    S_EVENTS_OF,
+    S_JOB_DELETE,
+    S_IDEM_DELETE,
+    S_STATE_COUNTS,
+    S_SUBMISSIONS,
+    S_LATENCIES,
     S_BEGIN,
     S_COMMIT,
     S_ROLLBACK,
@@ -144,7 +160,10 @@ static const char *const sql_text[S_COUNT] = {
     [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,   [S_JOB_STATE] = SQL_JOB_STATE,
     [S_JOB_SCHED] = SQL_JOB_SCHED,       [S_JOBS_ACTIVE] = SQL_JOBS_ACTIVE,
     [S_ATTEMPT_INSERT] = SQL_ATTEMPT_INSERT, [S_ATTEMPT_END] = SQL_ATTEMPT_END,
-    [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,   [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,   [S_EVENTS_OF] = SQL_EVENTS_OF,
+    [S_JOB_DELETE] = SQL_JOB_DELETE,     [S_IDEM_DELETE] = SQL_IDEM_DELETE,
+    [S_STATE_COUNTS] = SQL_STATE_COUNTS, [S_SUBMISSIONS] = SQL_SUBMISSIONS,
+    [S_LATENCIES] = SQL_LATENCIES,       [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",               [S_ROLLBACK] = "ROLLBACK",
 };
 
@@ -556,18 +575,43 @@ static int event(struct store *st, const char *id, const char *now, const char *
     return step_done(st, s, err, "insert event");
 }
 
-static int set_state(struct store *st, const char *id, const char *state, const char *now,
-                     struct error *err)
+/* Sets the state; with expect, only when the job is in that state (else EAGAIN). */
+static int set_state_if(struct store *st, const char *id, const char *expect, const char *state,
+                        const char *now, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_JOB_STATE];
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, state, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
+    if (expect)
+        sqlite3_bind_text(s, 4, expect, -1, SQLITE_STATIC);
     if (step_done(st, s, err, "update job state") < 0)
         return -1;
     if (sqlite3_changes(st->db) == 0)
-        return errno = ENOENT, errprintf(err, "job %s not found", id);
+        return errno = expect ? EAGAIN : ENOENT,
+               errprintf(err, expect ? "job %s is not %s" : "job %s not found", id,
+                         expect ? expect : "");
     return 0;
+}
+
+static int set_state(struct store *st, const char *id, const char *state, const char *now,
+                     struct error *err)
+{
+    return set_state_if(st, id, NULL, state, now, err);
+}
+
+int store_job_transition_if(struct store *st, const char *id, const char *expect,
+                            const char *state, const char *type, const char *message,
+                            struct error *err)
+{
+    char now[40];
+    now_iso(now, sizeof(now));
+    if (begin(st, err) < 0)
+        return -1;
+    if (set_state_if(st, id, expect, state, now, err) < 0 ||
+        event(st, id, now, type, state, message, err) < 0)
+        return rollback(st);
+    return commit(st, err);
 }
 
 int store_job_transition(struct store *st, const char *id, const char *state, const char *type,
@@ -705,4 +749,90 @@ int store_attempts(struct store *st, const char *id, json_t **out, struct error 
     }
     *out = arr;
     return 0;
+}
+
+int store_events(struct store *st, const char *id, int64_t after, int limit, json_t **out,
+                 struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_EVENTS_OF];
+    json_t *arr = json_array();
+    int rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, after);
+    sqlite3_bind_int(s, 3, limit);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *e = json_pack("{s:I, s:s, s:s}", "id", (json_int_t)sqlite3_column_int64(s, 0),
+                              "time", col(s, 1), "type", col(s, 2));
+        if (sqlite3_column_type(s, 3) != SQLITE_NULL)
+            json_object_set_new(e, "state", json_string(col(s, 3)));
+        if (sqlite3_column_type(s, 4) != SQLITE_NULL)
+            json_object_set_new(e, "message", json_string(col(s, 4)));
+        json_array_append_new(arr, e);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return fail(st, rc, err, "events");
+    }
+    *out = arr;
+    return 0;
+}
+
+int store_job_delete(struct store *st, const char *id, struct error *err)
+{
+    sqlite3_stmt *s;
+    if (begin(st, err) < 0)
+        return -1;
+    s = st->stmt[S_IDEM_DELETE];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (step_done(st, s, err, "delete idempotency keys") < 0)
+        return rollback(st);
+    s = st->stmt[S_JOB_DELETE];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (step_done(st, s, err, "delete job") < 0)
+        return rollback(st);
+    return commit(st, err);
+}
+
+int store_metrics(struct store *st, json_t **states, int64_t *submissions, double **latencies,
+                  int *nlat, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_STATE_COUNTS];
+    int rc, cap = 64;
+    *states = json_object();
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        json_object_set_new(*states, col(s, 0), json_integer(sqlite3_column_int64(s, 1)));
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        goto error;
+    s = st->stmt[S_SUBMISSIONS];
+    *submissions = 0;
+    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        *submissions = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        goto error;
+    s = st->stmt[S_LATENCIES];
+    *nlat = 0;
+    *latencies = malloc((size_t)cap * sizeof(double));
+    while (*latencies != NULL && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*nlat == cap) {
+            double *grown = realloc(*latencies, (size_t)cap * 2 * sizeof(double));
+            if (grown == NULL)
+                break;
+            *latencies = grown;
+            cap *= 2;
+        }
+        (*latencies)[(*nlat)++] = sqlite3_column_double(s, 0);
+    }
+    sqlite3_reset(s);
+    if (*latencies == NULL) {
+        json_decref(*states);
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    }
+    return 0;
+error:
+    json_decref(*states);
+    return fail(st, rc, err, "metrics");
 }

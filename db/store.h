@@ -82,6 +82,10 @@ struct store_attempt {
 /* Sets state, records an event of type with message, and (when sched) the scheduler fields. */
 int store_job_transition(struct store *st, const char *id, const char *state, const char *type,
                          const char *message, const struct store_sched *sched, struct error *err);
+/* As store_job_transition, but only from state expect: else fails with EAGAIN. */
+int store_job_transition_if(struct store *st, const char *id, const char *expect,
+                            const char *state, const char *type, const char *message,
+                            struct error *err);
 /* Jobs not finished (QUEUED, STARTING, RUNNING, STOPPING) in creation order, as a new array
  * of {id, state, spec, attempts, failures, not_before, stop_requested, owner}. */
 int store_jobs_active(struct store *st, json_t **out, struct error *err);
@@ -94,5 +98,18 @@ int store_attempt_end(struct store *st, const char *id, int number, int exit_sta
                       const struct store_sched *sched, struct error *err);
 /* The job's attempts, oldest first, as a new array. */
 int store_attempts(struct store *st, const char *id, json_t **out, struct error *err);
+
+/* Events of job id after event id after (0: from the first), at most limit, as a new array
+ * of {id, time, type, state?, message?}. */
+int store_events(struct store *st, const char *id, int64_t after, int limit, json_t **out,
+                 struct error *err);
+/* Removes a job with its attempts, events and idempotency keys. */
+int store_job_delete(struct store *st, const char *id, struct error *err);
+/*
+ * For /metrics: jobs per state (a new object), submissions ever accepted, and the scheduling
+ * latency of every job's first attempt in seconds (a malloc'ed array the caller frees).
+ */
+int store_metrics(struct store *st, json_t **states, int64_t *submissions, double **latencies,
+                  int *nlat, struct error *err);
 
 #endif /* RINGD_STORE_H */

@@ -28,13 +28,18 @@ struct run {
     int workers;
     int gpu[POLICY_MAX_GPUS], ngpus;
     int cancel;             /* cancel requested: CANCELLED when reaped */
+    int stop;               /* graceful stop requested: STOPPED when reaped */
     int64_t kill_at;        /* SIGKILL the group then (ms), 0 when no kill is pending */
     int failures, max_restarts, attempts;
     struct run *next;
 };
 
+enum action { ACT_CANCEL, ACT_STOP, ACT_SNAPSHOT };
+
 struct request {
     char id[32];
+    enum action action;
+    json_t *snapshot;
     int done, rc;
     struct error err;
     struct request *next;
@@ -105,6 +110,18 @@ static void finish(struct scheduler *s, struct run *r, int status)
         state = "CANCELLED";
         type = "cancelled";
         snprintf(reason, sizeof(reason), "cancelled by request (ringrun exited %d)", code);
+    } else if (r->stop) {
+        state = "STOPPED";
+        type = "stopped";
+        sched.stop_requested = 0;
+        if (code == 75)
+            snprintf(reason, sizeof(reason),
+                     "stopped by request after a checkpoint (exit 75); resume to continue");
+        else
+            snprintf(reason, sizeof(reason),
+                     "stopped by request, but the program exited %d instead of 75: its last "
+                     "checkpoint may be older",
+                     code);
     } else if (code == 0) {
         state = "SUCCEEDED";
         type = "succeeded";
@@ -168,7 +185,8 @@ static void enforce_kills(struct scheduler *s)
 
 /* ---- requests from API threads ---- */
 
-static int cancel_one(struct scheduler *s, const char *id, struct error *err)
+/* Cancel (CANCELLED) or graceful stop (STOPPED) of one job. */
+static int end_one(struct scheduler *s, const char *id, int stop, struct error *err)
 {
     json_t *jobs, *j;
     size_t i;
@@ -176,11 +194,19 @@ static int cancel_one(struct scheduler *s, const char *id, struct error *err)
 
     for (struct run *r = s->runs; r; r = r->next) {
         if (strcmp(r->id, id) == 0) {
-            if (!r->cancel) {
-                r->cancel = 1;
+            if (!r->cancel && !r->stop) {
+                if (stop)
+                    r->stop = 1;
+                else
+                    r->cancel = 1;
                 r->kill_at = now_ms() + (int64_t)s->cfg.kill_grace_s * 1000;
+                if (stop)
+                    store_job_transition(s->st, id, "STOPPING", "stopping",
+                                         "SIGTERM sent: the workers checkpoint and exit", NULL,
+                                         err);
                 local_signal(r->pid, SIGTERM);
-                log_job("info", id, "cancel: SIGTERM to process group %d", (int)r->pid);
+                log_job("info", id, "%s: SIGTERM to process group %d", stop ? "stop" : "cancel",
+                        (int)r->pid);
             }
             return 0;
         }
@@ -198,11 +224,43 @@ static int cancel_one(struct scheduler *s, const char *id, struct error *err)
     json_decref(jobs);
     if (!found)
         return errno = ENOENT, errprintf(err, "job %s is not queued or running", id);
-    if (store_job_transition(s->st, id, "CANCELLED", "cancelled", "cancelled while queued", NULL,
+    if (store_job_transition(s->st, id, stop ? "STOPPED" : "CANCELLED",
+                             stop ? "stopped" : "cancelled",
+                             stop ? "stopped while queued" : "cancelled while queued", NULL,
                              err) < 0)
         return -1;
-    log_job("info", id, "cancelled while queued");
+    log_job("info", id, "%s while queued", stop ? "stopped" : "cancelled");
     return 0;
+}
+
+static json_t *snapshot(struct scheduler *s)
+{
+    char host[256] = "localhost";
+    json_t *gpus = json_array(), *jobs = json_array();
+    int used = 0;
+
+    gethostname(host, sizeof(host));
+    host[sizeof(host) - 1] = '\0';
+    for (int g = 0; g < s->cfg.gpus && g < POLICY_MAX_GPUS; g++) {
+        const char *owner = NULL;
+        for (struct run *r = s->runs; r && !owner; r = r->next) {
+            for (int k = 0; k < r->ngpus; k++)
+                if (r->gpu[k] == g)
+                    owner = r->id;
+        }
+        json_array_append_new(gpus, json_pack("{s:i, s:s?}", "id", g, "job", owner));
+    }
+    for (struct run *r = s->runs; r; r = r->next) {
+        json_t *ids = json_array();
+        for (int k = 0; k < r->ngpus; k++)
+            json_array_append_new(ids, json_integer(r->gpu[k]));
+        json_array_append_new(jobs, json_pack("{s:s, s:i, s:i, s:o, s:i}", "id", r->id, "attempt",
+                                              r->attempt, "workers", r->workers, "gpus", ids,
+                                              "pgid", (int)r->pid));
+        used += r->workers;
+    }
+    return json_pack("{s:[{s:s, s:i, s:i, s:o, s:o}]}", "nodes", "name", host, "slots",
+                     s->cfg.slots, "slots_free", s->cfg.slots - used, "gpus", gpus, "jobs", jobs);
 }
 
 static void serve_requests(struct scheduler *s)
@@ -212,9 +270,14 @@ static void serve_requests(struct scheduler *s)
         struct request *q = s->requests;
         s->requests = q->next;
         pthread_mutex_unlock(&s->mu);
-        q->rc = cancel_one(s, q->id, &q->err);
-        if (q->rc < 0 && errno == ENOENT)
-            q->rc = -ENOENT;
+        if (q->action == ACT_SNAPSHOT) {
+            q->snapshot = snapshot(s);
+            q->rc = 0;
+        } else {
+            q->rc = end_one(s, q->id, q->action == ACT_STOP, &q->err);
+            if (q->rc < 0 && errno == ENOENT)
+                q->rc = -ENOENT;
+        }
         pthread_mutex_lock(&s->mu);
         q->done = 1;
         pthread_cond_broadcast(&s->done_cv);
@@ -401,14 +464,21 @@ static void recover(struct scheduler *s)
             sleep(1);
             local_signal(pgid, SIGKILL);
         }
-        snprintf(reason, sizeof(reason),
-                 "ringd restarted while attempt %d ran; %s; the job is queued again to resume "
-                 "from its checkpoint",
-                 number, alive ? "its surviving workers were stopped" : "its workers were gone");
-        if (number > 0)
-            store_attempt_end(s->st, id, number, -1, reason, "QUEUED", "requeued", &sched, &err);
+        /* A job the user was stopping stays stopped; any other is queued again. */
+        if (strcmp(state, "STOPPING") == 0)
+            snprintf(reason, sizeof(reason),
+                     "ringd restarted while attempt %d was stopping; %s; resume to continue",
+                     number, alive ? "its surviving workers were stopped" : "its workers were gone");
         else
-            store_job_transition(s->st, id, "QUEUED", "requeued", reason, &sched, &err);
+            snprintf(reason, sizeof(reason),
+                     "ringd restarted while attempt %d ran; %s; the job is queued again to "
+                     "resume from its checkpoint",
+                     number, alive ? "its surviving workers were stopped" : "its workers were gone");
+        state = strcmp(state, "STOPPING") == 0 ? "STOPPED" : "QUEUED";
+        if (number > 0)
+            store_attempt_end(s->st, id, number, -1, reason, state, "requeued", &sched, &err);
+        else
+            store_job_transition(s->st, id, state, "requeued", reason, &sched, &err);
         log_job("warning", id, "%s", reason);
     }
     json_decref(jobs);
@@ -491,22 +561,41 @@ void scheduler_wake(struct scheduler *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-int scheduler_cancel(struct scheduler *s, const char *id, struct error *err)
+/* Hands a request to the scheduler thread and waits for its answer. */
+static int ask(struct scheduler *s, struct request *q, struct error *err)
 {
-    struct request q = {0};
-    snprintf(q.id, sizeof(q.id), "%s", id);
     pthread_mutex_lock(&s->mu);
-    q.next = s->requests;
-    s->requests = &q;
+    q->next = s->requests;
+    s->requests = q;
     pthread_cond_broadcast(&s->cv);
-    while (!q.done)
+    while (!q->done)
         pthread_cond_wait(&s->done_cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
-    if (q.rc < 0) {
+    if (q->rc < 0) {
         if (err)
-            *err = q.err;
-        errno = q.rc == -ENOENT ? ENOENT : EIO;
+            *err = q->err;
+        errno = q->rc == -ENOENT ? ENOENT : EIO;
         return -1;
     }
     return 0;
+}
+
+int scheduler_cancel(struct scheduler *s, const char *id, struct error *err)
+{
+    struct request q = {.action = ACT_CANCEL};
+    snprintf(q.id, sizeof(q.id), "%s", id);
+    return ask(s, &q, err);
+}
+
+int scheduler_stop_job(struct scheduler *s, const char *id, struct error *err)
+{
+    struct request q = {.action = ACT_STOP};
+    snprintf(q.id, sizeof(q.id), "%s", id);
+    return ask(s, &q, err);
+}
+
+json_t *scheduler_snapshot(struct scheduler *s)
+{
+    struct request q = {.action = ACT_SNAPSHOT};
+    return ask(s, &q, NULL) == 0 ? q.snapshot : NULL;
 }

@@ -33,5 +33,17 @@ void scheduler_wake(struct scheduler *s);
  * Returns 0, or -1 with errno ENOENT (no such active job: finished, or unknown).
  */
 int scheduler_cancel(struct scheduler *s, const char *id, struct error *err);
+/*
+ * Stops job id gracefully: a queued job becomes STOPPED; a running one gets SIGTERM, which
+ * libring agrees on across ranks so that the program checkpoints and exits 75, and becomes
+ * STOPPED when reaped (SIGKILL after the grace period). Resume puts it back in the queue.
+ * Returns 0, or -1 with errno ENOENT (not queued or running).
+ */
+int scheduler_stop_job(struct scheduler *s, const char *id, struct error *err);
+/*
+ * The cluster as the scheduler sees it, as a new reference: {"nodes": [{"name", "slots",
+ * "slots_free", "gpus": [{"id", "job"}], "jobs": [{"id", "attempt", "workers", "gpus"}]}]}.
+ */
+json_t *scheduler_snapshot(struct scheduler *s);
 
 #endif /* RINGD_SCHEDULER_H */

@@ -14,6 +14,7 @@
 
 #include "auth.h"
 #include "http.h"
+#include "metrics.h"
 
 /* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
  * argument lists and environments while bounding what one request can make us hold. */
@@ -102,7 +103,24 @@ static enum MHD_Result send_json(struct MHD_Connection *c, const struct api_resp
 
 static int public_path(const char *url)
 {
-    return !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/v1/openapi.json");
+    return !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
+           !strcmp(url, "/v1/openapi.json") || !strcmp(url, "/metrics");
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, char *text)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    enum MHD_Result ret;
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8");
+    ret = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    return ret;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -167,6 +185,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             goto send;
         }
     }
+    if (!strcmp(url, "/metrics") && !strcmp(method, "GET")) {
+        char *text = metrics_render(req.store, &err);
+        if (text != NULL) {
+            metrics_count_request(200);
+            return send_text(c, text);
+        }
+        api_problem(&resp, 503, "busy", "Service Unavailable", url, "metrics: %s", err.text);
+        goto send;
+    }
     req.method = method;
     req.path = url;
     req.body = rq->body;
@@ -178,6 +205,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req.admin = admin;
     api_handle(h->api, &req, &resp);
 send:
+    metrics_count_request(resp.status);
     log_line(method, url, resp.status, owner);
     ret = send_json(c, &resp);
     json_decref(resp.body);

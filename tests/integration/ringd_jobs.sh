@@ -58,6 +58,40 @@ code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs
 jq -e '.type == "urn:ringmaster:problem:job-finished"' "$WORK/c.json" >/dev/null || fail "409 without problem"
 ok "a full cluster queues; cancel kills the process group; cancel on a finished job is 409"
 
+id=$(submit "{\"name\":\"pausable\",\"command\":[\"$TRAIN\",\"--epochs\",\"30\",\"--step-sleep-ms\",\"2\"],\"workers\":2}")
+wait_state "$id" RUNNING 30
+curl -s "http://$ADDR/v1/cluster" >"$WORK/cluster.json"
+jq -e --arg id "$id" '.nodes[0].slots == 2 and .nodes[0].slots_free == 0 and .nodes[0].jobs[0].id == $id' \
+    "$WORK/cluster.json" >/dev/null || { cat "$WORK/cluster.json"; fail "/v1/cluster does not show the job"; }
+sleep 2
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/stop")
+[ "$code" = 202 ] || fail "stop answered $code"
+wait_state "$id" STOPPED 30
+job "$id" | jq -e '.attempts[0].exit_status == 75' >/dev/null || fail "the stopped attempt did not exit 75"
+[ -f "$DATA/checkpoints/$id/checkpoint.bin" ] || fail "no checkpoint after stop"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/resume")
+[ "$code" = 200 ] || fail "resume answered $code"
+wait_state "$id" SUCCEEDED 120
+grep -q "resuming from" "$(job "$id" | jq -r '.attempts[-1].run_dir')/rank.0/stdout" ||
+    fail "the resumed job did not start from its checkpoint"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/resume")
+[ "$code" = 409 ] || fail "resuming a finished job answered $code, want 409"
+curl -s "http://$ADDR/v1/jobs/$id/events" | jq -r '[.events[].type] | join(" ")' >"$WORK/types"
+grep -q "submitted starting started stopping stopped resumed starting started succeeded" "$WORK/types" ||
+    { cat "$WORK/types"; fail "the event history is not the job's life"; }
+ok "stop checkpoints and exits 75 into STOPPED; resume continues from the checkpoint"
+
+curl -s "http://$ADDR/metrics" >"$WORK/metrics"
+grep -q '^ringd_jobs{state="SUCCEEDED"} [1-9]' "$WORK/metrics" || { cat "$WORK/metrics"; fail "no job gauge"; }
+grep -q '^ringd_submissions_total [1-9]' "$WORK/metrics" || fail "no submissions counter"
+grep -q '^ringd_scheduling_latency_seconds_count [1-9]' "$WORK/metrics" || fail "no latency histogram"
+grep -q '^ringd_http_requests_total{code="202"}' "$WORK/metrics" || fail "no request counter"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://$ADDR/v1/jobs/$id")
+[ "$code" = 204 ] || fail "DELETE answered $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$ADDR/v1/jobs/$id")
+[ "$code" = 404 ] || fail "a deleted job answered $code"
+ok "metrics in the Prometheus format; DELETE removes a finished job"
+
 id=$(submit '{"name":"flaky","command":["/bin/sh","-c","exit 3"],"max_restarts":2}')
 wait_state "$id" FAILED 30
 job "$id" >"$WORK/job.json"
