@@ -45,6 +45,9 @@ struct api_response {
     int problem;            /* body is application/problem+json */
     char location[128];
     char allow[64];         /* for 405 */
+    char *text;             /* owned; a text/plain body instead of JSON (logs) */
+    size_t text_len;
+    long long log_offset;   /* with text: where the client continues (X-Ring-Log-Offset) */
 };
 
 /* Routes req, runs its handler and fills resp (status, body, headers). Never fails: every

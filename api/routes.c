@@ -19,7 +19,7 @@ typedef void handler_fn(const struct api_config *cfg, const struct api_request *
                         const char *param, struct api_response *resp);
 
 static handler_fn job_create, job_list, job_get, job_cancel, job_stop, job_resume, job_delete,
-    job_events, cluster, healthz, readyz, openapi, token_create;
+    job_events, job_logs, cluster, healthz, readyz, openapi, token_create;
 
 static const struct route {
     const char *method;
@@ -34,6 +34,7 @@ static const struct route {
     {"POST", "/v1/jobs/{}/stop", job_stop},
     {"POST", "/v1/jobs/{}/resume", job_resume},
     {"GET", "/v1/jobs/{}/events", job_events},
+    {"GET", "/v1/jobs/{}/logs", job_logs},
     {"GET", "/v1/cluster", cluster},
     {"POST", "/v1/tokens", token_create},
     {"GET", "/v1/openapi.json", openapi},
@@ -370,6 +371,92 @@ static void job_events(const struct api_config *cfg, const struct api_request *r
     }
     resp->status = 200;
     resp->body = json_pack("{s:o}", "events", events);
+}
+
+/*
+ * GET /v1/jobs/{id}/logs?rank=R&stream=stdout|stderr&tail=N&offset=B: a rank's output in the
+ * latest attempt, as text. offset returns what follows byte B, so a client follows the log
+ * by passing back the X-Ring-Log-Offset it got; tail returns the last N lines.
+ */
+static void job_logs(const struct api_config *cfg, const struct api_request *req,
+                     const char *param, struct api_response *resp)
+{
+    const char *rank_s = req->query(req->conn, "rank"), *tail_s = req->query(req->conn, "tail");
+    const char *stream = req->query(req->conn, "stream"), *off_s = req->query(req->conn, "offset");
+    json_t *job, *attempts;
+    struct error err;
+    long rank = 0, tail = -1;
+    long long offset = -1;
+    char path[4400], *end;
+    FILE *f;
+    long size;
+
+    if (stream == NULL)
+        stream = "stdout";
+    if ((rank_s && ((rank = strtol(rank_s, &end, 10)) < 0 || *end || !*rank_s)) ||
+        (tail_s && ((tail = strtol(tail_s, &end, 10)) < 0 || *end || !*tail_s)) ||
+        (off_s && ((offset = strtoll(off_s, &end, 10)) < 0 || *end || !*off_s)) ||
+        (strcmp(stream, "stdout") && strcmp(stream, "stderr"))) {
+        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                    "rank, tail and offset must be non-negative integers and stream stdout or "
+                    "stderr");
+        return;
+    }
+    if (own_job(req, param, resp, &job) < 0)
+        return;
+    json_decref(job);
+    if (store_attempts(req->store, param, &attempts, &err) < 0) {
+        store_problem(resp, req->path, &err);
+        return;
+    }
+    if (json_array_size(attempts) == 0) {
+        json_decref(attempts);
+        api_problem(resp, 404, "no-logs", "Not Found", req->path,
+                    "job %s has not started yet; there are no logs", param);
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/rank.%ld/%s",
+             json_string_value(json_object_get(
+                 json_array_get(attempts, json_array_size(attempts) - 1), "run_dir")),
+             rank, stream);
+    json_decref(attempts);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        api_problem(resp, 404, "no-logs", "Not Found", req->path,
+                    "no %s for rank %ld of job %s (is the rank in range?)", stream, rank, param);
+        return;
+    }
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    if (offset > size)
+        offset = size;
+    if (offset < 0)
+        offset = 0;
+    /* A tail of N lines: step back from the end until N newlines are behind. */
+    if (tail >= 0 && off_s == NULL) {
+        long pos = size, lines = 0;
+        while (pos > 0) {
+            int c;
+            fseek(f, pos - 1, SEEK_SET);
+            c = fgetc(f);
+            if (c == '\n' && pos != size && ++lines >= tail)
+                break;
+            pos--;
+        }
+        offset = tail == 0 ? size : pos;
+    }
+    resp->text_len = (size_t)(size - offset);
+    resp->text = malloc(resp->text_len + 1);
+    if (resp->text == NULL) {
+        fclose(f);
+        api_problem(resp, 500, "internal", "Internal Server Error", req->path, "out of memory");
+        return;
+    }
+    fseek(f, offset, SEEK_SET);
+    resp->text_len = fread(resp->text, 1, resp->text_len, f);
+    fclose(f);
+    resp->log_offset = offset + (long long)resp->text_len;
+    resp->status = 200;
 }
 
 static void cluster(const struct api_config *cfg, const struct api_request *req,

@@ -76,6 +76,20 @@ static void log_line(const char *method, const char *url, int status, const char
 
 static enum MHD_Result send_json(struct MHD_Connection *c, const struct api_response *r)
 {
+    if (r->text != NULL) { /* logs */
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(r->text_len, r->text, MHD_RESPMEM_MUST_COPY);
+        enum MHD_Result ret;
+        char off[32];
+        if (resp == NULL)
+            return MHD_NO;
+        snprintf(off, sizeof(off), "%lld", r->log_offset);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+        MHD_add_response_header(resp, "X-Ring-Log-Offset", off);
+        ret = MHD_queue_response(c, (unsigned)r->status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
     char *text = r->body ? json_dumps(r->body, JSON_COMPACT) : NULL;
     struct MHD_Response *resp;
     enum MHD_Result ret;
@@ -209,6 +223,7 @@ send:
     log_line(method, url, resp.status, owner);
     ret = send_json(c, &resp);
     json_decref(resp.body);
+    free(resp.text);
     return ret;
 }
 

@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ringctl - the command-line client of ringd's REST API.
+ *
+ *   ringctl submit -n 4 -- ./train --epochs 10
+ *   ringctl submit -f job.json
+ *   ringctl ls [--state S] [--label k=v]      ringctl show ID
+ *   ringctl cancel|stop|resume|rm ID          ringctl events ID [-f]
+ *   ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]
+ *   ringctl cluster                           ringctl token create NAME [--admin]
+ *
+ * RINGMASTER_URL (default http://127.0.0.1:8080) and RINGMASTER_TOKEN configure it. Output
+ * is a table for people, or the server's JSON with --json.
+ *
+ * Exit status: 0 done; 1 the server refused the request (4xx); 2 bad usage; 3 not found;
+ * 4 conflict (the job's state does not allow it); 5 not authorized; 69 ringd unreachable or
+ * failing (5xx); 70 the job ended FAILED or CANCELLED while following it.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#define EXIT_REFUSED     1
+#define EXIT_USAGE       2
+#define EXIT_NOTFOUND    3
+#define EXIT_CONFLICT    4
+#define EXIT_AUTH        5
+#define EXIT_UNAVAILABLE 69
+#define EXIT_JOBFAILED   70
+
+static const char *base_url, *token;
+static int json_out;
+
+struct buf {
+    char *data;
+    size_t len;
+};
+
+static size_t collect(char *p, size_t size, size_t n, void *arg)
+{
+    struct buf *b = arg;
+    char *grown = realloc(b->data, b->len + size * n + 1);
+    if (grown == NULL)
+        return 0;
+    b->data = grown;
+    memcpy(b->data + b->len, p, size * n);
+    b->len += size * n;
+    b->data[b->len] = '\0';
+    return size * n;
+}
+
+static size_t header_cb(char *p, size_t size, size_t n, void *arg)
+{
+    long long *off = arg;
+    if (strncasecmp(p, "X-Ring-Log-Offset:", 18) == 0)
+        *off = atoll(p + 18);
+    return size * n;
+}
+
+/* Sends method path with body (may be NULL). Fills *body and *status; returns 0, or
+ * EXIT_UNAVAILABLE when ringd cannot be reached. */
+static int request(const char *method, const char *path, const char *body, const char *idem,
+                   struct buf *out, long *status, long long *log_offset)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    char url[4096], auth[512], key[300];
+    CURLcode rc;
+
+    if (c == NULL)
+        return EXIT_UNAVAILABLE;
+    snprintf(url, sizeof(url), "%s%s", base_url, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (log_offset != NULL) {
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, log_offset);
+    }
+    if (token != NULL && *token) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    if (idem != NULL) {
+        snprintf(key, sizeof(key), "Idempotency-Key: %s", idem);
+        h = curl_slist_append(h, key);
+    }
+    if (body != NULL) {
+        h = curl_slist_append(h, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK) {
+        fprintf(stderr, "ringctl: cannot reach ringd at %s: %s (set RINGMASTER_URL)\n", base_url,
+                curl_easy_strerror(rc));
+        return EXIT_UNAVAILABLE;
+    }
+    return 0;
+}
+
+/* Maps an HTTP error to an exit status, after printing the problem's detail. */
+static int problem(long status, const struct buf *b)
+{
+    json_error_t jerr;
+    json_t *p = b->data ? json_loads(b->data, 0, &jerr) : NULL;
+    const char *detail = json_string_value(json_object_get(p, "detail"));
+    json_t *errors = json_object_get(p, "errors"), *e;
+    size_t i;
+
+    fprintf(stderr, "ringctl: %s (HTTP %ld)\n", detail ? detail : "request failed", status);
+    json_array_foreach(errors, i, e)
+    {
+        if (i > 0)
+            fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(e, "field")),
+                    json_string_value(json_object_get(e, "detail")));
+    }
+    json_decref(p);
+    if (status == 404)
+        return EXIT_NOTFOUND;
+    if (status == 409)
+        return EXIT_CONFLICT;
+    if (status == 401 || status == 403)
+        return EXIT_AUTH;
+    if (status >= 500)
+        return EXIT_UNAVAILABLE;
+    return EXIT_REFUSED;
+}
+
+/* Calls and parses JSON into *out (may be NULL for no body). Returns an exit status. */
+static int call(const char *method, const char *path, const char *body, const char *idem,
+                json_t **out)
+{
+    struct buf b = {0};
+    long status = 0;
+    int rc = request(method, path, body, idem, &b, &status, NULL);
+    json_error_t jerr;
+
+    if (rc != 0) {
+        free(b.data);
+        return rc;
+    }
+    if (status >= 400) {
+        rc = problem(status, &b);
+        free(b.data);
+        return rc;
+    }
+    if (out != NULL) {
+        *out = b.data ? json_loads(b.data, 0, &jerr) : json_object();
+        if (*out == NULL) {
+            fprintf(stderr, "ringctl: ringd sent something that is not JSON\n");
+            free(b.data);
+            return EXIT_UNAVAILABLE;
+        }
+    }
+    free(b.data);
+    return 0;
+}
+
+static void print_json(json_t *j)
+{
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (s != NULL) {
+        puts(s);
+        free(s);
+    }
+}
+
+static const char *str(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* ---- commands ---- */
+
+static int cmd_submit(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"workers", required_argument, NULL, 'n'},     {"name", required_argument, NULL, 'N'},
+        {"gpus-per-worker", required_argument, NULL, 'g'}, {"env", required_argument, NULL, 'e'},
+        {"label", required_argument, NULL, 'l'},       {"max-restarts", required_argument, NULL, 'r'},
+        {"priority", required_argument, NULL, 'p'},    {"workdir", required_argument, NULL, 'w'},
+        {"file", required_argument, NULL, 'f'},        {"idempotency-key", required_argument, NULL, 'k'},
+        {NULL, 0, NULL, 0},
+    };
+    json_t *spec = json_object(), *env = json_object(), *labels = json_object(), *job, *cmd;
+    const char *idem = NULL, *file = NULL;
+    char *body;
+    int o, rc;
+
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "+n:N:g:e:l:r:p:w:f:k:", opts, NULL)) != -1) {
+        char *eq;
+        switch (o) {
+        case 'n': {
+            int lo, hi;
+            if (sscanf(optarg, "%d:%d", &lo, &hi) == 2)
+                json_object_set_new(spec, "workers", json_pack("{s:i, s:i}", "min", lo, "max", hi));
+            else
+                json_object_set_new(spec, "workers", json_integer(atoi(optarg)));
+            break;
+        }
+        case 'N':
+            json_object_set_new(spec, "name", json_string(optarg));
+            break;
+        case 'g':
+            json_object_set_new(spec, "gpus_per_worker", json_integer(atoi(optarg)));
+            break;
+        case 'r':
+            json_object_set_new(spec, "max_restarts", json_integer(atoi(optarg)));
+            break;
+        case 'p':
+            json_object_set_new(spec, "priority", json_integer(atoi(optarg)));
+            break;
+        case 'w':
+            json_object_set_new(spec, "working_dir", json_string(optarg));
+            break;
+        case 'e':
+        case 'l':
+            if ((eq = strchr(optarg, '=')) == NULL) {
+                fprintf(stderr, "ringctl: --%s wants KEY=VALUE, not '%s'\n",
+                        o == 'e' ? "env" : "label", optarg);
+                return EXIT_USAGE;
+            }
+            *eq = '\0';
+            json_object_set_new(o == 'e' ? env : labels, optarg, json_string(eq + 1));
+            break;
+        case 'f':
+            file = optarg;
+            break;
+        case 'k':
+            idem = optarg;
+            break;
+        default:
+            fprintf(stderr, "usage: ringctl submit [-n N|MIN:MAX] [--name N] [--gpus-per-worker G] "
+                            "[--env K=V] [--label K=V] [--max-restarts R] [--priority P] "
+                            "[--workdir DIR] [--idempotency-key K] (-f spec.json | -- program "
+                            "args...)\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (file != NULL) {
+        json_error_t jerr;
+        json_t *f = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+        if (f == NULL) {
+            fprintf(stderr, "ringctl: %s:%d: %s\n", file, jerr.line, jerr.text);
+            return EXIT_USAGE;
+        }
+        json_object_update_missing(f, spec); /* flags override nothing the file says */
+        json_decref(spec);
+        spec = f;
+    }
+    if (optind < argc) {
+        cmd = json_array();
+        for (int i = optind; i < argc; i++)
+            json_array_append_new(cmd, json_string(argv[i]));
+        json_object_set_new(spec, "command", cmd);
+        if (!json_object_get(spec, "name")) {
+            const char *base = strrchr(argv[optind], '/');
+            char name[129];
+            snprintf(name, sizeof(name), "%s", base ? base + 1 : argv[optind]);
+            for (char *c = name; *c; c++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *c))
+                    *c = '-';
+            json_object_set_new(spec, "name", json_string(name));
+        }
+    }
+    if (json_object_size(env) > 0)
+        json_object_set(spec, "env", env);
+    if (json_object_size(labels) > 0)
+        json_object_set(spec, "labels", labels);
+    json_decref(env);
+    json_decref(labels);
+    body = json_dumps(spec, JSON_COMPACT);
+    json_decref(spec);
+    rc = call("POST", "/v1/jobs", body, idem, &job);
+    free(body);
+    if (rc != 0)
+        return rc;
+    if (json_out)
+        print_json(job);
+    else
+        printf("%s\n", str(job, "id"));
+    json_decref(job);
+    return 0;
+}
+
+static void workers_text(json_t *spec, char *buf, size_t len)
+{
+    json_t *w = json_object_get(spec, "workers");
+    long long lo = json_integer_value(json_object_get(w, "min")),
+              hi = json_integer_value(json_object_get(w, "max"));
+    if (lo == hi)
+        snprintf(buf, len, "%lld", lo);
+    else
+        snprintf(buf, len, "%lld-%lld", lo, hi);
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+    static const struct option opts[] = {{"state", required_argument, NULL, 's'},
+                                         {"label", required_argument, NULL, 'l'},
+                                         {NULL, 0, NULL, 0}};
+    char path[1024], q[600] = "", esc[300];
+    const char *token_next = NULL;
+    json_t *all = json_array(), *page = NULL, *j;
+    size_t i;
+    int o, rc;
+
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "s:l:", opts, NULL)) != -1) {
+        char *e;
+        if (o != 's' && o != 'l') {
+            fprintf(stderr, "usage: ringctl ls [--state S] [--label K=V]\n");
+            return EXIT_USAGE;
+        }
+        e = curl_easy_escape(NULL, optarg, 0);
+        snprintf(esc, sizeof(esc), "&%s=%s", o == 's' ? "state" : "label", e ? e : "");
+        curl_free(e);
+        strncat(q, esc, sizeof(q) - strlen(q) - 1);
+    }
+    do { /* every page */
+        snprintf(path, sizeof(path), "/v1/jobs?page_size=1000%s%s%s", q,
+                 token_next ? "&page_token=" : "", token_next ? token_next : "");
+        json_decref(page);
+        if ((rc = call("GET", path, NULL, NULL, &page)) != 0) {
+            json_decref(all);
+            return rc;
+        }
+        json_array_extend(all, json_object_get(page, "jobs"));
+        token_next = json_string_value(json_object_get(page, "next_page_token"));
+    } while (token_next != NULL);
+    json_decref(page);
+    if (json_out) {
+        json_t *o2 = json_pack("{s:o}", "jobs", all);
+        print_json(o2);
+        json_decref(o2);
+        return 0;
+    }
+    printf("%-20s %-20s %-10s %-10s %-8s %s\n", "ID", "NAME", "OWNER", "STATE", "WORKERS",
+           "CREATED");
+    json_array_foreach(all, i, j)
+    {
+        char w[32];
+        workers_text(json_object_get(j, "spec"), w, sizeof(w));
+        printf("%-20s %-20.20s %-10.10s %-10s %-8s %s\n", str(j, "id"), str(j, "name"),
+               str(j, "owner"), str(j, "state"), w, str(j, "created_at"));
+    }
+    json_decref(all);
+    return 0;
+}
+
+static int cmd_show(const char *id)
+{
+    char path[256];
+    json_t *j, *a, *p;
+    size_t i;
+    int rc;
+    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+    if ((rc = call("GET", path, NULL, NULL, &j)) != 0)
+        return rc;
+    if (json_out) {
+        print_json(j);
+        json_decref(j);
+        return 0;
+    }
+    printf("job        %s (%s)\nowner      %s\nstate      %s\ncreated    %s\ncheckpoints %s\n",
+           str(j, "id"), str(j, "name"), str(j, "owner"), str(j, "state"), str(j, "created_at"),
+           str(j, "checkpoint_dir"));
+    p = json_object_get(j, "progress");
+    if (p != NULL)
+        printf("progress   epoch %lld/%lld, step %lld/%lld, loss %.4f, %.0f samples/s on %lld "
+               "workers\n",
+               json_integer_value(json_object_get(p, "epoch")),
+               json_integer_value(json_object_get(p, "epochs")),
+               json_integer_value(json_object_get(p, "step")),
+               json_integer_value(json_object_get(p, "total_steps")),
+               json_number_value(json_object_get(p, "loss")),
+               json_number_value(json_object_get(p, "samples_per_s")),
+               json_integer_value(json_object_get(p, "world_size")));
+    json_array_foreach(json_object_get(j, "attempts"), i, a)
+    {
+        printf("attempt %lld: %lld workers on %s, started %s", json_integer_value(json_object_get(a, "number")),
+               json_integer_value(json_object_get(a, "world_size")), str(a, "hosts"),
+               str(a, "started_at"));
+        if (json_object_get(a, "ended_at"))
+            printf(", ended %s: %s", str(a, "ended_at"), str(a, "reason"));
+        printf("\n");
+    }
+    json_decref(j);
+    return 0;
+}
+
+static int cmd_action(const char *method, const char *id, const char *action)
+{
+    char path[256];
+    json_t *j = NULL;
+    int rc;
+    snprintf(path, sizeof(path), "/v1/jobs/%s%s%s", id, action ? "/" : "", action ? action : "");
+    if ((rc = call(method, path, NULL, NULL, !strcmp(method, "DELETE") ? NULL : &j)) != 0)
+        return rc;
+    if (j != NULL && json_out)
+        print_json(j);
+    else if (j != NULL)
+        printf("%s: %s\n", id, str(j, "state"));
+    else
+        printf("%s: removed\n", id);
+    json_decref(j);
+    return 0;
+}
+
+static int finished(const char *state)
+{
+    return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
+           !strcmp(state, "CANCELLED") || !strcmp(state, "STOPPED");
+}
+
+/* The job's state, or NULL when it cannot be read. */
+static int job_state(const char *id, char *out, size_t len)
+{
+    char path[256];
+    json_t *j;
+    int rc;
+    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+    if ((rc = call("GET", path, NULL, NULL, &j)) != 0)
+        return rc;
+    snprintf(out, len, "%s", str(j, "state"));
+    json_decref(j);
+    return 0;
+}
+
+static int end_status(const char *state)
+{
+    return !strcmp(state, "FAILED") || !strcmp(state, "CANCELLED") ? EXIT_JOBFAILED : 0;
+}
+
+static int cmd_events(const char *id, int follow)
+{
+    long long after = 0;
+    char path[256], state[32] = "";
+    for (;;) {
+        json_t *j, *e;
+        size_t i;
+        int rc, done;
+        snprintf(path, sizeof(path), "/v1/jobs/%s/events?after=%lld", id, after);
+        if ((rc = call("GET", path, NULL, NULL, &j)) != 0)
+            return rc;
+        json_array_foreach(json_object_get(j, "events"), i, e)
+        {
+            if (json_out) {
+                char *s = json_dumps(e, JSON_COMPACT);
+                puts(s ? s : "{}");
+                free(s);
+            } else {
+                printf("%s  %-10s %-10s %s\n", str(e, "time"), str(e, "type"), str(e, "state"),
+                       str(e, "message"));
+            }
+            after = json_integer_value(json_object_get(e, "id"));
+        }
+        json_decref(j);
+        fflush(stdout);
+        if (!follow)
+            return 0;
+        if ((rc = job_state(id, state, sizeof(state))) != 0)
+            return rc;
+        done = finished(state);
+        if (done) { /* one last read for the final events */
+            snprintf(path, sizeof(path), "/v1/jobs/%s/events?after=%lld", id, after);
+            if (call("GET", path, NULL, NULL, &j) == 0) {
+                json_array_foreach(json_object_get(j, "events"), i, e) printf(
+                    "%s  %-10s %-10s %s\n", str(e, "time"), str(e, "type"), str(e, "state"),
+                    str(e, "message"));
+                json_decref(j);
+            }
+            return end_status(state);
+        }
+        usleep(500 * 1000);
+    }
+}
+
+static int cmd_logs(int argc, char **argv)
+{
+    static const struct option opts[] = {{"rank", required_argument, NULL, 'r'},
+                                         {"tail", required_argument, NULL, 't'},
+                                         {"stderr", no_argument, NULL, 'e'},
+                                         {"follow", no_argument, NULL, 'f'},
+                                         {NULL, 0, NULL, 0}};
+    int o, rank = 0, tail = -1, err = 0, follow = 0, rc;
+    long long offset = -1;
+    const char *id;
+    char path[512], state[32];
+
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "r:t:ef", opts, NULL)) != -1) {
+        switch (o) {
+        case 'r': rank = atoi(optarg); break;
+        case 't': tail = atoi(optarg); break;
+        case 'e': err = 1; break;
+        case 'f': follow = 1; break;
+        default:
+            fprintf(stderr, "usage: ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "usage: ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]\n");
+        return EXIT_USAGE;
+    }
+    id = argv[optind];
+    for (;;) {
+        struct buf b = {0};
+        long status = 0;
+        long long next = -1;
+        if (offset < 0)
+            snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s%s%d", id, rank,
+                     err ? "stderr" : "stdout", tail >= 0 ? "&tail=" : "&offset=",
+                     tail >= 0 ? tail : 0);
+        else
+            snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&offset=%lld", id, rank,
+                     err ? "stderr" : "stdout", offset);
+        if ((rc = request("GET", path, NULL, NULL, &b, &status, &next)) != 0)
+            return rc;
+        if (status == 404 && follow) { /* not started yet */
+            free(b.data);
+        } else if (status >= 400) {
+            rc = problem(status, &b);
+            free(b.data);
+            return rc;
+        } else {
+            if (b.len > 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
+                return EXIT_REFUSED;
+            fflush(stdout);
+            free(b.data);
+            offset = next;
+        }
+        if (!follow)
+            return 0;
+        if ((rc = job_state(id, state, sizeof(state))) != 0)
+            return rc;
+        if (finished(state) && offset >= 0) {
+            follow = 0; /* one more read picks up the last lines */
+            continue;
+        }
+        usleep(500 * 1000);
+    }
+}
+
+static int cmd_cluster(void)
+{
+    json_t *c, *n;
+    size_t i;
+    int rc = call("GET", "/v1/cluster", NULL, NULL, &c);
+    if (rc != 0)
+        return rc;
+    if (json_out) {
+        print_json(c);
+        json_decref(c);
+        return 0;
+    }
+    printf("%-20s %6s %6s %5s %s\n", "NODE", "SLOTS", "FREE", "GPUS", "JOBS");
+    json_array_foreach(json_object_get(c, "nodes"), i, n)
+    {
+        json_t *jobs = json_object_get(n, "jobs"), *j;
+        size_t k;
+        printf("%-20s %6lld %6lld %5zu", str(n, "name"),
+               json_integer_value(json_object_get(n, "slots")),
+               json_integer_value(json_object_get(n, "slots_free")),
+               json_array_size(json_object_get(n, "gpus")));
+        json_array_foreach(jobs, k, j) printf(" %s(%lld)", str(j, "id"),
+                                              json_integer_value(json_object_get(j, "workers")));
+        printf("\n");
+    }
+    json_decref(c);
+    return 0;
+}
+
+static int cmd_token(int argc, char **argv)
+{
+    json_t *t;
+    char *body;
+    int rc, admin = argc > 3 && !strcmp(argv[3], "--admin");
+    if (argc < 3 || strcmp(argv[1], "create") != 0) {
+        fprintf(stderr, "usage: ringctl token create NAME [--admin]\n");
+        return EXIT_USAGE;
+    }
+    t = json_pack("{s:s, s:b}", "name", argv[2], "admin", admin);
+    body = json_dumps(t, JSON_COMPACT);
+    json_decref(t);
+    rc = call("POST", "/v1/tokens", body, NULL, &t);
+    free(body);
+    if (rc != 0)
+        return rc;
+    if (json_out)
+        print_json(t);
+    else
+        printf("%s\n", str(t, "token"));
+    json_decref(t);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ringctl [--json] COMMAND ...\n"
+               "  submit [-n N|MIN:MAX] [options] (-f spec.json | -- program args...)\n"
+               "  ls [--state S] [--label K=V]\n"
+               "  show ID\n"
+               "  cancel ID | stop ID | resume ID | rm ID\n"
+               "  events ID [-f]\n"
+               "  logs ID [--rank R] [--stderr] [--tail N] [-f]\n"
+               "  cluster\n"
+               "  token create NAME [--admin]\n"
+               "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN.\n"
+               "Exit status: 0 ok, 1 refused, 2 usage, 3 not found, 4 conflict, 5 not "
+               "authorized,\n69 ringd unreachable or failing, 70 a followed job FAILED or was "
+               "CANCELLED.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd;
+    int rc;
+
+    base_url = getenv("RINGMASTER_URL");
+    if (base_url == NULL || *base_url == '\0')
+        base_url = "http://127.0.0.1:8080";
+    token = getenv("RINGMASTER_TOKEN");
+    while (argc > 1 && argv[1][0] == '-') {
+        if (!strcmp(argv[1], "--json"))
+            json_out = 1;
+        else if (!strcmp(argv[1], "--version")) {
+            printf("ringctl %s\n", RING_VERSION_STRING);
+            return 0;
+        } else if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "ringctl: unknown option %s\n", argv[1]);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+        argv++;
+        argc--;
+    }
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    cmd = argv[1];
+    argv++;
+    argc--;
+    if (!strcmp(cmd, "submit"))
+        rc = cmd_submit(argc, argv);
+    else if (!strcmp(cmd, "ls"))
+        rc = cmd_ls(argc, argv);
+    else if (!strcmp(cmd, "logs"))
+        rc = cmd_logs(argc, argv);
+    else if (!strcmp(cmd, "cluster"))
+        rc = cmd_cluster();
+    else if (!strcmp(cmd, "token"))
+        rc = cmd_token(argc, argv);
+    else if ((!strcmp(cmd, "show") || !strcmp(cmd, "cancel") || !strcmp(cmd, "stop") ||
+              !strcmp(cmd, "resume") || !strcmp(cmd, "rm") || !strcmp(cmd, "events")) &&
+             argc >= 2) {
+        int follow = argc >= 3 && (!strcmp(argv[2], "-f") || !strcmp(argv[2], "--follow"));
+        if (!strcmp(cmd, "show"))
+            rc = cmd_show(argv[1]);
+        else if (!strcmp(cmd, "rm"))
+            rc = cmd_action("DELETE", argv[1], NULL);
+        else if (!strcmp(cmd, "events"))
+            rc = cmd_events(argv[1], follow);
+        else
+            rc = cmd_action("POST", argv[1], cmd);
+    } else {
+        fprintf(stderr, "ringctl: unknown command or missing job id: %s\n", cmd);
+        usage(stderr);
+        rc = EXIT_USAGE;
+    }
+    curl_global_cleanup();
+    return rc;
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# ringctl against a real ringd: every command, --json, and its exit codes.
+. "$(dirname "$0")/lib.sh"
+: "${RINGD:?}" "${RINGCTL:?}" "${TRAIN:?}"
+
+DATA=$WORK/data
+RINGD_SLOTS=2 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" >"$WORK/ringd.log" 2>&1 &
+PID=$!
+trap 'kill -9 $PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+export RINGMASTER_URL="http://$(cat "$DATA/ringd.addr")" RINGMASTER_TOKEN="$(cat "$DATA/admin.token")"
+C=$RINGCTL
+
+expect_rc 0 "$C" submit -n 2 --label team=vision --env SEED=1 -- "$TRAIN" --epochs 3
+id=$(cat "$WORK/out")
+expect_rc 0 "$C" events "$id" -f
+expect_in out "succeeded  SUCCEEDED"
+expect_rc 0 "$C" show "$id"
+expect_in out "progress   epoch 3/3"
+expect_rc 0 "$C" logs "$id" --tail 1
+expect_in out "final loss"
+expect_rc 0 "$C" --json ls --label team=vision
+jq -e --arg id "$id" '.jobs[0].id == $id and .jobs[0].spec.env.SEED == "1"' "$WORK/out" >/dev/null || fail "ls --json"
+ok "submit from flags, events -f, show, logs, ls --json"
+
+printf '{"name":"fromfile","command":["/bin/sh","-c","exit 5"]}\n' >"$WORK/spec.json"
+expect_rc 0 "$C" submit -f "$WORK/spec.json"
+bad=$(cat "$WORK/out")
+expect_rc 70 "$C" events "$bad" -f
+expect_in out "failed     FAILED"
+ok "submit -f; following a job that fails exits 70"
+
+expect_rc 0 "$C" submit -- "$TRAIN" --epochs 1000 --step-sleep-ms 5
+long=$(cat "$WORK/out")
+for _ in $(seq 100); do "$C" show "$long" | grep -q "state      RUNNING" && break; sleep 0.1; done
+expect_rc 0 "$C" cluster
+expect_in out "$long"
+expect_rc 0 "$C" cancel "$long"
+expect_rc 70 "$C" events "$long" -f
+expect_rc 4 "$C" cancel "$id"
+expect_in err "already SUCCEEDED"
+expect_rc 0 "$C" rm "$id"
+expect_rc 3 "$C" show "$id"
+ok "cluster, cancel, rm; 4 for a conflict, 3 for a missing job"
+
+expect_rc 0 "$C" token create bob
+BOB=$(cat "$WORK/out")
+RINGMASTER_TOKEN=$BOB expect_rc 3 "$C" show "$long"
+RINGMASTER_TOKEN=nope expect_rc 5 "$C" ls
+RINGMASTER_URL=http://127.0.0.1:1 expect_rc 69 "$C" ls
+expect_in err "cannot reach ringd"
+expect_rc 1 "$C" submit -n 0 -- x
+expect_in err "workers must be in [1"
+expect_rc 2 "$C" frobnicate
+expect_rc 2 "$C" submit --env NOEQUALS -- x
+expect_rc 0 "$C" --version
+ok "exit codes: 5 unauthorized, 69 unreachable, 1 refused, 2 usage"
+summary
