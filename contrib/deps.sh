@@ -7,14 +7,13 @@
 set -eu
 
 # Build: compiler, CMake, pkg-config; ringd's libraries (libmicrohttpd, Jansson, SQLite,
-# libsodium for token hashing, libcurl for ringctl); curl drives ringd in the REST tests. Tests: Check (unit suites), iproute2 (network
-# namespaces), procps (pgrep/pkill in integration scripts), jq (checks JSON output such as
-# the timeline). Peers for bench/:
-# Open MPI. Formatting: clang-format.
+# libsodium for token hashing, libcurl for ringctl). Tests: Check (unit suites), curl (drives
+# ringd), iproute2 (network namespaces), procps (pgrep/pkill), jq (checks JSON output).
+# bench/: Open MPI (the collectives' peer) and wrk (HTTP load). Formatting: clang-format.
 PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev curl
 iproute2 procps jq
-openmpi-bin libopenmpi-dev
+openmpi-bin libopenmpi-dev wrk
 clang-format"
 
 missing=""

@@ -147,6 +147,7 @@ enum {
     S_SUBMISSIONS,
     S_LATENCIES,
     S_BEGIN,
+    S_BEGIN_READ,
     S_COMMIT,
     S_ROLLBACK,
     S_COUNT
@@ -163,7 +164,7 @@ static const char *const sql_text[S_COUNT] = {
     [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,   [S_EVENTS_OF] = SQL_EVENTS_OF,
     [S_JOB_DELETE] = SQL_JOB_DELETE,     [S_IDEM_DELETE] = SQL_IDEM_DELETE,
     [S_STATE_COUNTS] = SQL_STATE_COUNTS, [S_SUBMISSIONS] = SQL_SUBMISSIONS,
-    [S_LATENCIES] = SQL_LATENCIES,       [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_LATENCIES] = SQL_LATENCIES,       [S_BEGIN] = "BEGIN IMMEDIATE", [S_BEGIN_READ] = "BEGIN",
     [S_COMMIT] = "COMMIT",               [S_ROLLBACK] = "ROLLBACK",
 };
 
@@ -835,4 +836,14 @@ int store_metrics(struct store *st, json_t **states, int64_t *submissions, doubl
 error:
     json_decref(*states);
     return fail(st, rc, err, "metrics");
+}
+
+int store_read_begin(struct store *st, struct error *err)
+{
+    return step_done(st, st->stmt[S_BEGIN_READ], err, "begin");
+}
+
+void store_read_end(struct store *st)
+{
+    step_done(st, st->stmt[S_COMMIT], NULL, "commit");
 }

@@ -112,4 +112,11 @@ int store_job_delete(struct store *st, const char *id, struct error *err);
 int store_metrics(struct store *st, json_t **states, int64_t *submissions, double **latencies,
                   int *nlat, struct error *err);
 
+/*
+ * One read transaction around several reads (a GET request's token, job and attempts): one
+ * snapshot, and one set of WAL locks instead of one per statement.
+ */
+int store_read_begin(struct store *st, struct error *err);
+void store_read_end(struct store *st);
+
 #endif /* RINGD_STORE_H */

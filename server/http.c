@@ -34,6 +34,56 @@ struct req {
     int too_big;
 };
 
+/*
+ * Tokens recently checked by this thread. A client sends the same token on every request;
+ * checking it costs a query and a SHA-256, so a hit within AUTH_CACHE_MS skips both. A
+ * revoked token therefore keeps working for at most that long.
+ */
+#define AUTH_CACHE_SIZE 16
+#define AUTH_CACHE_MS   10000
+
+static _Thread_local struct auth_hit {
+    char header[160];
+    char owner[128];
+    int admin;
+    int64_t expires;
+} auth_cache[AUTH_CACHE_SIZE];
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* auth_check through the thread's cache. */
+static int authorize(struct store *st, const char *header, char *owner, size_t len, int *admin,
+                     struct error *err)
+{
+    int64_t now = mono_ms();
+    size_t slot = 0;
+    if (header != NULL && strlen(header) < sizeof(auth_cache[0].header)) {
+        for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
+            if (auth_cache[i].expires > now && strcmp(auth_cache[i].header, header) == 0) {
+                snprintf(owner, len, "%s", auth_cache[i].owner);
+                *admin = auth_cache[i].admin;
+                return 0;
+            }
+            if (auth_cache[i].expires < auth_cache[slot].expires)
+                slot = i;
+        }
+    }
+    if (auth_check(st, header, owner, len, admin, err) < 0)
+        return -1;
+    if (header != NULL && strlen(header) < sizeof(auth_cache[0].header)) {
+        snprintf(auth_cache[slot].header, sizeof(auth_cache[slot].header), "%s", header);
+        snprintf(auth_cache[slot].owner, sizeof(auth_cache[slot].owner), "%s", owner);
+        auth_cache[slot].admin = *admin;
+        auth_cache[slot].expires = now + AUTH_CACHE_MS;
+    }
+    return 0;
+}
+
 static void close_store(void *p)
 {
     store_close(p);
@@ -148,7 +198,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct api_request req = {0};
     struct error err;
     char owner[128] = "local";
-    int admin = 1;
+    int admin = 1, reading = 0;
     enum MHD_Result ret;
 
     if (rq == NULL) { /* first call: headers only */
@@ -189,9 +239,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                     "cannot open the job database: %s", err.text);
         goto send;
     }
+    reading = !strcmp(method, "GET") && store_read_begin(req.store, &err) == 0;
     if (!h->cfg->no_auth && !public_path(url)) {
-        if (auth_check(req.store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), owner, sizeof(owner),
-                       &admin, &err) < 0) {
+        if (authorize(req.store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), owner, sizeof(owner),
+                      &admin, &err) < 0) {
             if (errno == EACCES || errno == ENOENT)
                 api_problem(&resp, 401, "unauthorized", "Unauthorized", url, "%s", err.text);
             else
@@ -202,6 +253,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!strcmp(url, "/metrics") && !strcmp(method, "GET")) {
         char *text = metrics_render(req.store, &err);
         if (text != NULL) {
+            if (reading)
+                store_read_end(req.store);
             metrics_count_request(200);
             return send_text(c, text);
         }
@@ -219,6 +272,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req.admin = admin;
     api_handle(h->api, &req, &resp);
 send:
+    if (reading)
+        store_read_end(req.store);
     metrics_count_request(resp.status);
     log_line(method, url, resp.status, owner);
     ret = send_json(c, &resp);
