@@ -13,7 +13,7 @@
 
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store_impl.h"
 
 /* A writer waits this long for the lock before giving up with EBUSY. Commits are a few
  * milliseconds, so 5 s only expires when something holds the database far too long. */
@@ -124,35 +124,6 @@ static const char SQL_ATTEMPTS_OF[] =
     "SELECT number, world_size, hosts, gpus, backend_id, run_dir, started_at, ended_at,"
     " exit_status, reason FROM attempts WHERE job_id = ?1 ORDER BY number";
 
-enum {
-    S_JOB_INSERT,
-    S_EVENT_INSERT,
-    S_IDEM_GET,
-    S_IDEM_INSERT,
-    S_JOB_GET,
-    S_JOB_LIST,
-    S_TOKEN_INSERT,
-    S_TOKEN_FIND,
-    S_TOKEN_COUNT,
-    S_JOB_STATE,
-    S_JOB_SCHED,
-    S_JOBS_ACTIVE,
-    S_ATTEMPT_INSERT,
-    S_ATTEMPT_END,
-    S_ATTEMPTS_OF,
-    S_EVENTS_OF,
-    S_JOB_DELETE,
-    S_IDEM_DELETE,
-    S_STATE_COUNTS,
-    S_SUBMISSIONS,
-    S_LATENCIES,
-    S_BEGIN,
-    S_BEGIN_READ,
-    S_COMMIT,
-    S_ROLLBACK,
-    S_COUNT
-};
-
 static const char *const sql_text[S_COUNT] = {
     [S_JOB_INSERT] = SQL_JOB_INSERT,     [S_EVENT_INSERT] = SQL_EVENT_INSERT,
     [S_IDEM_GET] = SQL_IDEM_GET,         [S_IDEM_INSERT] = SQL_IDEM_INSERT,
@@ -168,13 +139,9 @@ static const char *const sql_text[S_COUNT] = {
     [S_COMMIT] = "COMMIT",               [S_ROLLBACK] = "ROLLBACK",
 };
 
-struct store {
-    sqlite3 *db;
-    sqlite3_stmt *stmt[S_COUNT];
-};
 
 /* Maps a SQLite result code to errno, records the message and returns -1. */
-static int fail(struct store *st, int rc, struct error *err, const char *what)
+int store__fail(struct store *st, int rc, struct error *err, const char *what)
 {
     switch (rc & 0xff) {
     case SQLITE_BUSY:
@@ -196,7 +163,7 @@ static int fail(struct store *st, int rc, struct error *err, const char *what)
     return errprintf(err, "%s: %s", what, st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
 }
 
-static void now_iso(char *buf, size_t len)
+void store__now_iso(char *buf, size_t len)
 {
     struct timespec ts;
     struct tm tm;
@@ -255,7 +222,7 @@ int store_open(const char *path, struct store **out, struct error *err)
     rc = sqlite3_open_v2(path, &st->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        fail(st, rc, err, path);
+        store__fail(st, rc, err, path);
         store_close(st);
         return -1;
     }
@@ -269,7 +236,7 @@ int store_open(const char *path, struct store **out, struct error *err)
     for (int i = 0; i < S_COUNT; i++) {
         rc = sqlite3_prepare_v2(st->db, sql_text[i], -1, &st->stmt[i], NULL);
         if (rc != SQLITE_OK) {
-            fail(st, rc, err, "prepare");
+            store__fail(st, rc, err, "prepare");
             goto error;
         }
     }
@@ -305,13 +272,13 @@ int store_schema_version(struct store *st)
 }
 
 /* Runs a statement that returns no rows, then resets it. */
-static int step_done(struct store *st, sqlite3_stmt *s, struct error *err, const char *what)
+int store__step_done(struct store *st, sqlite3_stmt *s, struct error *err, const char *what)
 {
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     if (rc != SQLITE_DONE)
-        return fail(st, rc, err, what);
+        return store__fail(st, rc, err, what);
     return 0;
 }
 
@@ -327,7 +294,7 @@ static void new_job_id(char *buf, size_t len)
              r[6], r[7]);
 }
 
-static const char *col(sqlite3_stmt *s, int i)
+const char *store__col(sqlite3_stmt *s, int i)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
     return t ? (const char *)t : "";
@@ -337,10 +304,10 @@ static const char *col(sqlite3_stmt *s, int i)
 static json_t *row_json(sqlite3_stmt *s)
 {
     json_error_t jerr;
-    json_t *spec = json_loads(col(s, 4), 0, &jerr);
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "id", col(s, 0), "name", col(s, 1),
-                     "owner", col(s, 2), "state", col(s, 3), "spec", spec ? spec : json_object(),
-                     "created_at", col(s, 5), "updated_at", col(s, 6));
+    json_t *spec = json_loads(store__col(s, 4), 0, &jerr);
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "id", store__col(s, 0), "name", store__col(s, 1),
+                     "owner", store__col(s, 2), "state", store__col(s, 3), "spec", spec ? spec : json_object(),
+                     "created_at", store__col(s, 5), "updated_at", store__col(s, 6));
 }
 
 int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
@@ -360,7 +327,7 @@ int store_job_get(struct store *st, const char *id, const char *owner, json_t **
     if (rc == SQLITE_DONE)
         return errno = ENOENT, errprintf(err, "job %s not found", id);
     if (rc != SQLITE_ROW)
-        return fail(st, rc, err, "job lookup");
+        return store__fail(st, rc, err, "job lookup");
     if (*out == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
     return 0;
@@ -374,7 +341,7 @@ int store_job_create(struct store *st, const char *owner, json_t *spec, const ch
     sqlite3_stmt *s;
     int rc;
 
-    if (step_done(st, st->stmt[S_BEGIN], err, "begin") < 0)
+    if (store__step_done(st, st->stmt[S_BEGIN], err, "begin") < 0)
         return -1;
     if (idem_key != NULL) {
         s = st->stmt[S_IDEM_GET];
@@ -382,11 +349,11 @@ int store_job_create(struct store *st, const char *owner, json_t *spec, const ch
         sqlite3_bind_text(s, 2, idem_key, -1, SQLITE_STATIC);
         rc = sqlite3_step(s);
         if (rc == SQLITE_ROW) {
-            int same = strcmp(col(s, 1), req_hash) == 0;
-            snprintf(id, sizeof(id), "%s", col(s, 0));
+            int same = strcmp(store__col(s, 1), req_hash) == 0;
+            snprintf(id, sizeof(id), "%s", store__col(s, 0));
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
-            step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+            store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
             if (!same)
                 return errno = EEXIST,
                        errprintf(err, "Idempotency-Key '%s' was used for a different request",
@@ -397,12 +364,12 @@ int store_job_create(struct store *st, const char *owner, json_t *spec, const ch
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
         if (rc != SQLITE_DONE) {
-            fail(st, rc, err, "idempotency lookup");
+            store__fail(st, rc, err, "idempotency lookup");
             goto rollback;
         }
     }
     new_job_id(id, sizeof(id));
-    now_iso(now, sizeof(now));
+    store__now_iso(now, sizeof(now));
     text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
     if (text == NULL) {
         errno = ENOMEM;
@@ -415,7 +382,7 @@ int store_job_create(struct store *st, const char *owner, json_t *spec, const ch
     sqlite3_bind_text(s, 3, owner, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
-    if (step_done(st, s, err, "insert job") < 0)
+    if (store__step_done(st, s, err, "insert job") < 0)
         goto rollback;
     s = st->stmt[S_EVENT_INSERT];
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
@@ -423,7 +390,7 @@ int store_job_create(struct store *st, const char *owner, json_t *spec, const ch
     sqlite3_bind_text(s, 3, "submitted", -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 4, "QUEUED", -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 5, "job accepted", -1, SQLITE_STATIC);
-    if (step_done(st, s, err, "insert event") < 0)
+    if (store__step_done(st, s, err, "insert event") < 0)
         goto rollback;
     if (idem_key != NULL) {
         s = st->stmt[S_IDEM_INSERT];
@@ -431,10 +398,10 @@ int store_job_create(struct store *st, const char *owner, json_t *spec, const ch
         sqlite3_bind_text(s, 2, idem_key, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 3, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 4, req_hash, -1, SQLITE_STATIC);
-        if (step_done(st, s, err, "insert idempotency key") < 0)
+        if (store__step_done(st, s, err, "insert idempotency key") < 0)
             goto rollback;
     }
-    if (step_done(st, st->stmt[S_COMMIT], err, "commit") < 0)
+    if (store__step_done(st, st->stmt[S_COMMIT], err, "commit") < 0)
         goto rollback;
     free(text);
     *created = 1;
@@ -443,7 +410,7 @@ rollback:
     free(text);
     {
         int saved = errno;
-        step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+        store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
         errno = saved;
     }
     return -1;
@@ -483,7 +450,7 @@ int store_job_list(struct store *st, const char *owner, const char *state, const
     sqlite3_clear_bindings(s);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         json_decref(arr);
-        return fail(st, rc, err, "job list");
+        return store__fail(st, rc, err, "job list");
     }
     *out = arr;
     return 0;
@@ -494,13 +461,13 @@ int store_token_create(struct store *st, const char *id, const char *name, const
 {
     sqlite3_stmt *s = st->stmt[S_TOKEN_INSERT];
     char now[40];
-    now_iso(now, sizeof(now));
+    store__now_iso(now, sizeof(now));
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, hash, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 4, admin);
     sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
-    return step_done(st, s, err, "insert token");
+    return store__step_done(st, s, err, "insert token");
 }
 
 int store_token_find(struct store *st, const char *id, char hash[65], char *name, size_t namelen,
@@ -511,8 +478,8 @@ int store_token_find(struct store *st, const char *id, char hash[65], char *name
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        snprintf(hash, 65, "%s", col(s, 0));
-        snprintf(name, namelen, "%s", col(s, 1));
+        snprintf(hash, 65, "%s", store__col(s, 0));
+        snprintf(name, namelen, "%s", store__col(s, 1));
         *admin = sqlite3_column_int(s, 2);
     }
     sqlite3_reset(s);
@@ -520,7 +487,7 @@ int store_token_find(struct store *st, const char *id, char hash[65], char *name
     if (rc == SQLITE_DONE)
         return errno = ENOENT, errprintf(err, "no such token");
     if (rc != SQLITE_ROW)
-        return fail(st, rc, err, "token lookup");
+        return store__fail(st, rc, err, "token lookup");
     return 0;
 }
 
@@ -532,37 +499,36 @@ int store_token_count(struct store *st, int *count, struct error *err)
         *count = sqlite3_column_int(s, 0);
     sqlite3_reset(s);
     if (rc != SQLITE_ROW)
-        return fail(st, rc, err, "token count");
+        return store__fail(st, rc, err, "token count");
     return 0;
 }
 
-/* ---- the scheduler's side ---- */
 
-static int begin(struct store *st, struct error *err)
+int store__begin(struct store *st, struct error *err)
 {
-    return step_done(st, st->stmt[S_BEGIN], err, "begin");
+    return store__step_done(st, st->stmt[S_BEGIN], err, "begin");
 }
 
-static int commit(struct store *st, struct error *err)
+int store__commit(struct store *st, struct error *err)
 {
-    if (step_done(st, st->stmt[S_COMMIT], err, "commit") < 0) {
+    if (store__step_done(st, st->stmt[S_COMMIT], err, "commit") < 0) {
         int saved = errno;
-        step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+        store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
         errno = saved;
         return -1;
     }
     return 0;
 }
 
-static int rollback(struct store *st)
+int store__rollback(struct store *st)
 {
     int saved = errno;
-    step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+    store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
     errno = saved;
     return -1;
 }
 
-static int event(struct store *st, const char *id, const char *now, const char *type,
+int store__event(struct store *st, const char *id, const char *now, const char *type,
                  const char *state, const char *message, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_EVENT_INSERT];
@@ -573,11 +539,11 @@ static int event(struct store *st, const char *id, const char *now, const char *
         sqlite3_bind_text(s, 4, state, -1, SQLITE_STATIC);
     if (message)
         sqlite3_bind_text(s, 5, message, -1, SQLITE_STATIC);
-    return step_done(st, s, err, "insert event");
+    return store__step_done(st, s, err, "insert event");
 }
 
 /* Sets the state; with expect, only when the job is in that state (else EAGAIN). */
-static int set_state_if(struct store *st, const char *id, const char *expect, const char *state,
+int store__set_state_if(struct store *st, const char *id, const char *expect, const char *state,
                         const char *now, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_JOB_STATE];
@@ -586,7 +552,7 @@ static int set_state_if(struct store *st, const char *id, const char *expect, co
     sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
     if (expect)
         sqlite3_bind_text(s, 4, expect, -1, SQLITE_STATIC);
-    if (step_done(st, s, err, "update job state") < 0)
+    if (store__step_done(st, s, err, "update job state") < 0)
         return -1;
     if (sqlite3_changes(st->db) == 0)
         return errno = expect ? EAGAIN : ENOENT,
@@ -595,255 +561,27 @@ static int set_state_if(struct store *st, const char *id, const char *expect, co
     return 0;
 }
 
-static int set_state(struct store *st, const char *id, const char *state, const char *now,
+int store__set_state(struct store *st, const char *id, const char *state, const char *now,
                      struct error *err)
 {
-    return set_state_if(st, id, NULL, state, now, err);
+    return store__set_state_if(st, id, NULL, state, now, err);
 }
 
-int store_job_transition_if(struct store *st, const char *id, const char *expect,
-                            const char *state, const char *type, const char *message,
-                            struct error *err)
-{
-    char now[40];
-    now_iso(now, sizeof(now));
-    if (begin(st, err) < 0)
-        return -1;
-    if (set_state_if(st, id, expect, state, now, err) < 0 ||
-        event(st, id, now, type, state, message, err) < 0)
-        return rollback(st);
-    return commit(st, err);
-}
 
-int store_job_transition(struct store *st, const char *id, const char *state, const char *type,
-                         const char *message, const struct store_sched *sched, struct error *err)
-{
-    char now[40];
-    now_iso(now, sizeof(now));
-    if (begin(st, err) < 0)
-        return -1;
-    if (set_state(st, id, state, now, err) < 0 ||
-        event(st, id, now, type, state, message, err) < 0)
-        return rollback(st);
-    if (sched != NULL) {
-        sqlite3_stmt *s = st->stmt[S_JOB_SCHED];
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int(s, 2, sched->attempts);
-        sqlite3_bind_int(s, 3, sched->failures);
-        sqlite3_bind_int64(s, 4, sched->not_before);
-        sqlite3_bind_int(s, 5, sched->stop_requested);
-        if (step_done(st, s, err, "update job") < 0)
-            return rollback(st);
-    }
-    return commit(st, err);
-}
 
-int store_jobs_active(struct store *st, json_t **out, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_JOBS_ACTIVE];
-    json_t *arr = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_error_t jerr;
-        json_t *spec = json_loads(col(s, 2), 0, &jerr);
-        json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", col(s, 0), "state",
-                           col(s, 1), "spec", spec ? spec : json_object(), "attempts",
-                           sqlite3_column_int(s, 3), "failures", sqlite3_column_int(s, 4),
-                           "not_before", (json_int_t)sqlite3_column_int64(s, 5), "stop_requested",
-                           sqlite3_column_int(s, 6), "owner", col(s, 7)));
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return fail(st, rc, err, "active jobs");
-    }
-    *out = arr;
-    return 0;
-}
 
-int store_attempt_start(struct store *st, const char *id, const struct store_attempt *a,
-                        const struct store_sched *sched, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_ATTEMPT_INSERT];
-    char now[40], msg[256];
-    now_iso(now, sizeof(now));
-    if (begin(st, err) < 0)
-        return -1;
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, a->number);
-    sqlite3_bind_int(s, 3, a->world_size);
-    sqlite3_bind_text(s, 4, a->hosts, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 5, a->gpus, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 6, a->backend_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 7, a->run_dir, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 8, now, -1, SQLITE_STATIC);
-    if (step_done(st, s, err, "insert attempt") < 0)
-        return rollback(st);
-    snprintf(msg, sizeof(msg), "attempt %d: %d workers on %s, GPUs [%s], process group %s",
-             a->number, a->world_size, a->hosts, a->gpus, a->backend_id);
-    if (set_state(st, id, "RUNNING", now, err) < 0 ||
-        event(st, id, now, "started", "RUNNING", msg, err) < 0)
-        return rollback(st);
-    s = st->stmt[S_JOB_SCHED];
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, sched->attempts);
-    sqlite3_bind_int(s, 3, sched->failures);
-    sqlite3_bind_int64(s, 4, sched->not_before);
-    sqlite3_bind_int(s, 5, sched->stop_requested);
-    if (step_done(st, s, err, "update job") < 0)
-        return rollback(st);
-    return commit(st, err);
-}
 
-int store_attempt_end(struct store *st, const char *id, int number, int exit_status,
-                      const char *reason, const char *state, const char *event_type,
-                      const struct store_sched *sched, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_ATTEMPT_END];
-    char now[40];
-    now_iso(now, sizeof(now));
-    if (begin(st, err) < 0)
-        return -1;
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, number);
-    sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 4, exit_status);
-    sqlite3_bind_text(s, 5, reason, -1, SQLITE_STATIC);
-    if (step_done(st, s, err, "end attempt") < 0 || set_state(st, id, state, now, err) < 0 ||
-        event(st, id, now, event_type, state, reason, err) < 0)
-        return rollback(st);
-    s = st->stmt[S_JOB_SCHED];
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, sched->attempts);
-    sqlite3_bind_int(s, 3, sched->failures);
-    sqlite3_bind_int64(s, 4, sched->not_before);
-    sqlite3_bind_int(s, 5, sched->stop_requested);
-    if (step_done(st, s, err, "update job") < 0)
-        return rollback(st);
-    return commit(st, err);
-}
 
-int store_attempts(struct store *st, const char *id, json_t **out, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_ATTEMPTS_OF];
-    json_t *arr = json_array();
-    int rc;
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *a = json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "number",
-                              sqlite3_column_int(s, 0), "world_size", sqlite3_column_int(s, 1),
-                              "hosts", col(s, 2), "gpus", col(s, 3), "backend_id", col(s, 4),
-                              "run_dir", col(s, 5), "started_at", col(s, 6));
-        if (sqlite3_column_type(s, 7) != SQLITE_NULL) {
-            json_object_set_new(a, "ended_at", json_string(col(s, 7)));
-            json_object_set_new(a, "exit_status", json_integer(sqlite3_column_int(s, 8)));
-            json_object_set_new(a, "reason", json_string(col(s, 9)));
-        }
-        json_array_append_new(arr, a);
-    }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return fail(st, rc, err, "attempts");
-    }
-    *out = arr;
-    return 0;
-}
 
-int store_events(struct store *st, const char *id, int64_t after, int limit, json_t **out,
-                 struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_EVENTS_OF];
-    json_t *arr = json_array();
-    int rc;
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, after);
-    sqlite3_bind_int(s, 3, limit);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *e = json_pack("{s:I, s:s, s:s}", "id", (json_int_t)sqlite3_column_int64(s, 0),
-                              "time", col(s, 1), "type", col(s, 2));
-        if (sqlite3_column_type(s, 3) != SQLITE_NULL)
-            json_object_set_new(e, "state", json_string(col(s, 3)));
-        if (sqlite3_column_type(s, 4) != SQLITE_NULL)
-            json_object_set_new(e, "message", json_string(col(s, 4)));
-        json_array_append_new(arr, e);
-    }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return fail(st, rc, err, "events");
-    }
-    *out = arr;
-    return 0;
-}
 
-int store_job_delete(struct store *st, const char *id, struct error *err)
-{
-    sqlite3_stmt *s;
-    if (begin(st, err) < 0)
-        return -1;
-    s = st->stmt[S_IDEM_DELETE];
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    if (step_done(st, s, err, "delete idempotency keys") < 0)
-        return rollback(st);
-    s = st->stmt[S_JOB_DELETE];
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    if (step_done(st, s, err, "delete job") < 0)
-        return rollback(st);
-    return commit(st, err);
-}
 
-int store_metrics(struct store *st, json_t **states, int64_t *submissions, double **latencies,
-                  int *nlat, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_STATE_COUNTS];
-    int rc, cap = 64;
-    *states = json_object();
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        json_object_set_new(*states, col(s, 0), json_integer(sqlite3_column_int64(s, 1)));
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
-        goto error;
-    s = st->stmt[S_SUBMISSIONS];
-    *submissions = 0;
-    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        *submissions = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        goto error;
-    s = st->stmt[S_LATENCIES];
-    *nlat = 0;
-    *latencies = malloc((size_t)cap * sizeof(double));
-    while (*latencies != NULL && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*nlat == cap) {
-            double *grown = realloc(*latencies, (size_t)cap * 2 * sizeof(double));
-            if (grown == NULL)
-                break;
-            *latencies = grown;
-            cap *= 2;
-        }
-        (*latencies)[(*nlat)++] = sqlite3_column_double(s, 0);
-    }
-    sqlite3_reset(s);
-    if (*latencies == NULL) {
-        json_decref(*states);
-        return errno = ENOMEM, errprintf(err, "out of memory");
-    }
-    return 0;
-error:
-    json_decref(*states);
-    return fail(st, rc, err, "metrics");
-}
 
 int store_read_begin(struct store *st, struct error *err)
 {
-    return step_done(st, st->stmt[S_BEGIN_READ], err, "begin");
+    return store__step_done(st, st->stmt[S_BEGIN_READ], err, "begin");
 }
 
 void store_read_end(struct store *st)
 {
-    step_done(st, st->stmt[S_COMMIT], NULL, "commit");
+    store__step_done(st, st->stmt[S_COMMIT], NULL, "commit");
 }

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store_impl.h - what store.c (the connection, migrations, jobs and tokens) and
+ * store_sched.c (the scheduler's transitions, attempts, events and metrics) share.
+ */
+#ifndef RINGD_STORE_IMPL_H
+#define RINGD_STORE_IMPL_H
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+enum {
+    S_JOB_INSERT,
+    S_EVENT_INSERT,
+    S_IDEM_GET,
+    S_IDEM_INSERT,
+    S_JOB_GET,
+    S_JOB_LIST,
+    S_TOKEN_INSERT,
+    S_TOKEN_FIND,
+    S_TOKEN_COUNT,
+    S_JOB_STATE,
+    S_JOB_SCHED,
+    S_JOBS_ACTIVE,
+    S_ATTEMPT_INSERT,
+    S_ATTEMPT_END,
+    S_ATTEMPTS_OF,
+    S_EVENTS_OF,
+    S_JOB_DELETE,
+    S_IDEM_DELETE,
+    S_STATE_COUNTS,
+    S_SUBMISSIONS,
+    S_LATENCIES,
+    S_BEGIN,
+    S_BEGIN_READ,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_COUNT
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[S_COUNT];
+};
+
+/* Maps a SQLite result code to errno, records the message and returns -1. */
+int store__fail(struct store *st, int rc, struct error *err, const char *what);
+/* The current UTC time as ISO 8601 with milliseconds. */
+void store__now_iso(char *buf, size_t len);
+/* Runs a statement that returns no rows, then resets it. Returns 0 or -1. */
+int store__step_done(struct store *st, sqlite3_stmt *s, struct error *err, const char *what);
+/* Column i as text ("" for NULL). */
+const char *store__col(sqlite3_stmt *s, int i);
+/* BEGIN IMMEDIATE, COMMIT (rolling back on failure) and ROLLBACK (keeps errno; returns -1). */
+int store__begin(struct store *st, struct error *err);
+int store__commit(struct store *st, struct error *err);
+int store__rollback(struct store *st);
+/* Appends an event to job id. */
+int store__event(struct store *st, const char *id, const char *now, const char *type,
+                 const char *state, const char *message, struct error *err);
+/* Sets a job's state; with expect, only from that state (else EAGAIN). */
+int store__set_state_if(struct store *st, const char *id, const char *expect, const char *state,
+                        const char *now, struct error *err);
+int store__set_state(struct store *st, const char *id, const char *state, const char *now,
+                     struct error *err);
+
+#endif /* RINGD_STORE_IMPL_H */

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store_sched.c - the scheduler's side of the store: state transitions with their events,
+ * attempts, the event history, deletion and the figures behind /metrics. Each write is one
+ * transaction.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_impl.h"
+
+int store_job_transition(struct store *st, const char *id, const char *state, const char *type,
+                         const char *message, const struct store_sched *sched, struct error *err)
+{
+    char now[40];
+    store__now_iso(now, sizeof(now));
+    if (store__begin(st, err) < 0)
+        return -1;
+    if (store__set_state(st, id, state, now, err) < 0 ||
+        store__event(st, id, now, type, state, message, err) < 0)
+        return store__rollback(st);
+    if (sched != NULL) {
+        sqlite3_stmt *s = st->stmt[S_JOB_SCHED];
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 2, sched->attempts);
+        sqlite3_bind_int(s, 3, sched->failures);
+        sqlite3_bind_int64(s, 4, sched->not_before);
+        sqlite3_bind_int(s, 5, sched->stop_requested);
+        if (store__step_done(st, s, err, "update job") < 0)
+            return store__rollback(st);
+    }
+    return store__commit(st, err);
+}
+
+int store_job_transition_if(struct store *st, const char *id, const char *expect,
+                            const char *state, const char *type, const char *message,
+                            struct error *err)
+{
+    char now[40];
+    store__now_iso(now, sizeof(now));
+    if (store__begin(st, err) < 0)
+        return -1;
+    if (store__set_state_if(st, id, expect, state, now, err) < 0 ||
+        store__event(st, id, now, type, state, message, err) < 0)
+        return store__rollback(st);
+    return store__commit(st, err);
+}
+
+int store_jobs_active(struct store *st, json_t **out, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOBS_ACTIVE];
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_error_t jerr;
+        json_t *spec = json_loads(store__col(s, 2), 0, &jerr);
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", store__col(s, 0), "state",
+                           store__col(s, 1), "spec", spec ? spec : json_object(), "attempts",
+                           sqlite3_column_int(s, 3), "failures", sqlite3_column_int(s, 4),
+                           "not_before", (json_int_t)sqlite3_column_int64(s, 5), "stop_requested",
+                           sqlite3_column_int(s, 6), "owner", store__col(s, 7)));
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store__fail(st, rc, err, "active jobs");
+    }
+    *out = arr;
+    return 0;
+}
+
+int store_attempt_start(struct store *st, const char *id, const struct store_attempt *a,
+                        const struct store_sched *sched, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPT_INSERT];
+    char now[40], msg[256];
+    store__now_iso(now, sizeof(now));
+    if (store__begin(st, err) < 0)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, a->number);
+    sqlite3_bind_int(s, 3, a->world_size);
+    sqlite3_bind_text(s, 4, a->hosts, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, a->gpus, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, a->backend_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 7, a->run_dir, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 8, now, -1, SQLITE_STATIC);
+    if (store__step_done(st, s, err, "insert attempt") < 0)
+        return store__rollback(st);
+    snprintf(msg, sizeof(msg), "attempt %d: %d workers on %s, GPUs [%s], process group %s",
+             a->number, a->world_size, a->hosts, a->gpus, a->backend_id);
+    if (store__set_state(st, id, "RUNNING", now, err) < 0 ||
+        store__event(st, id, now, "started", "RUNNING", msg, err) < 0)
+        return store__rollback(st);
+    s = st->stmt[S_JOB_SCHED];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, sched->attempts);
+    sqlite3_bind_int(s, 3, sched->failures);
+    sqlite3_bind_int64(s, 4, sched->not_before);
+    sqlite3_bind_int(s, 5, sched->stop_requested);
+    if (store__step_done(st, s, err, "update job") < 0)
+        return store__rollback(st);
+    return store__commit(st, err);
+}
+
+int store_attempt_end(struct store *st, const char *id, int number, int exit_status,
+                      const char *reason, const char *state, const char *event_type,
+                      const struct store_sched *sched, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPT_END];
+    char now[40];
+    store__now_iso(now, sizeof(now));
+    if (store__begin(st, err) < 0)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, number);
+    sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 4, exit_status);
+    sqlite3_bind_text(s, 5, reason, -1, SQLITE_STATIC);
+    if (store__step_done(st, s, err, "end attempt") < 0 || store__set_state(st, id, state, now, err) < 0 ||
+        store__event(st, id, now, event_type, state, reason, err) < 0)
+        return store__rollback(st);
+    s = st->stmt[S_JOB_SCHED];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, sched->attempts);
+    sqlite3_bind_int(s, 3, sched->failures);
+    sqlite3_bind_int64(s, 4, sched->not_before);
+    sqlite3_bind_int(s, 5, sched->stop_requested);
+    if (store__step_done(st, s, err, "update job") < 0)
+        return store__rollback(st);
+    return store__commit(st, err);
+}
+
+int store_attempts(struct store *st, const char *id, json_t **out, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPTS_OF];
+    json_t *arr = json_array();
+    int rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *a = json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "number",
+                              sqlite3_column_int(s, 0), "world_size", sqlite3_column_int(s, 1),
+                              "hosts", store__col(s, 2), "gpus", store__col(s, 3), "backend_id", store__col(s, 4),
+                              "run_dir", store__col(s, 5), "started_at", store__col(s, 6));
+        if (sqlite3_column_type(s, 7) != SQLITE_NULL) {
+            json_object_set_new(a, "ended_at", json_string(store__col(s, 7)));
+            json_object_set_new(a, "exit_status", json_integer(sqlite3_column_int(s, 8)));
+            json_object_set_new(a, "reason", json_string(store__col(s, 9)));
+        }
+        json_array_append_new(arr, a);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store__fail(st, rc, err, "attempts");
+    }
+    *out = arr;
+    return 0;
+}
+
+int store_events(struct store *st, const char *id, int64_t after, int limit, json_t **out,
+                 struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_EVENTS_OF];
+    json_t *arr = json_array();
+    int rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, after);
+    sqlite3_bind_int(s, 3, limit);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *e = json_pack("{s:I, s:s, s:s}", "id", (json_int_t)sqlite3_column_int64(s, 0),
+                              "time", store__col(s, 1), "type", store__col(s, 2));
+        if (sqlite3_column_type(s, 3) != SQLITE_NULL)
+            json_object_set_new(e, "state", json_string(store__col(s, 3)));
+        if (sqlite3_column_type(s, 4) != SQLITE_NULL)
+            json_object_set_new(e, "message", json_string(store__col(s, 4)));
+        json_array_append_new(arr, e);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store__fail(st, rc, err, "events");
+    }
+    *out = arr;
+    return 0;
+}
+
+int store_job_delete(struct store *st, const char *id, struct error *err)
+{
+    sqlite3_stmt *s;
+    if (store__begin(st, err) < 0)
+        return -1;
+    s = st->stmt[S_IDEM_DELETE];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (store__step_done(st, s, err, "delete idempotency keys") < 0)
+        return store__rollback(st);
+    s = st->stmt[S_JOB_DELETE];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (store__step_done(st, s, err, "delete job") < 0)
+        return store__rollback(st);
+    return store__commit(st, err);
+}
+
+int store_metrics(struct store *st, json_t **states, int64_t *submissions, double **latencies,
+                  int *nlat, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_STATE_COUNTS];
+    int rc, cap = 64;
+    *states = json_object();
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        json_object_set_new(*states, store__col(s, 0), json_integer(sqlite3_column_int64(s, 1)));
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        goto error;
+    s = st->stmt[S_SUBMISSIONS];
+    *submissions = 0;
+    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        *submissions = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        goto error;
+    s = st->stmt[S_LATENCIES];
+    *nlat = 0;
+    *latencies = malloc((size_t)cap * sizeof(double));
+    while (*latencies != NULL && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*nlat == cap) {
+            double *grown = realloc(*latencies, (size_t)cap * 2 * sizeof(double));
+            if (grown == NULL)
+                break;
+            *latencies = grown;
+            cap *= 2;
+        }
+        (*latencies)[(*nlat)++] = sqlite3_column_double(s, 0);
+    }
+    sqlite3_reset(s);
+    if (*latencies == NULL) {
+        json_decref(*states);
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    }
+    return 0;
+error:
+    json_decref(*states);
+    return store__fail(st, rc, err, "metrics");
+}
