@@ -169,7 +169,7 @@ int main(int argc, char **argv)
             say("error", "cannot resolve data directory %s: %s", cfg.data_dir, strerror(errno));
             return EXIT_CONFIG;
         }
-        snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);
+        memcpy(cfg.data_dir, abs, strlen(abs) + 1); /* fits: checked above */
     }
     snprintf(checkpoints, sizeof(checkpoints), "%s/checkpoints", cfg.data_dir);
     if (mkdir(checkpoints, 0755) < 0 && errno != EEXIST) {
