@@ -198,7 +198,7 @@ static int cmd_submit(int argc, char **argv)
     json_t *spec = json_object(), *env = json_object(), *labels = json_object(), *job, *cmd;
     const char *idem = NULL, *file = NULL;
     char *body;
-    int o, rc;
+    int o, rc = 0;
 
     optind = 1;
     while ((o = getopt_long(argc, argv, "+n:N:g:e:l:r:p:w:f:k:", opts, NULL)) != -1) {
@@ -232,7 +232,8 @@ static int cmd_submit(int argc, char **argv)
             if ((eq = strchr(optarg, '=')) == NULL) {
                 fprintf(stderr, "ringctl: --%s wants KEY=VALUE, not '%s'\n",
                         o == 'e' ? "env" : "label", optarg);
-                return EXIT_USAGE;
+                rc = EXIT_USAGE;
+                goto out;
             }
             *eq = '\0';
             json_object_set_new(o == 'e' ? env : labels, optarg, json_string(eq + 1));
@@ -248,7 +249,8 @@ static int cmd_submit(int argc, char **argv)
                             "[--env K=V] [--label K=V] [--max-restarts R] [--priority P] "
                             "[--workdir DIR] [--idempotency-key K] (-f spec.json | -- program "
                             "args...)\n");
-            return EXIT_USAGE;
+            rc = EXIT_USAGE;
+            goto out;
         }
     }
     if (file != NULL) {
@@ -256,7 +258,8 @@ static int cmd_submit(int argc, char **argv)
         json_t *f = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
         if (f == NULL) {
             fprintf(stderr, "ringctl: %s:%d: %s\n", file, jerr.line, jerr.text);
-            return EXIT_USAGE;
+            rc = EXIT_USAGE;
+            goto out;
         }
         json_object_update_missing(f, spec); /* flags override nothing the file says */
         json_decref(spec);
@@ -281,20 +284,21 @@ static int cmd_submit(int argc, char **argv)
         json_object_set(spec, "env", env);
     if (json_object_size(labels) > 0)
         json_object_set(spec, "labels", labels);
-    json_decref(env);
-    json_decref(labels);
     body = json_dumps(spec, JSON_COMPACT);
-    json_decref(spec);
     rc = call("POST", "/v1/jobs", body, idem, &job);
     free(body);
-    if (rc != 0)
-        return rc;
-    if (json_out)
-        print_json(job);
-    else
-        printf("%s\n", str(job, "id"));
-    json_decref(job);
-    return 0;
+    if (rc == 0) {
+        if (json_out)
+            print_json(job);
+        else
+            printf("%s\n", str(job, "id"));
+        json_decref(job);
+    }
+out:
+    json_decref(env);
+    json_decref(labels);
+    json_decref(spec);
+    return rc;
 }
 
 static void workers_text(json_t *spec, char *buf, size_t len)
@@ -315,7 +319,7 @@ static int cmd_ls(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     char path[1024], q[600] = "", esc[300];
     const char *token_next = NULL;
-    json_t *all = json_array(), *page = NULL, *j;
+    json_t *all, *page = NULL, *j;
     size_t i;
     int o, rc;
 
@@ -331,6 +335,7 @@ static int cmd_ls(int argc, char **argv)
         curl_free(e);
         strncat(q, esc, sizeof(q) - strlen(q) - 1);
     }
+    all = json_array();
     do { /* every page */
         snprintf(path, sizeof(path), "/v1/jobs?page_size=1000%s%s%s", q,
                  token_next ? "&page_token=" : "", token_next ? token_next : "");
