@@ -36,7 +36,7 @@ bench: build
 	@bench/rest/run.sh --build $(BUILD)
 
 format:
-	@find worker tests bench -name '*.[ch]' | xargs clang-format -i
+	@find worker tests bench server api db scheduler -name '*.[ch]' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -15,9 +15,9 @@
 
 /* What the API needs from the daemon, fixed at start-up. */
 struct api_config {
-    const char *data_dir;   /* checkpoint_dir defaults under data_dir/checkpoints/<job> */
-    int slots;              /* workers that fit when jobs need no GPU */
-    int gpus;               /* GPUs on this host */
+    const char *data_dir; /* checkpoint_dir defaults under data_dir/checkpoints/<job> */
+    int slots;            /* workers that fit when jobs need no GPU */
+    int gpus;             /* GPUs on this host */
     /* Creates an API token (the server owns the hashing): writes the secret token into
      * token (at least 128 bytes). Returns 0 or -1 with err. */
     int (*token_create)(struct store *st, const char *name, int admin, char *token,
@@ -28,26 +28,26 @@ struct api_config {
 struct api_request {
     const char *method;
     const char *path;
-    const char *body;       /* NUL-terminated; NULL when there is none */
+    const char *body; /* NUL-terminated; NULL when there is none */
     size_t body_len;
     /* Query argument and header lookups; return NULL when absent. */
     const char *(*query)(void *conn, const char *key);
     const char *(*header)(void *conn, const char *key);
     void *conn;
-    const char *owner;      /* who is calling (the token's name) */
-    int admin;              /* an admin acts on every owner's jobs */
-    struct store *store;    /* this thread's connection */
+    const char *owner;   /* who is calling (the token's name) */
+    int admin;           /* an admin acts on every owner's jobs */
+    struct store *store; /* this thread's connection */
 };
 
 struct api_response {
     int status;
-    json_t *body;           /* owned; NULL for no body */
-    int problem;            /* body is application/problem+json */
+    json_t *body; /* owned; NULL for no body */
+    int problem;  /* body is application/problem+json */
     char location[128];
-    char allow[64];         /* for 405 */
-    char *text;             /* owned; a text/plain body instead of JSON (logs) */
+    char allow[64]; /* for 405 */
+    char *text;     /* owned; a text/plain body instead of JSON (logs) */
     size_t text_len;
-    long long log_offset;   /* with text: where the client continues (X-Ring-Log-Offset) */
+    long long log_offset; /* with text: where the client continues (X-Ring-Log-Offset) */
 };
 
 /* Routes req, runs its handler and fills resp (status, body, headers). Never fails: every

@@ -40,9 +40,9 @@ static void bad(struct check *c, const char *field, const char *fmt, ...)
 }
 
 static const char *const known[] = {
-    "name",     "command",      "workers",        "gpus_per_worker", "cpus_per_worker",
-    "env",      "working_dir",  "priority",       "max_restarts",    "checkpoint_dir",
-    "labels",   "backend",      NULL,
+    "name",   "command",     "workers",  "gpus_per_worker", "cpus_per_worker",
+    "env",    "working_dir", "priority", "max_restarts",    "checkpoint_dir",
+    "labels", "backend",     NULL,
 };
 
 static int is_known(const char *key)
@@ -106,11 +106,13 @@ static void check_command(struct check *c, json_t *spec)
     json_t *v = json_object_get(spec, "command"), *arg;
     size_t i;
     if (v == NULL)
-        return bad(c, "command", "command is required: the program and its arguments, as an "
-                                 "array of strings");
+        return bad(c, "command",
+                   "command is required: the program and its arguments, as an "
+                   "array of strings");
     if (!json_is_array(v))
-        return bad(c, "command", "command must be an array of strings (it is never run by a "
-                                 "shell)");
+        return bad(c, "command",
+                   "command must be an array of strings (it is never run by a "
+                   "shell)");
     if (json_array_size(v) == 0)
         return bad(c, "command", "command must not be empty: give at least the program");
     if (json_array_size(v) > ARGV_MAX)
@@ -183,8 +185,9 @@ static void check_string_map(struct check *c, json_t *spec, const char *key, int
         if (!json_is_string(x))
             bad(c, field, "%s must be a string", field);
         if (env && !env_name_ok(k))
-            bad(c, field, "'%.120s' is not a valid environment variable name (letters, digits "
-                          "and '_', not starting with a digit)",
+            bad(c, field,
+                "'%.120s' is not a valid environment variable name (letters, digits "
+                "and '_', not starting with a digit)",
                 k);
         if (env && strncmp(k, "RING_", 5) == 0)
             bad(c, field, "%.120s is set by ringd (the worker contract); remove it", k);
@@ -205,8 +208,8 @@ static void check_dir(struct check *c, json_t *spec, const char *key, int must_e
         bad(c, key, "%s '%s' does not exist or is not a directory", key, json_string_value(v));
 }
 
-int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **out,
-                  json_t **errors, int *status, const char **kind)
+int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **out, json_t **errors,
+                  int *status, const char **kind)
 {
     struct check c = {json_array()};
     json_error_t jerr;
@@ -252,8 +255,9 @@ int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **ou
         goto invalid;
     /* A job that can never fit is refused now rather than queued forever. */
     if (gpw > 0 && min * gpw > gpus) {
-        bad(&c, "workers", "the job needs %lld GPUs (workers.min %lld x gpus_per_worker %lld) but "
-                           "this cluster has %d",
+        bad(&c, "workers",
+            "the job needs %lld GPUs (workers.min %lld x gpus_per_worker %lld) but "
+            "this cluster has %d",
             (long long)(min * gpw), (long long)min, (long long)gpw, gpus);
         goto invalid;
     }

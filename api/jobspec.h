@@ -19,7 +19,7 @@
  * (400 malformed JSON, 422 invalid values) and *kind to the problem kind.
  * slots and gpus are the cluster's capacity: a job that can never fit is rejected.
  */
-int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **out,
-                  json_t **errors, int *status, const char **kind);
+int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **out, json_t **errors,
+                  int *status, const char **kind);
 
 #endif /* RINGD_JOBSPEC_H */

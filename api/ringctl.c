@@ -188,11 +188,16 @@ static const char *str(json_t *o, const char *k)
 static int cmd_submit(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"workers", required_argument, NULL, 'n'},     {"name", required_argument, NULL, 'N'},
-        {"gpus-per-worker", required_argument, NULL, 'g'}, {"env", required_argument, NULL, 'e'},
-        {"label", required_argument, NULL, 'l'},       {"max-restarts", required_argument, NULL, 'r'},
-        {"priority", required_argument, NULL, 'p'},    {"workdir", required_argument, NULL, 'w'},
-        {"file", required_argument, NULL, 'f'},        {"idempotency-key", required_argument, NULL, 'k'},
+        {"workers", required_argument, NULL, 'n'},
+        {"name", required_argument, NULL, 'N'},
+        {"gpus-per-worker", required_argument, NULL, 'g'},
+        {"env", required_argument, NULL, 'e'},
+        {"label", required_argument, NULL, 'l'},
+        {"max-restarts", required_argument, NULL, 'r'},
+        {"priority", required_argument, NULL, 'p'},
+        {"workdir", required_argument, NULL, 'w'},
+        {"file", required_argument, NULL, 'f'},
+        {"idempotency-key", required_argument, NULL, 'k'},
         {NULL, 0, NULL, 0},
     };
     json_t *spec = json_object(), *env = json_object(), *labels = json_object(), *job, *cmd;
@@ -275,7 +280,8 @@ static int cmd_submit(int argc, char **argv)
             char name[129];
             snprintf(name, sizeof(name), "%s", base ? base + 1 : argv[optind]);
             for (char *c = name; *c; c++)
-                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *c))
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-",
+                            *c))
                     *c = '-';
             json_object_set_new(spec, "name", json_string(name));
         }
@@ -397,7 +403,8 @@ static int cmd_show(const char *id)
                json_integer_value(json_object_get(p, "world_size")));
     json_array_foreach(json_object_get(j, "attempts"), i, a)
     {
-        printf("attempt %lld: %lld workers on %s, started %s", json_integer_value(json_object_get(a, "number")),
+        printf("attempt %lld: %lld workers on %s, started %s",
+               json_integer_value(json_object_get(a, "number")),
                json_integer_value(json_object_get(a, "world_size")), str(a, "hosts"),
                str(a, "started_at"));
         if (json_object_get(a, "ended_at"))
@@ -428,8 +435,8 @@ static int cmd_action(const char *method, const char *id, const char *action)
 
 static int finished(const char *state)
 {
-    return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
-           !strcmp(state, "CANCELLED") || !strcmp(state, "STOPPED");
+    return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") || !strcmp(state, "CANCELLED") ||
+           !strcmp(state, "STOPPED");
 }
 
 /* The job's state, or NULL when it cannot be read. */
@@ -484,9 +491,9 @@ static int cmd_events(const char *id, int follow)
         if (done) { /* one last read for the final events */
             snprintf(path, sizeof(path), "/v1/jobs/%s/events?after=%lld", id, after);
             if (call("GET", path, NULL, NULL, &j) == 0) {
-                json_array_foreach(json_object_get(j, "events"), i, e) printf(
-                    "%s  %-10s %-10s %s\n", str(e, "time"), str(e, "type"), str(e, "state"),
-                    str(e, "message"));
+                json_array_foreach(json_object_get(j, "events"), i, e)
+                    printf("%s  %-10s %-10s %s\n", str(e, "time"), str(e, "type"), str(e, "state"),
+                           str(e, "message"));
                 json_decref(j);
             }
             return end_status(state);
@@ -510,10 +517,18 @@ static int cmd_logs(int argc, char **argv)
     optind = 1;
     while ((o = getopt_long(argc, argv, "r:t:ef", opts, NULL)) != -1) {
         switch (o) {
-        case 'r': rank = atoi(optarg); break;
-        case 't': tail = atoi(optarg); break;
-        case 'e': err = 1; break;
-        case 'f': follow = 1; break;
+        case 'r':
+            rank = atoi(optarg);
+            break;
+        case 't':
+            tail = atoi(optarg);
+            break;
+        case 'e':
+            err = 1;
+            break;
+        case 'f':
+            follow = 1;
+            break;
         default:
             fprintf(stderr, "usage: ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]\n");
             return EXIT_USAGE;
@@ -530,8 +545,8 @@ static int cmd_logs(int argc, char **argv)
         long long next = -1;
         if (offset < 0)
             snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s%s%d", id, rank,
-                     err ? "stderr" : "stdout", tail >= 0 ? "&tail=" : "&offset=",
-                     tail >= 0 ? tail : 0);
+                     err ? "stderr" : "stdout",
+                     tail >= 0 ? "&tail=" : "&offset=", tail >= 0 ? tail : 0);
         else
             snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&offset=%lld", id, rank,
                      err ? "stderr" : "stdout", offset);
@@ -583,8 +598,8 @@ static int cmd_cluster(void)
                json_integer_value(json_object_get(n, "slots")),
                json_integer_value(json_object_get(n, "slots_free")),
                json_array_size(json_object_get(n, "gpus")));
-        json_array_foreach(jobs, k, j) printf(" %s(%lld)", str(j, "id"),
-                                              json_integer_value(json_object_get(j, "workers")));
+        json_array_foreach(jobs, k, j)
+            printf(" %s(%lld)", str(j, "id"), json_integer_value(json_object_get(j, "workers")));
         printf("\n");
     }
     json_decref(c);

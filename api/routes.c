@@ -168,9 +168,9 @@ static void job_create(const struct api_config *cfg, const struct api_request *r
     if (jobspec_parse(req->body, req->body_len, cfg->slots, cfg->gpus, &spec, &errors, &status,
                       &kind) < 0) {
         json_t *first = json_array_get(errors, 0);
-        json_t *p = api_problem(resp, status, kind,
-                                status == 400 ? "Malformed JSON" : "Invalid JobSpec", req->path,
-                                "%s", json_string_value(json_object_get(first, "detail")));
+        json_t *p =
+            api_problem(resp, status, kind, status == 400 ? "Malformed JSON" : "Invalid JobSpec",
+                        req->path, "%s", json_string_value(json_object_get(first, "detail")));
         json_object_set_new(p, "errors", errors);
         return;
     }
@@ -196,8 +196,8 @@ static void job_create(const struct api_config *cfg, const struct api_request *r
              json_string_value(json_object_get(job, "id")));
 }
 
-static void job_get(const struct api_config *cfg, const struct api_request *req,
-                    const char *param, struct api_response *resp)
+static void job_get(const struct api_config *cfg, const struct api_request *req, const char *param,
+                    struct api_response *resp)
 {
     json_t *job;
     struct error err;
@@ -219,8 +219,8 @@ static void job_get(const struct api_config *cfg, const struct api_request *req,
 
 static int finished(const char *state)
 {
-    return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
-           !strcmp(state, "CANCELLED") || !strcmp(state, "STOPPED");
+    return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") || !strcmp(state, "CANCELLED") ||
+           !strcmp(state, "STOPPED");
 }
 
 /* Loads the caller's job param into *job (new reference); else fills resp and returns -1. */
@@ -239,8 +239,8 @@ static int own_job(const struct api_request *req, const char *param, struct api_
 }
 
 /* Answers with the job as it is now. */
-static void reply_job(const struct api_config *cfg, const struct api_request *req,
-                      const char *id, int status, struct api_response *resp)
+static void reply_job(const struct api_config *cfg, const struct api_request *req, const char *id,
+                      int status, struct api_response *resp)
 {
     json_t *job;
     struct error err;
@@ -254,8 +254,8 @@ static void reply_job(const struct api_config *cfg, const struct api_request *re
 }
 
 /* cancel and stop: the scheduler carries them out; a running job ends when reaped. */
-static void end_job(const struct api_config *cfg, const struct api_request *req,
-                    const char *param, struct api_response *resp, int stop)
+static void end_job(const struct api_config *cfg, const struct api_request *req, const char *param,
+                    struct api_response *resp, int stop)
 {
     json_t *job;
     struct error err;
@@ -293,8 +293,8 @@ static void job_cancel(const struct api_config *cfg, const struct api_request *r
     end_job(cfg, req, param, resp, 0);
 }
 
-static void job_stop(const struct api_config *cfg, const struct api_request *req,
-                     const char *param, struct api_response *resp)
+static void job_stop(const struct api_config *cfg, const struct api_request *req, const char *param,
+                     struct api_response *resp)
 {
     end_job(cfg, req, param, resp, 1);
 }
@@ -378,8 +378,8 @@ static void job_events(const struct api_config *cfg, const struct api_request *r
  * latest attempt, as text. offset returns what follows byte B, so a client follows the log
  * by passing back the X-Ring-Log-Offset it got; tail returns the last N lines.
  */
-static void job_logs(const struct api_config *cfg, const struct api_request *req,
-                     const char *param, struct api_response *resp)
+static void job_logs(const struct api_config *cfg, const struct api_request *req, const char *param,
+                     struct api_response *resp)
 {
     const char *rank_s = req->query(req->conn, "rank"), *tail_s = req->query(req->conn, "tail");
     const char *stream = req->query(req->conn, "stream"), *off_s = req->query(req->conn, "offset");
@@ -459,8 +459,8 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
     resp->status = 200;
 }
 
-static void cluster(const struct api_config *cfg, const struct api_request *req,
-                    const char *param, struct api_response *resp)
+static void cluster(const struct api_config *cfg, const struct api_request *req, const char *param,
+                    struct api_response *resp)
 {
     json_t *snap = scheduler_snapshot(cfg->sched);
     if (snap == NULL) {
@@ -474,8 +474,9 @@ static void cluster(const struct api_config *cfg, const struct api_request *req,
 
 static int valid_state(const char *s)
 {
-    static const char *const states[] = {"QUEUED",    "STARTING", "RUNNING", "STOPPING",
-                                         "STOPPED",   "SUCCEEDED", "FAILED", "CANCELLED", NULL};
+    static const char *const states[] = {"QUEUED",   "STARTING",  "RUNNING",
+                                         "STOPPING", "STOPPED",   "SUCCEEDED",
+                                         "FAILED",   "CANCELLED", NULL};
     for (int i = 0; states[i]; i++) {
         if (strcmp(states[i], s) == 0)
             return 1;
@@ -483,8 +484,8 @@ static int valid_state(const char *s)
     return 0;
 }
 
-static void job_list(const struct api_config *cfg, const struct api_request *req,
-                     const char *param, struct api_response *resp)
+static void job_list(const struct api_config *cfg, const struct api_request *req, const char *param,
+                     struct api_response *resp)
 {
     const char *ps = req->query(req->conn, "page_size"), *tok = req->query(req->conn, "page_token");
     const char *state = req->query(req->conn, "state"), *label = req->query(req->conn, "label");
@@ -575,9 +576,10 @@ static void token_create(const struct api_config *cfg, const struct api_request 
     name = json_object_get(body, "name");
     admin = json_object_get(body, "admin");
     n = json_string_value(name);
-    if (n == NULL || *n == '\0' || strlen(n) > 64 || strspn(n, "abcdefghijklmnopqrstuvwxyz"
-                                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                               "0123456789._-") != strlen(n) ||
+    if (n == NULL || *n == '\0' || strlen(n) > 64 ||
+        strspn(n, "abcdefghijklmnopqrstuvwxyz"
+                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._-") != strlen(n) ||
         (admin != NULL && !json_is_boolean(admin)) || json_object_size(body) > 2 ||
         (json_object_size(body) == 2 && admin == NULL)) {
         api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
@@ -592,20 +594,20 @@ static void token_create(const struct api_config *cfg, const struct api_request 
         return;
     }
     resp->status = 201;
-    resp->body = json_pack("{s:s, s:b, s:s}", "name", n, "admin", json_is_true(admin), "token",
-                           token);
+    resp->body =
+        json_pack("{s:s, s:b, s:s}", "name", n, "admin", json_is_true(admin), "token", token);
     json_decref(body);
 }
 
-static void healthz(const struct api_config *cfg, const struct api_request *req,
-                    const char *param, struct api_response *resp)
+static void healthz(const struct api_config *cfg, const struct api_request *req, const char *param,
+                    struct api_response *resp)
 {
     resp->status = 200;
     resp->body = json_pack("{s:s}", "status", "ok");
 }
 
-static void readyz(const struct api_config *cfg, const struct api_request *req,
-                   const char *param, struct api_response *resp)
+static void readyz(const struct api_config *cfg, const struct api_request *req, const char *param,
+                   struct api_response *resp)
 {
     if (store_schema_version(req->store) < 1) {
         api_problem(resp, 503, "not-ready", "Service Unavailable", req->path,
@@ -616,8 +618,8 @@ static void readyz(const struct api_config *cfg, const struct api_request *req,
     resp->body = json_pack("{s:s}", "status", "ready");
 }
 
-static void openapi(const struct api_config *cfg, const struct api_request *req,
-                    const char *param, struct api_response *resp)
+static void openapi(const struct api_config *cfg, const struct api_request *req, const char *param,
+                    struct api_response *resp)
 {
     json_error_t jerr;
     resp->body = json_loads(api_openapi(), 0, &jerr);

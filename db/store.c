@@ -125,20 +125,32 @@ static const char SQL_ATTEMPTS_OF[] =
     " exit_status, reason FROM attempts WHERE job_id = ?1 ORDER BY number";
 
 static const char *const sql_text[S_COUNT] = {
-    [S_JOB_INSERT] = SQL_JOB_INSERT,     [S_EVENT_INSERT] = SQL_EVENT_INSERT,
-    [S_IDEM_GET] = SQL_IDEM_GET,         [S_IDEM_INSERT] = SQL_IDEM_INSERT,
-    [S_JOB_GET] = SQL_JOB_GET,           [S_JOB_LIST] = SQL_JOB_LIST,
-    [S_TOKEN_INSERT] = SQL_TOKEN_INSERT, [S_TOKEN_FIND] = SQL_TOKEN_FIND,
-    [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,   [S_JOB_STATE] = SQL_JOB_STATE,
-    [S_JOB_SCHED] = SQL_JOB_SCHED,       [S_JOBS_ACTIVE] = SQL_JOBS_ACTIVE,
-    [S_ATTEMPT_INSERT] = SQL_ATTEMPT_INSERT, [S_ATTEMPT_END] = SQL_ATTEMPT_END,
-    [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,   [S_EVENTS_OF] = SQL_EVENTS_OF,
-    [S_JOB_DELETE] = SQL_JOB_DELETE,     [S_IDEM_DELETE] = SQL_IDEM_DELETE,
-    [S_STATE_COUNTS] = SQL_STATE_COUNTS, [S_SUBMISSIONS] = SQL_SUBMISSIONS,
-    [S_LATENCIES] = SQL_LATENCIES,       [S_BEGIN] = "BEGIN IMMEDIATE", [S_BEGIN_READ] = "BEGIN",
-    [S_COMMIT] = "COMMIT",               [S_ROLLBACK] = "ROLLBACK",
+    [S_JOB_INSERT] = SQL_JOB_INSERT,
+    [S_EVENT_INSERT] = SQL_EVENT_INSERT,
+    [S_IDEM_GET] = SQL_IDEM_GET,
+    [S_IDEM_INSERT] = SQL_IDEM_INSERT,
+    [S_JOB_GET] = SQL_JOB_GET,
+    [S_JOB_LIST] = SQL_JOB_LIST,
+    [S_TOKEN_INSERT] = SQL_TOKEN_INSERT,
+    [S_TOKEN_FIND] = SQL_TOKEN_FIND,
+    [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,
+    [S_JOB_STATE] = SQL_JOB_STATE,
+    [S_JOB_SCHED] = SQL_JOB_SCHED,
+    [S_JOBS_ACTIVE] = SQL_JOBS_ACTIVE,
+    [S_ATTEMPT_INSERT] = SQL_ATTEMPT_INSERT,
+    [S_ATTEMPT_END] = SQL_ATTEMPT_END,
+    [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,
+    [S_EVENTS_OF] = SQL_EVENTS_OF,
+    [S_JOB_DELETE] = SQL_JOB_DELETE,
+    [S_IDEM_DELETE] = SQL_IDEM_DELETE,
+    [S_STATE_COUNTS] = SQL_STATE_COUNTS,
+    [S_SUBMISSIONS] = SQL_SUBMISSIONS,
+    [S_LATENCIES] = SQL_LATENCIES,
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_BEGIN_READ] = "BEGIN",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
 };
-
 
 /* Maps a SQLite result code to errno, records the message and returns -1. */
 int store__fail(struct store *st, int rc, struct error *err, const char *what)
@@ -160,7 +172,8 @@ int store__fail(struct store *st, int rc, struct error *err, const char *what)
     default:
         errno = EIO;
     }
-    return errprintf(err, "%s: %s", what, st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+    return errprintf(err, "%s: %s", what,
+                     st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
 }
 
 void store__now_iso(char *buf, size_t len)
@@ -194,8 +207,9 @@ static int migrate(struct store *st, struct error *err)
 
     if (version > n)
         return errno = EPROTO,
-               errprintf(err, "the database has schema %d but this ringd knows %d; run a newer "
-                              "ringd",
+               errprintf(err,
+                         "the database has schema %d but this ringd knows %d; run a newer "
+                         "ringd",
                          version, n);
     for (int v = version; v < n; v++) {
         char pragma[64];
@@ -229,8 +243,8 @@ int store_open(const char *path, struct store **out, struct error *err)
     sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
     /* WAL: readers never block the writer. synchronous=FULL: a COMMIT is on disk when it
      * returns, so a job is durable before its 201 is sent. */
-    if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON",
-             err) < 0 ||
+    if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", err) <
+            0 ||
         migrate(st, err) < 0)
         goto error;
     for (int i = 0; i < S_COUNT; i++) {
@@ -305,9 +319,10 @@ static json_t *row_json(sqlite3_stmt *s)
 {
     json_error_t jerr;
     json_t *spec = json_loads(store__col(s, 4), 0, &jerr);
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "id", store__col(s, 0), "name", store__col(s, 1),
-                     "owner", store__col(s, 2), "state", store__col(s, 3), "spec", spec ? spec : json_object(),
-                     "created_at", store__col(s, 5), "updated_at", store__col(s, 6));
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "id", store__col(s, 0), "name",
+                     store__col(s, 1), "owner", store__col(s, 2), "state", store__col(s, 3), "spec",
+                     spec ? spec : json_object(), "created_at", store__col(s, 5), "updated_at",
+                     store__col(s, 6));
 }
 
 int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
@@ -417,8 +432,8 @@ rollback:
 }
 
 int store_job_list(struct store *st, const char *owner, const char *state, const char *label_key,
-                   const char *label_value, int64_t cursor, int limit, json_t **out,
-                   int64_t *next, struct error *err)
+                   const char *label_value, int64_t cursor, int limit, json_t **out, int64_t *next,
+                   struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_JOB_LIST];
     json_t *arr = json_array();
@@ -503,7 +518,6 @@ int store_token_count(struct store *st, int *count, struct error *err)
     return 0;
 }
 
-
 int store__begin(struct store *st, struct error *err)
 {
     return store__step_done(st, st->stmt[S_BEGIN], err, "begin");
@@ -566,15 +580,6 @@ int store__set_state(struct store *st, const char *id, const char *state, const 
 {
     return store__set_state_if(st, id, NULL, state, now, err);
 }
-
-
-
-
-
-
-
-
-
 
 int store_read_begin(struct store *st, struct error *err)
 {

@@ -45,8 +45,8 @@ int store_job_get(struct store *st, const char *id, const char *owner, json_t **
  * array; *next is the cursor for the next page or 0 when there is none.
  */
 int store_job_list(struct store *st, const char *owner, const char *state, const char *label_key,
-                   const char *label_value, int64_t cursor, int limit, json_t **out,
-                   int64_t *next, struct error *err);
+                   const char *label_value, int64_t cursor, int limit, json_t **out, int64_t *next,
+                   struct error *err);
 
 /* Tokens: hash is the hex SHA-256 of the secret; the secret itself is never stored. */
 int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
@@ -64,17 +64,17 @@ int store_token_count(struct store *st, int *count, struct error *err);
 
 /* What the scheduler keeps per job besides its state. */
 struct store_sched {
-    int attempts;        /* attempts started so far */
-    int failures;        /* failed attempts (counted against max_restarts) */
-    int64_t not_before;  /* unix seconds before which a retry must not start (backoff) */
-    int stop_requested;  /* the user asked for a graceful stop */
+    int attempts;       /* attempts started so far */
+    int failures;       /* failed attempts (counted against max_restarts) */
+    int64_t not_before; /* unix seconds before which a retry must not start (backoff) */
+    int stop_requested; /* the user asked for a graceful stop */
 };
 
 struct store_attempt {
-    int number;          /* 1, 2, ... */
+    int number; /* 1, 2, ... */
     int world_size;
-    const char *hosts;   /* "localhost:4" */
-    const char *gpus;    /* "0,1,2,3" or "" */
+    const char *hosts;      /* "localhost:4" */
+    const char *gpus;       /* "0,1,2,3" or "" */
     const char *backend_id; /* the process group, or the Slurm job id */
     const char *run_dir;
 };
@@ -83,9 +83,8 @@ struct store_attempt {
 int store_job_transition(struct store *st, const char *id, const char *state, const char *type,
                          const char *message, const struct store_sched *sched, struct error *err);
 /* As store_job_transition, but only from state expect: else fails with EAGAIN. */
-int store_job_transition_if(struct store *st, const char *id, const char *expect,
-                            const char *state, const char *type, const char *message,
-                            struct error *err);
+int store_job_transition_if(struct store *st, const char *id, const char *expect, const char *state,
+                            const char *type, const char *message, struct error *err);
 /* Jobs not finished (QUEUED, STARTING, RUNNING, STOPPING) in creation order, as a new array
  * of {id, state, spec, attempts, failures, not_before, stop_requested, owner}. */
 int store_jobs_active(struct store *st, json_t **out, struct error *err);

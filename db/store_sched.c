@@ -34,9 +34,8 @@ int store_job_transition(struct store *st, const char *id, const char *state, co
     return store__commit(st, err);
 }
 
-int store_job_transition_if(struct store *st, const char *id, const char *expect,
-                            const char *state, const char *type, const char *message,
-                            struct error *err)
+int store_job_transition_if(struct store *st, const char *id, const char *expect, const char *state,
+                            const char *type, const char *message, struct error *err)
 {
     char now[40];
     store__now_iso(now, sizeof(now));
@@ -57,11 +56,12 @@ int store_jobs_active(struct store *st, json_t **out, struct error *err)
         json_error_t jerr;
         json_t *spec = json_loads(store__col(s, 2), 0, &jerr);
         json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", store__col(s, 0), "state",
-                           store__col(s, 1), "spec", spec ? spec : json_object(), "attempts",
-                           sqlite3_column_int(s, 3), "failures", sqlite3_column_int(s, 4),
-                           "not_before", (json_int_t)sqlite3_column_int64(s, 5), "stop_requested",
-                           sqlite3_column_int(s, 6), "owner", store__col(s, 7)));
+            arr,
+            json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", store__col(s, 0), "state",
+                      store__col(s, 1), "spec", spec ? spec : json_object(), "attempts",
+                      sqlite3_column_int(s, 3), "failures", sqlite3_column_int(s, 4), "not_before",
+                      (json_int_t)sqlite3_column_int64(s, 5), "stop_requested",
+                      sqlite3_column_int(s, 6), "owner", store__col(s, 7)));
     }
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) {
@@ -120,7 +120,8 @@ int store_attempt_end(struct store *st, const char *id, int number, int exit_sta
     sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 4, exit_status);
     sqlite3_bind_text(s, 5, reason, -1, SQLITE_STATIC);
-    if (store__step_done(st, s, err, "end attempt") < 0 || store__set_state(st, id, state, now, err) < 0 ||
+    if (store__step_done(st, s, err, "end attempt") < 0 ||
+        store__set_state(st, id, state, now, err) < 0 ||
         store__event(st, id, now, event_type, state, reason, err) < 0)
         return store__rollback(st);
     s = st->stmt[S_JOB_SCHED];
@@ -141,10 +142,11 @@ int store_attempts(struct store *st, const char *id, json_t **out, struct error 
     int rc;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *a = json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "number",
-                              sqlite3_column_int(s, 0), "world_size", sqlite3_column_int(s, 1),
-                              "hosts", store__col(s, 2), "gpus", store__col(s, 3), "backend_id", store__col(s, 4),
-                              "run_dir", store__col(s, 5), "started_at", store__col(s, 6));
+        json_t *a =
+            json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "number", sqlite3_column_int(s, 0),
+                      "world_size", sqlite3_column_int(s, 1), "hosts", store__col(s, 2), "gpus",
+                      store__col(s, 3), "backend_id", store__col(s, 4), "run_dir", store__col(s, 5),
+                      "started_at", store__col(s, 6));
         if (sqlite3_column_type(s, 7) != SQLITE_NULL) {
             json_object_set_new(a, "ended_at", json_string(store__col(s, 7)));
             json_object_set_new(a, "exit_status", json_integer(sqlite3_column_int(s, 8)));

@@ -12,11 +12,11 @@
 #include "error.h"
 
 struct local_launch {
-    const char *ringrun;        /* path of ringrun */
+    const char *ringrun; /* path of ringrun */
     const char *job_id;
     int attempt;
     int workers;
-    const char *gpus;           /* "0,1" (gpus_per_worker per rank, in rank order) or "" */
+    const char *gpus; /* "0,1" (gpus_per_worker per rank, in rank order) or "" */
     int gpus_per_worker;
     const char *run_dir;        /* created by the caller; logs and progress.json go here */
     const char *checkpoint_dir; /* RING_CHECKPOINT_DIR */

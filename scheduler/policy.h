@@ -13,18 +13,18 @@
 struct policy_job {
     int min_workers, max_workers;
     int gpus_per_worker;
-    int priority;            /* higher first */
-    int64_t not_before;      /* unix seconds; a backoff keeps it waiting until then */
+    int priority;       /* higher first */
+    int64_t not_before; /* unix seconds; a backoff keeps it waiting until then */
 };
 
 struct policy_cluster {
-    int slots_free;          /* one per worker */
-    int gpus;                /* GPUs 0..gpus-1 */
+    int slots_free;                      /* one per worker */
+    int gpus;                            /* GPUs 0..gpus-1 */
     unsigned char busy[POLICY_MAX_GPUS]; /* 1 when allocated */
 };
 
 struct policy_start {
-    int job;                 /* index into the queue */
+    int job; /* index into the queue */
     int workers;
     int ngpus;
     int gpu[POLICY_MAX_GPUS]; /* ids given to the workers, gpus_per_worker each, in order */
@@ -37,7 +37,7 @@ struct policy_start {
  * reservation-based policy would avoid). Fills out (at most n entries) and returns how many
  * attempts to start. cluster is updated to what remains free.
  */
-int policy_fifo(const struct policy_job *queue, int n, struct policy_cluster *cluster,
-                int64_t now, struct policy_start *out);
+int policy_fifo(const struct policy_job *queue, int n, struct policy_cluster *cluster, int64_t now,
+                struct policy_start *out);
 
 #endif /* RINGD_POLICY_H */

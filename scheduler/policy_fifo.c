@@ -12,8 +12,8 @@ static int free_gpus(const struct policy_cluster *c)
     return n;
 }
 
-int policy_fifo(const struct policy_job *queue, int n, struct policy_cluster *cluster,
-                int64_t now, struct policy_start *out)
+int policy_fifo(const struct policy_job *queue, int n, struct policy_cluster *cluster, int64_t now,
+                struct policy_start *out)
 {
     int *order = malloc((size_t)(n > 0 ? n : 1) * sizeof(int)), started = 0;
 

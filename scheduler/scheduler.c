@@ -27,9 +27,9 @@ struct run {
     pid_t pid;
     int workers;
     int gpu[POLICY_MAX_GPUS], ngpus;
-    int cancel;             /* cancel requested: CANCELLED when reaped */
-    int stop;               /* graceful stop requested: STOPPED when reaped */
-    int64_t kill_at;        /* SIGKILL the group then (ms), 0 when no kill is pending */
+    int cancel;      /* cancel requested: CANCELLED when reaped */
+    int stop;        /* graceful stop requested: STOPPED when reaped */
+    int64_t kill_at; /* SIGKILL the group then (ms), 0 when no kill is pending */
     int failures, max_restarts, attempts;
     struct run *next;
 };
@@ -224,10 +224,9 @@ static int end_one(struct scheduler *s, const char *id, int stop, struct error *
     json_decref(jobs);
     if (!found)
         return errno = ENOENT, errprintf(err, "job %s is not queued or running", id);
-    if (store_job_transition(s->st, id, stop ? "STOPPED" : "CANCELLED",
-                             stop ? "stopped" : "cancelled",
-                             stop ? "stopped while queued" : "cancelled while queued", NULL,
-                             err) < 0)
+    if (store_job_transition(
+            s->st, id, stop ? "STOPPED" : "CANCELLED", stop ? "stopped" : "cancelled",
+            stop ? "stopped while queued" : "cancelled while queued", NULL, err) < 0)
         return -1;
     log_job("info", id, "%s while queued", stop ? "stopped" : "cancelled");
     return 0;
@@ -359,8 +358,8 @@ static void start_attempt(struct scheduler *s, json_t *job, const struct policy_
     r->max_restarts = (int)json_integer_value(json_object_get(spec, "max_restarts"));
     r->next = s->runs;
     s->runs = r;
-    log_job("info", id, "attempt %d: %d workers, GPUs [%s], ringrun pid %d", r->attempt,
-            r->workers, gpus, (int)pid);
+    log_job("info", id, "attempt %d: %d workers, GPUs [%s], ringrun pid %d", r->attempt, r->workers,
+            gpus, (int)pid);
 }
 
 static void schedule(struct scheduler *s)
@@ -468,12 +467,14 @@ static void recover(struct scheduler *s)
         if (strcmp(state, "STOPPING") == 0)
             snprintf(reason, sizeof(reason),
                      "ringd restarted while attempt %d was stopping; %s; resume to continue",
-                     number, alive ? "its surviving workers were stopped" : "its workers were gone");
+                     number,
+                     alive ? "its surviving workers were stopped" : "its workers were gone");
         else
             snprintf(reason, sizeof(reason),
                      "ringd restarted while attempt %d ran; %s; the job is queued again to "
                      "resume from its checkpoint",
-                     number, alive ? "its surviving workers were stopped" : "its workers were gone");
+                     number,
+                     alive ? "its surviving workers were stopped" : "its workers were gone");
         state = strcmp(state, "STOPPING") == 0 ? "STOPPED" : "QUEUED";
         if (number > 0)
             store_attempt_end(s->st, id, number, -1, reason, state, "requeued", &sched, &err);

@@ -12,10 +12,10 @@
 
 struct scheduler_config {
     const char *db_path;
-    const char *data_dir;   /* runs/<job>/<attempt> and checkpoints/<job> live here */
-    const char *ringrun;    /* the launcher's path */
+    const char *data_dir; /* runs/<job>/<attempt> and checkpoints/<job> live here */
+    const char *ringrun;  /* the launcher's path */
     int slots, gpus;
-    int kill_grace_s;       /* after SIGTERM, SIGKILL the attempt's group */
+    int kill_grace_s; /* after SIGTERM, SIGKILL the attempt's group */
 };
 
 struct scheduler;

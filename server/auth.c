@@ -20,8 +20,7 @@ static void hash_hex(const char *secret, char out[65])
     sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
-int auth_token_create(struct store *st, const char *name, int admin, char *token,
-                      struct error *err)
+int auth_token_create(struct store *st, const char *name, int admin, char *token, struct error *err)
 {
     unsigned char idb[6], sb[32];
     char id[13], secret[65], hash[65];

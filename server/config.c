@@ -208,14 +208,14 @@ static void usage(FILE *f)
 int config_load(struct config *c, int argc, char **argv, struct error *err)
 {
     static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'},   {"data-dir", required_argument, NULL, 'd'},
-        {"config", required_argument, NULL, 'c'},   {"no-auth", no_argument, NULL, 'n'},
-        {"print-config", no_argument, NULL, 'p'},   {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"listen", required_argument, NULL, 'l'}, {"data-dir", required_argument, NULL, 'd'},
+        {"config", required_argument, NULL, 'c'}, {"no-auth", no_argument, NULL, 'n'},
+        {"print-config", no_argument, NULL, 'p'}, {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     static const char *const envs[][2] = {
-        {"RINGD_LISTEN", "listen"}, {"RINGD_DATA_DIR", "data_dir"}, {"RINGD_NO_AUTH", "no_auth"},
-        {"RINGD_SLOTS", "slots"},   {"RINGD_GPUS", "gpus"},         {"RINGD_THREADS", "threads"},
+        {"RINGD_LISTEN", "listen"},   {"RINGD_DATA_DIR", "data_dir"}, {"RINGD_NO_AUTH", "no_auth"},
+        {"RINGD_SLOTS", "slots"},     {"RINGD_GPUS", "gpus"},         {"RINGD_THREADS", "threads"},
         {"RINGD_RINGRUN", "ringrun"},
     };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -188,9 +188,8 @@ static enum MHD_Result send_text(struct MHD_Connection *c, char *text)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     struct http *h = cls;
     struct req *rq = *con_cls;
@@ -202,8 +201,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     enum MHD_Result ret;
 
     if (rq == NULL) { /* first call: headers only */
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         rq = calloc(1, sizeof(*rq));
         if (rq == NULL)
             return MHD_NO;
@@ -293,8 +292,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
-struct http *http_start(const struct config *cfg, const struct api_config *api,
-                        const char *db_path, int *port, struct error *err)
+struct http *http_start(const struct config *cfg, const struct api_config *api, const char *db_path,
+                        int *port, struct error *err)
 {
     struct http *h = calloc(1, sizeof(*h));
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
@@ -329,8 +328,8 @@ struct http *http_start(const struct config *cfg, const struct api_config *api,
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     pthread_key_create(&h->store_key, close_store);
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-                            ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads,
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->per_ip_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,

@@ -16,8 +16,8 @@ struct http;
  * Starts serving on cfg->listen. db_path is the store every thread opens. Sets *port to the
  * bound port. Returns NULL with err (and errno EADDRINUSE when the address is taken).
  */
-struct http *http_start(const struct config *cfg, const struct api_config *api,
-                        const char *db_path, int *port, struct error *err);
+struct http *http_start(const struct config *cfg, const struct api_config *api, const char *db_path,
+                        int *port, struct error *err);
 /* Stops accepting, finishes requests in flight and frees. Accepts NULL. */
 void http_stop(struct http *h);
 

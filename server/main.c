@@ -88,8 +88,9 @@ static int lock_data_dir(const char *dir)
         ssize_t n = read(fd, pid, sizeof(pid) - 1);
         pid[n > 0 ? n : 0] = '\0';
         pid[strcspn(pid, "\n")] = '\0';
-        say("error", "another ringd (pid %s) uses data directory %s; stop it or pick another "
-                     "--data-dir",
+        say("error",
+            "another ringd (pid %s) uses data directory %s; stop it or pick another "
+            "--data-dir",
             pid[0] ? pid : "?", dir);
         close(fd);
         return -2;
@@ -126,9 +127,10 @@ static int first_token(struct store *st, const char *dir)
         return -1;
     }
     close(fd);
-    fprintf(stderr, "\nFirst start: created an admin token (also in %s, mode 0600):\n\n    %s\n\n"
-                    "Use it as RINGMASTER_TOKEN or 'Authorization: Bearer <token>'. It is not "
-                    "shown again.\n\n",
+    fprintf(stderr,
+            "\nFirst start: created an admin token (also in %s, mode 0600):\n\n    %s\n\n"
+            "Use it as RINGMASTER_TOKEN or 'Authorization: Bearer <token>'. It is not "
+            "shown again.\n\n",
             path, token);
     return 0;
 }
@@ -153,8 +155,9 @@ int main(int argc, char **argv)
         return rc < 0 ? EXIT_CONFIG : 0;
     }
     if (cfg.no_auth && !loopback(cfg.listen)) {
-        say("error", "--no-auth is only allowed on a loopback address, not %s; drop --no-auth "
-                     "or listen on 127.0.0.1",
+        say("error",
+            "--no-auth is only allowed on a loopback address, not %s; drop --no-auth "
+            "or listen on 127.0.0.1",
             cfg.listen);
         return EXIT_CONFIG;
     }
@@ -195,8 +198,8 @@ int main(int argc, char **argv)
     api.slots = cfg.slots;
     api.gpus = cfg.gpus;
     api.token_create = auth_token_create;
-    scfg = (struct scheduler_config){db_path, cfg.data_dir, cfg.ringrun, cfg.slots, cfg.gpus,
-                                     cfg.kill_grace_s};
+    scfg = (struct scheduler_config){db_path,   cfg.data_dir, cfg.ringrun,
+                                     cfg.slots, cfg.gpus,     cfg.kill_grace_s};
 
     /* Signals go to sigwait below, not to the server threads, which inherit this mask. */
     sigemptyset(&set);
@@ -230,8 +233,7 @@ int main(int argc, char **argv)
             fclose(f);
         }
         say("info", "listening on http://%s:%d (data %s, %d slots, %d GPUs, auth %s, ringrun %s)",
-            host, port, cfg.data_dir, cfg.slots, cfg.gpus, cfg.no_auth ? "off" : "on",
-            cfg.ringrun);
+            host, port, cfg.data_dir, cfg.slots, cfg.gpus, cfg.no_auth ? "off" : "on", cfg.ringrun);
     }
     while (sigwait(&set, &sig) != 0)
         ;

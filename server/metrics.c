@@ -47,8 +47,9 @@ char *metrics_render(struct store *st, struct error *err)
     for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
         fprintf(f, "ringd_jobs{state=\"%s\"} %lld\n", states[i],
                 (long long)json_integer_value(json_object_get(counts, states[i])));
-    fprintf(f, "# HELP ringd_submissions_total Jobs accepted since the store was created.\n"
-               "# TYPE ringd_submissions_total counter\nringd_submissions_total %lld\n",
+    fprintf(f,
+            "# HELP ringd_submissions_total Jobs accepted since the store was created.\n"
+            "# TYPE ringd_submissions_total counter\nringd_submissions_total %lld\n",
             (long long)submissions);
     fprintf(f, "# HELP ringd_scheduling_latency_seconds From submission to the first attempt's "
                "start.\n# TYPE ringd_scheduling_latency_seconds histogram\n");
