@@ -9,12 +9,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "auth.h"
 #include "http.h"
 #include "metrics.h"
+#include "sse.h"
 
 /* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
  * argument lists and environments while bounding what one request can make us hold. */
@@ -26,6 +28,7 @@ struct http {
     const struct api_config *api;
     char db_path[4200];
     pthread_key_t store_key;
+    struct sse *sse;
 };
 
 struct req {
@@ -99,6 +102,28 @@ static struct store *thread_store(struct http *h, struct error *err)
         pthread_setspecific(h->store_key, st);
     }
     return st;
+}
+
+static struct store *stream_store(void *arg)
+{
+    struct error err;
+    return thread_store(arg, &err);
+}
+
+/* The job id of "/v1/jobs/<id>/events", or 0 when url is something else. */
+static int events_path(const char *url, char *id, size_t len)
+{
+    const char *rest;
+    size_t n;
+    if (strncmp(url, "/v1/jobs/", 9) != 0)
+        return 0;
+    rest = url + 9;
+    n = strcspn(rest, "/");
+    if (n == 0 || n >= len || strcmp(rest + n, "/events") != 0)
+        return 0;
+    memcpy(id, rest, n);
+    id[n] = '\0';
+    return 1;
 }
 
 static const char *query(void *conn, const char *key)
@@ -260,6 +285,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         api_problem(&resp, 503, "busy", "Service Unavailable", url, "metrics: %s", err.text);
         goto send;
     }
+    {
+        char id[64];
+        const char *accept = header(c, MHD_HTTP_HEADER_ACCEPT);
+        if (!strcmp(method, "GET") && accept != NULL && strstr(accept, "text/event-stream") &&
+            events_path(url, id, sizeof(id))) {
+            const char *last = header(c, "Last-Event-ID");
+            const char *after = query(c, "after");
+            json_t *job;
+            if (store_job_get(req.store, id, admin ? NULL : owner, &job, &err) < 0) {
+                api_problem(&resp, 404, "job-not-found", "Not Found", url,
+                            "there is no job %s (or it is not yours)", id);
+                goto send;
+            }
+            json_decref(job);
+            /* The stream reads later, each time afresh: no snapshot may stay open. */
+            if (reading)
+                store_read_end(req.store);
+            metrics_count_request(200);
+            log_line(method, url, 200, owner);
+            return sse_respond(h->sse, c, id,
+                               atoll(last    ? last
+                                     : after ? after
+                                             : "0"),
+                               stream_store, h);
+        }
+    }
     req.method = method;
     req.path = url;
     req.body = rq->body;
@@ -300,7 +351,8 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
     char host[256], portstr[16];
     const char *colon = strrchr(cfg->listen, ':');
     const union MHD_DaemonInfo *info;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
     int rc;
 
     if (h == NULL)
@@ -328,6 +380,12 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     pthread_key_create(&h->store_key, close_store);
+    if ((h->sse = sse_start()) == NULL) {
+        pthread_key_delete(h->store_key);
+        freeaddrinfo(ai);
+        free(h);
+        return errno = ENOMEM, errprintf(err, "cannot start the event streams"), NULL;
+    }
     h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
@@ -337,6 +395,8 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
     freeaddrinfo(ai);
     if (h->d == NULL) {
         int e = errno;
+        sse_stop(h->sse);
+        sse_free(h->sse);
         pthread_key_delete(h->store_key);
         free(h);
         errno = e;
@@ -356,7 +416,15 @@ void http_stop(struct http *h)
 {
     if (h == NULL)
         return;
+    /* MHD_stop_daemon needs every suspended connection resumed; streams then end. */
+    {
+        MHD_socket lfd = MHD_quiesce_daemon(h->d); /* no new connections; we own the socket */
+        if (lfd != MHD_INVALID_SOCKET)
+            close(lfd);
+    }
+    sse_stop(h->sse);
     MHD_stop_daemon(h->d);
+    sse_free(h->sse);
     pthread_key_delete(h->store_key);
     free(h);
 }

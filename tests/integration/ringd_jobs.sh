@@ -112,5 +112,19 @@ grep -q "resuming from" "$(jq -r '.attempts[-1].run_dir' "$WORK/job.json")/rank.
     fail "the restarted job did not resume from its checkpoint"
 ok "ringd killed mid-job: on restart the job is requeued and resumes from its checkpoint"
 
+# Server-Sent Events: the stream follows the job live and ends when it does.
+id=$(submit "{\"name\":\"streamed\",\"command\":[\"$TRAIN\",\"--epochs\",\"3\",\"--step-sleep-ms\",\"2\"],\"workers\":2}")
+timeout 60 curl -sN -H 'Accept: text/event-stream' "http://$ADDR/v1/jobs/$id/events" >"$WORK/sse" ||
+    fail "the event stream did not end with the job"
+grep '^event: ' "$WORK/sse" | tr '\n' ' ' >"$WORK/sse.types"
+grep -q "event: submitted event: starting event: started event: succeeded" "$WORK/sse.types" ||
+    { cat "$WORK/sse"; fail "the stream did not carry the job's events"; }
+last=$(grep '^id: ' "$WORK/sse" | sed -n 3p | cut -d' ' -f2)
+timeout 10 curl -sN -H 'Accept: text/event-stream' -H "Last-Event-ID: $last" \
+    "http://$ADDR/v1/jobs/$id/events" >"$WORK/sse2"
+[ "$(grep -c '^id: ' "$WORK/sse2")" = 1 ] && grep -q '^event: succeeded' "$WORK/sse2" ||
+    { cat "$WORK/sse2"; fail "Last-Event-ID did not resume after event $last"; }
+ok "Server-Sent Events follow a job to its end and resume from Last-Event-ID"
+
 kill -TERM "$PID"; wait "$PID"
 summary
