@@ -110,8 +110,8 @@ static struct store *stream_store(void *arg)
     return thread_store(arg, &err);
 }
 
-/* The job id of "/v1/jobs/<id>/events", or 0 when url is something else. */
-static int events_path(const char *url, char *id, size_t len)
+/* The job id of "/v1/jobs/<id><suffix>", or 0 when url is something else. */
+static int job_path(const char *url, const char *suffix, char *id, size_t len)
 {
     const char *rest;
     size_t n;
@@ -119,7 +119,7 @@ static int events_path(const char *url, char *id, size_t len)
         return 0;
     rest = url + 9;
     n = strcspn(rest, "/");
-    if (n == 0 || n >= len || strcmp(rest + n, "/events") != 0)
+    if (n == 0 || n >= len || strcmp(rest + n, suffix) != 0)
         return 0;
     memcpy(id, rest, n);
     id[n] = '\0';
@@ -289,7 +289,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         char id[64];
         const char *accept = header(c, MHD_HTTP_HEADER_ACCEPT);
         if (!strcmp(method, "GET") && accept != NULL && strstr(accept, "text/event-stream") &&
-            events_path(url, id, sizeof(id))) {
+            job_path(url, "/events", id, sizeof(id))) {
             const char *last = header(c, "Last-Event-ID");
             const char *after = query(c, "after");
             json_t *job;
@@ -309,6 +309,36 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                      : after ? after
                                              : "0"),
                                stream_store, h);
+        }
+    }
+    {
+        /* logs?follow=1: the rank's output as it is written, until the job ends. */
+        char id[64];
+        const char *follow = query(c, "follow"), *rank_s = query(c, "rank");
+        const char *stream = query(c, "stream"), *off_s = query(c, "offset");
+        if (!strcmp(method, "GET") && follow != NULL && !strcmp(follow, "1") &&
+            job_path(url, "/logs", id, sizeof(id))) {
+            json_t *job;
+            long rank = rank_s ? strtol(rank_s, NULL, 10) : 0;
+            if (stream == NULL)
+                stream = "stdout";
+            if (rank < 0 || (strcmp(stream, "stdout") && strcmp(stream, "stderr"))) {
+                api_problem(&resp, 400, "bad-parameter", "Bad Request", url,
+                            "rank must be a non-negative integer and stream stdout or stderr");
+                goto send;
+            }
+            if (store_job_get(req.store, id, admin ? NULL : owner, &job, &err) < 0) {
+                api_problem(&resp, 404, "job-not-found", "Not Found", url,
+                            "there is no job %s (or it is not yours)", id);
+                goto send;
+            }
+            json_decref(job);
+            if (reading)
+                store_read_end(req.store);
+            metrics_count_request(200);
+            log_line(method, url, 200, owner);
+            return sse_follow_log(h->sse, c, id, (int)rank, stream, off_s ? atoll(off_s) : 0,
+                                  stream_store, h);
         }
     }
     req.method = method;

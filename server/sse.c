@@ -18,6 +18,10 @@
 
 struct stream {
     struct sse *owner;
+    int log; /* 1: follow a rank's log file; 0: job events */
+    int rank;
+    char which[8]; /* stdout or stderr */
+    char run_dir[4200];
     struct MHD_Connection *conn;
     char id[64];
     long long after;
@@ -156,6 +160,47 @@ static int fill(struct stream *st)
     return 0;
 }
 
+/* Log mode: new bytes of the latest attempt's file (a new attempt starts from its byte 0). */
+static int fill_log(struct stream *st)
+{
+    struct store *store = st->open_store(st->arg);
+    json_t *attempts, *job;
+    struct error err;
+    const char *dir = NULL;
+    char path[4300];
+    FILE *f;
+
+    if (store == NULL || store_attempts(store, st->id, &attempts, &err) < 0)
+        return -1;
+    if (json_array_size(attempts) > 0)
+        dir = json_string_value(
+            json_object_get(json_array_get(attempts, json_array_size(attempts) - 1), "run_dir"));
+    if (dir != NULL && strcmp(dir, st->run_dir) != 0) {
+        snprintf(st->run_dir, sizeof(st->run_dir), "%s", dir);
+        st->after = 0;
+    }
+    json_decref(attempts);
+    free(st->pending);
+    st->pending = NULL;
+    st->len = st->off = 0;
+    if (st->run_dir[0] != '\0') {
+        snprintf(path, sizeof(path), "%s/rank.%d/%s", st->run_dir, st->rank, st->which);
+        f = fopen(path, "r");
+        if (f != NULL) {
+            st->pending = malloc(65536);
+            if (st->pending != NULL && fseek(f, st->after, SEEK_SET) == 0)
+                st->len = fread(st->pending, 1, 65536, f);
+            st->after += (long long)st->len;
+            fclose(f);
+        }
+    }
+    if (st->len == 0 && store_job_get(store, st->id, NULL, &job, &err) == 0) {
+        st->finished = terminal(json_string_value(json_object_get(job, "state")));
+        json_decref(job);
+    }
+    return 0;
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct stream *st = cls;
@@ -163,7 +208,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
     size_t n;
 
     if (st->off == st->len) {
-        if (st->finished || fill(st) < 0)
+        if (st->finished || (st->log ? fill_log(st) : fill(st)) < 0)
             return MHD_CONTENT_READER_END_OF_STREAM;
     }
     if (st->off == st->len) {
@@ -215,6 +260,51 @@ enum MHD_Result sse_respond(struct sse *s, struct MHD_Connection *c, const char 
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    ret = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+enum MHD_Result sse_follow_log(struct sse *s, struct MHD_Connection *c, const char *id, int rank,
+                               const char *stream, long long offset,
+                               struct store *(*open_store)(void *arg), void *arg)
+{
+    struct stream *st = calloc(1, sizeof(*st));
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+
+    if (st == NULL)
+        return MHD_NO;
+    st->owner = s;
+    st->conn = c;
+    st->log = 1;
+    st->rank = rank;
+    snprintf(st->which, sizeof(st->which), "%s", stream);
+    snprintf(st->id, sizeof(st->id), "%s", id);
+    st->after = offset;
+    st->open_store = open_store;
+    st->arg = arg;
+    st->last_sent_ms = now_ms();
+    /* The first fill must not mistake the latest run dir for a new one: start from it. */
+    {
+        struct store *store = open_store(arg);
+        json_t *attempts;
+        struct error err;
+        if (store != NULL && store_attempts(store, id, &attempts, &err) == 0) {
+            if (json_array_size(attempts) > 0)
+                snprintf(st->run_dir, sizeof(st->run_dir), "%s",
+                         json_string_value(json_object_get(
+                             json_array_get(attempts, json_array_size(attempts) - 1), "run_dir")));
+            json_decref(attempts);
+        }
+    }
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, st, release);
+    if (resp == NULL) {
+        free(st);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     ret = MHD_queue_response(c, 200, resp);
     MHD_destroy_response(resp);

@@ -31,4 +31,13 @@ void sse_free(struct sse *s);
 enum MHD_Result sse_respond(struct sse *s, struct MHD_Connection *c, const char *id,
                             long long after, struct store *(*open_store)(void *arg), void *arg);
 
+/*
+ * Queues a log follower (GET /v1/jobs/{id}/logs?follow=1): the rank's stdout or stderr in
+ * the latest attempt, from byte offset, as text/plain, for as long as the job runs; a
+ * restart continues with the new attempt's log. Same waker, same suspension.
+ */
+enum MHD_Result sse_follow_log(struct sse *s, struct MHD_Connection *c, const char *id, int rank,
+                               const char *stream, long long offset,
+                               struct store *(*open_store)(void *arg), void *arg);
+
 #endif /* RINGD_SSE_H */

@@ -126,5 +126,12 @@ timeout 10 curl -sN -H 'Accept: text/event-stream' -H "Last-Event-ID: $last" \
     { cat "$WORK/sse2"; fail "Last-Event-ID did not resume after event $last"; }
 ok "Server-Sent Events follow a job to its end and resume from Last-Event-ID"
 
+id=$(submit "{\"name\":\"tailed\",\"command\":[\"$TRAIN\",\"--epochs\",\"3\",\"--step-sleep-ms\",\"2\"],\"workers\":2}")
+timeout 60 curl -sN "http://$ADDR/v1/jobs/$id/logs?follow=1&rank=0" >"$WORK/follow" ||
+    fail "the log follow did not end with the job"
+grep -q "epoch 1/3" "$WORK/follow" && grep -q "final loss" "$WORK/follow" ||
+    { cat "$WORK/follow"; fail "the followed log lacks the training output"; }
+ok "logs?follow=1 streams rank 0's output live until the job ends"
+
 kill -TERM "$PID"; wait "$PID"
 summary
