@@ -11,6 +11,19 @@
 
 #include "store_impl.h"
 
+/* Writes the scheduler's fields of job id (inside the caller's transaction). */
+static int set_sched(struct store *st, const char *id, const struct store_sched *sched,
+                     struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOB_SCHED];
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, sched->attempts);
+    sqlite3_bind_int(s, 3, sched->failures);
+    sqlite3_bind_int64(s, 4, sched->not_before);
+    sqlite3_bind_int(s, 5, sched->stop_requested);
+    return store__step_done(st, s, err, "update job");
+}
+
 int store_job_transition(struct store *st, const char *id, const char *state, const char *type,
                          const char *message, const struct store_sched *sched, struct error *err)
 {
@@ -22,13 +35,7 @@ int store_job_transition(struct store *st, const char *id, const char *state, co
         store__event(st, id, now, type, state, message, err) < 0)
         return store__rollback(st);
     if (sched != NULL) {
-        sqlite3_stmt *s = st->stmt[S_JOB_SCHED];
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int(s, 2, sched->attempts);
-        sqlite3_bind_int(s, 3, sched->failures);
-        sqlite3_bind_int64(s, 4, sched->not_before);
-        sqlite3_bind_int(s, 5, sched->stop_requested);
-        if (store__step_done(st, s, err, "update job") < 0)
+        if (set_sched(st, id, sched, err) < 0)
             return store__rollback(st);
     }
     return store__commit(st, err);
@@ -95,13 +102,7 @@ int store_attempt_start(struct store *st, const char *id, const struct store_att
     if (store__set_state(st, id, "RUNNING", now, err) < 0 ||
         store__event(st, id, now, "started", "RUNNING", msg, err) < 0)
         return store__rollback(st);
-    s = st->stmt[S_JOB_SCHED];
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, sched->attempts);
-    sqlite3_bind_int(s, 3, sched->failures);
-    sqlite3_bind_int64(s, 4, sched->not_before);
-    sqlite3_bind_int(s, 5, sched->stop_requested);
-    if (store__step_done(st, s, err, "update job") < 0)
+    if (set_sched(st, id, sched, err) < 0)
         return store__rollback(st);
     return store__commit(st, err);
 }
@@ -124,13 +125,7 @@ int store_attempt_end(struct store *st, const char *id, int number, int exit_sta
         store__set_state(st, id, state, now, err) < 0 ||
         store__event(st, id, now, event_type, state, reason, err) < 0)
         return store__rollback(st);
-    s = st->stmt[S_JOB_SCHED];
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, sched->attempts);
-    sqlite3_bind_int(s, 3, sched->failures);
-    sqlite3_bind_int64(s, 4, sched->not_before);
-    sqlite3_bind_int(s, 5, sched->stop_requested);
-    if (store__step_done(st, s, err, "update job") < 0)
+    if (set_sched(st, id, sched, err) < 0)
         return store__rollback(st);
     return store__commit(st, err);
 }

@@ -126,6 +126,27 @@ static int job_path(const char *url, const char *suffix, char *id, size_t len)
     return 1;
 }
 
+/*
+ * Before a stream: the job must be the caller's (else a 404 problem in resp and 0). The
+ * stream reads later, each time afresh, so the request's read snapshot is closed here.
+ */
+static int stream_allowed(const struct api_request *req, const char *id, const char *owner,
+                          int reading, const char *url, struct api_response *resp)
+{
+    json_t *job;
+    struct error err;
+    if (store_job_get(req->store, id, owner, &job, &err) < 0) {
+        api_problem(resp, 404, "job-not-found", "Not Found", url,
+                    "there is no job %s (or it is not yours)", id);
+        return 0;
+    }
+    json_decref(job);
+    if (reading)
+        store_read_end(req->store);
+    metrics_count_request(200);
+    return 1;
+}
+
 static const char *query(void *conn, const char *key)
 {
     return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
@@ -292,17 +313,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             job_path(url, "/events", id, sizeof(id))) {
             const char *last = header(c, "Last-Event-ID");
             const char *after = query(c, "after");
-            json_t *job;
-            if (store_job_get(req.store, id, admin ? NULL : owner, &job, &err) < 0) {
-                api_problem(&resp, 404, "job-not-found", "Not Found", url,
-                            "there is no job %s (or it is not yours)", id);
+            if (!stream_allowed(&req, id, admin ? NULL : owner, reading, url, &resp))
                 goto send;
-            }
-            json_decref(job);
-            /* The stream reads later, each time afresh: no snapshot may stay open. */
-            if (reading)
-                store_read_end(req.store);
-            metrics_count_request(200);
             log_line(method, url, 200, owner);
             return sse_respond(h->sse, c, id,
                                atoll(last    ? last
@@ -318,7 +330,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *stream = query(c, "stream"), *off_s = query(c, "offset");
         if (!strcmp(method, "GET") && follow != NULL && !strcmp(follow, "1") &&
             job_path(url, "/logs", id, sizeof(id))) {
-            json_t *job;
             long rank = rank_s ? strtol(rank_s, NULL, 10) : 0;
             if (stream == NULL)
                 stream = "stdout";
@@ -327,15 +338,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                             "rank must be a non-negative integer and stream stdout or stderr");
                 goto send;
             }
-            if (store_job_get(req.store, id, admin ? NULL : owner, &job, &err) < 0) {
-                api_problem(&resp, 404, "job-not-found", "Not Found", url,
-                            "there is no job %s (or it is not yours)", id);
+            if (!stream_allowed(&req, id, admin ? NULL : owner, reading, url, &resp))
                 goto send;
-            }
-            json_decref(job);
-            if (reading)
-                store_read_end(req.store);
-            metrics_count_request(200);
             log_line(method, url, 200, owner);
             return sse_follow_log(h->sse, c, id, (int)rank, stream, off_s ? atoll(off_s) : 0,
                                   stream_store, h);

@@ -238,15 +238,14 @@ static void release(void *cls)
     free(st);
 }
 
-enum MHD_Result sse_respond(struct sse *s, struct MHD_Connection *c, const char *id,
-                            long long after, struct store *(*open_store)(void *arg), void *arg)
+/* A stream for job id after position after, served as content_type. */
+static enum MHD_Result queue_stream(struct sse *s, struct MHD_Connection *c, struct stream *st,
+                                    const char *id, long long after, const char *content_type,
+                                    struct store *(*open_store)(void *arg), void *arg)
 {
-    struct stream *st = calloc(1, sizeof(*st));
     struct MHD_Response *resp;
     enum MHD_Result ret;
 
-    if (st == NULL)
-        return MHD_NO;
     st->owner = s;
     st->conn = c;
     snprintf(st->id, sizeof(st->id), "%s", id);
@@ -259,11 +258,20 @@ enum MHD_Result sse_respond(struct sse *s, struct MHD_Connection *c, const char 
         free(st);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     ret = MHD_queue_response(c, 200, resp);
     MHD_destroy_response(resp);
     return ret;
+}
+
+enum MHD_Result sse_respond(struct sse *s, struct MHD_Connection *c, const char *id,
+                            long long after, struct store *(*open_store)(void *arg), void *arg)
+{
+    struct stream *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return MHD_NO;
+    return queue_stream(s, c, st, id, after, "text/event-stream", open_store, arg);
 }
 
 enum MHD_Result sse_follow_log(struct sse *s, struct MHD_Connection *c, const char *id, int rank,
@@ -271,42 +279,23 @@ enum MHD_Result sse_follow_log(struct sse *s, struct MHD_Connection *c, const ch
                                struct store *(*open_store)(void *arg), void *arg)
 {
     struct stream *st = calloc(1, sizeof(*st));
-    struct MHD_Response *resp;
-    enum MHD_Result ret;
+    struct store *store;
+    json_t *attempts;
+    struct error err;
 
     if (st == NULL)
         return MHD_NO;
-    st->owner = s;
-    st->conn = c;
     st->log = 1;
     st->rank = rank;
     snprintf(st->which, sizeof(st->which), "%s", stream);
-    snprintf(st->id, sizeof(st->id), "%s", id);
-    st->after = offset;
-    st->open_store = open_store;
-    st->arg = arg;
-    st->last_sent_ms = now_ms();
     /* The first fill must not mistake the latest run dir for a new one: start from it. */
-    {
-        struct store *store = open_store(arg);
-        json_t *attempts;
-        struct error err;
-        if (store != NULL && store_attempts(store, id, &attempts, &err) == 0) {
-            if (json_array_size(attempts) > 0)
-                snprintf(st->run_dir, sizeof(st->run_dir), "%s",
-                         json_string_value(json_object_get(
-                             json_array_get(attempts, json_array_size(attempts) - 1), "run_dir")));
-            json_decref(attempts);
-        }
+    store = open_store(arg);
+    if (store != NULL && store_attempts(store, id, &attempts, &err) == 0) {
+        if (json_array_size(attempts) > 0)
+            snprintf(st->run_dir, sizeof(st->run_dir), "%s",
+                     json_string_value(json_object_get(
+                         json_array_get(attempts, json_array_size(attempts) - 1), "run_dir")));
+        json_decref(attempts);
     }
-    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, st, release);
-    if (resp == NULL) {
-        free(st);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    ret = MHD_queue_response(c, 200, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return queue_stream(s, c, st, id, offset, "text/plain; charset=utf-8", open_store, arg);
 }
