@@ -107,6 +107,10 @@ submit --data-binary "@$WORK/big.json"; expect 413 body-too-large
 call GET "/v1/jobs?page_size=0"; expect 400 bad-parameter "page_size"
 call GET "/v1/jobs?page_size=5000"; expect 400 bad-parameter "page_size"
 call GET "/v1/jobs?state=DONE"; expect 400 bad-parameter "not a job state"
+call GET "/v1/jobs/$id/logs?rank=-1"; expect 400 bad-parameter "rank"
+call GET "/v1/jobs/$id/logs?follow=1&stream=bogus"; expect 400 bad-parameter "stream"
+call GET "/v1/jobs/$id/events?after=x"; expect 400 bad-parameter "after must be an event id"
+call GET "/v1/jobs/j-0000000000000000/events" -H 'Accept: text/event-stream'; expect 404 job-not-found
 call GET /v1/jobs/j-0000000000000000; expect 404 job-not-found
 call DELETE /v1/jobs; expect 405 method-not-allowed
 grep -qi '^allow: POST, GET' <(curl -s -i -X DELETE -H "Authorization: Bearer $TOKEN" "http://$ADDR/v1/jobs") || fail "405 without Allow"
