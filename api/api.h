@@ -16,6 +16,7 @@
 /* What the API needs from the daemon, fixed at start-up. */
 struct api_config {
     const char *data_dir; /* checkpoint_dir defaults under data_dir/checkpoints/<job> */
+    const char *ckpt_prefix; /* data_dir/checkpoints/: the default checkpoint_dir is this + id */
     int slots;            /* workers that fit when jobs need no GPU */
     int gpus;             /* GPUs on this host */
     /* Creates an API token (the server owns the hashing): writes the secret token into
@@ -45,7 +46,8 @@ struct api_response {
     int problem;  /* body is application/problem+json */
     char location[128];
     char allow[64]; /* for 405 */
-    char *text;     /* owned; a text/plain body instead of JSON (logs) */
+    char *json_text; /* owned; a JSON body already rendered (job reads), instead of body */
+    char *text;      /* owned; a text/plain body instead of JSON (logs) */
     size_t text_len;
     long long log_offset; /* with text: where the client continues (X-Ring-Log-Offset) */
 };
@@ -54,6 +56,27 @@ struct api_response {
  * error becomes a problem response. */
 void api_handle(const struct api_config *cfg, const struct api_request *req,
                 struct api_response *resp);
+
+/*
+ * POST /v1/jobs in two halves around the store, so that the server can commit the
+ * submissions of many connections in one transaction (group commit, see
+ * store_job_create_batch) without holding a thread per request:
+ * - api_submit_begin checks the request; it returns 1 with s->sub ready to be stored, or 0
+ *   with resp filled (a problem);
+ * - api_submit_end answers from s->sub's result (201 with the job, or a problem) and
+ *   releases what begin took.
+ * api_handle runs both around a batch of one.
+ */
+struct api_submit {
+    struct store_submission sub;
+    char owner[128];
+    char key[256];
+    char hash[32];
+};
+int api_submit_begin(const struct api_config *cfg, const struct api_request *req,
+                     struct api_submit *s, struct api_response *resp);
+void api_submit_end(const struct api_config *cfg, const struct api_request *req,
+                    struct api_submit *s, struct api_response *resp);
 
 /*
  * Fills resp with an RFC 9457 problem: type "urn:ringmaster:problem:<kind>", title, status,

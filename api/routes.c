@@ -107,40 +107,52 @@ static void store_problem(struct api_response *resp, const char *path, const str
                     "the job database failed: %s", err->text);
 }
 
-/* Adds the attempts and the latest progress the job's rank 0 reported. */
-static void add_attempts(struct store *st, json_t *job)
+/* Reads the progress file rank 0 keeps in its run directory; NULL when absent or not JSON. */
+static char *progress_text(const char *run_dir)
 {
-    json_t *attempts, *last;
-    struct error err;
     char path[4400];
     json_error_t jerr;
     json_t *progress;
+    char *text;
 
-    if (store_attempts(st, json_string_value(json_object_get(job, "id")), &attempts, &err) < 0)
-        return;
-    last = json_array_get(attempts, json_array_size(attempts) - 1);
-    json_object_set_new(job, "attempts", attempts);
-    if (last == NULL)
-        return;
-    snprintf(path, sizeof(path), "%s/progress.json",
-             json_string_value(json_object_get(last, "run_dir")));
+    snprintf(path, sizeof(path), "%s/progress.json", run_dir);
     progress = json_load_file(path, 0, &jerr);
-    if (progress != NULL)
-        json_object_set_new(job, "progress", progress);
+    if (progress == NULL)
+        return NULL;
+    text = json_dumps(progress, JSON_COMPACT);
+    json_decref(progress);
+    return text;
 }
 
-/* Adds fields derived from the row: where checkpoints go when the spec names no place. */
-static void decorate(const struct api_config *cfg, json_t *job)
+/* Renders job id with its attempts and its latest progress into resp (404 when it is not
+ * there for owner). */
+static void render_job(const struct api_config *cfg, const struct api_request *req,
+                       const char *id, const char *owner, int status, struct api_response *resp)
 {
-    json_t *spec = json_object_get(job, "spec");
-    const char *dir = json_string_value(json_object_get(spec, "checkpoint_dir"));
-    char buf[4096];
-    if (dir == NULL) {
-        snprintf(buf, sizeof(buf), "%s/checkpoints/%s", cfg->data_dir,
-                 json_string_value(json_object_get(job, "id")));
-        dir = buf;
+    char *text, *run_dir, *progress;
+    struct error err;
+
+    if (store_job_render(req->store, id, owner, cfg->ckpt_prefix, &text, &run_dir, &err) < 0) {
+        if (errno == ENOENT)
+            api_problem(resp, 404, "job-not-found", "Not Found", req->path,
+                        "there is no job %s (or it is not yours)", id);
+        else
+            store_problem(resp, req->path, &err);
+        return;
     }
-    json_object_set_new(job, "checkpoint_dir", json_string(dir));
+    progress = run_dir ? progress_text(run_dir) : NULL;
+    if (progress != NULL) { /* splice ,"progress":{...} before the closing brace */
+        size_t tl = strlen(text), pl = strlen(progress);
+        char *grown = realloc(text, tl + pl + 13);
+        if (grown != NULL) {
+            text = grown;
+            snprintf(text + tl - 1, pl + 14, ",\"progress\":%s}", progress);
+        }
+    }
+    free(progress);
+    free(run_dir);
+    resp->status = status;
+    resp->json_text = text;
 }
 
 static uint64_t fnv1a(const char *s)
@@ -151,19 +163,19 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-static void job_create(const struct api_config *cfg, const struct api_request *req,
-                       const char *param, struct api_response *resp)
+int api_submit_begin(const struct api_config *cfg, const struct api_request *req,
+                     struct api_submit *s, struct api_response *resp)
 {
-    json_t *spec, *errors, *job;
+    json_t *spec, *errors;
     const char *kind, *key = req->header(req->conn, "Idempotency-Key");
-    char hash[32], *canon;
-    struct error err;
-    int status, created;
+    char *canon;
+    int status;
 
-    if (key != NULL && (strlen(key) == 0 || strlen(key) > 255)) {
+    memset(s, 0, sizeof(*s));
+    if (key != NULL && (strlen(key) == 0 || strlen(key) >= sizeof(s->key))) {
         api_problem(resp, 400, "bad-idempotency-key", "Bad Request", req->path,
-                    "Idempotency-Key must have 1..255 characters");
-        return;
+                    "Idempotency-Key must have 1..%zu characters", sizeof(s->key) - 1);
+        return 0;
     }
     if (jobspec_parse(req->body, req->body_len, cfg->slots, cfg->gpus, &spec, &errors, &status,
                       &kind) < 0) {
@@ -172,49 +184,64 @@ static void job_create(const struct api_config *cfg, const struct api_request *r
             api_problem(resp, status, kind, status == 400 ? "Malformed JSON" : "Invalid JobSpec",
                         req->path, "%s", json_string_value(json_object_get(first, "detail")));
         json_object_set_new(p, "errors", errors);
-        return;
+        return 0;
     }
+    /* The request's fingerprint: a retry with the same key must send the same spec. */
     canon = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-    snprintf(hash, sizeof(hash), "%016llx", canon ? (unsigned long long)fnv1a(canon) : 0ull);
+    snprintf(s->hash, sizeof(s->hash), "%016llx",
+             canon ? (unsigned long long)fnv1a(canon) : 0ull);
     free(canon);
-    if (store_job_create(req->store, req->owner, spec, key, hash, &job, &created, &err) < 0) {
+    snprintf(s->owner, sizeof(s->owner), "%s", req->owner);
+    s->sub.owner = s->owner;
+    s->sub.spec = spec;
+    s->sub.req_hash = s->hash;
+    if (key != NULL) {
+        snprintf(s->key, sizeof(s->key), "%s", key);
+        s->sub.idem_key = s->key;
+    }
+    return 1;
+}
+
+void api_submit_end(const struct api_config *cfg, const struct api_request *req,
+                    struct api_submit *s, struct api_response *resp)
+{
+    json_decref(s->sub.spec);
+    s->sub.spec = NULL;
+    if (s->sub.rc < 0) {
+        errno = s->sub.errnum;
         if (errno == EEXIST)
             api_problem(resp, 422, "idempotency-key-reused", "Unprocessable Content", req->path,
-                        "%s; use a new key for a new job", err.text);
+                        "%s; use a new key for a new job", s->sub.err.text);
         else
-            store_problem(resp, req->path, &err);
-        json_decref(spec);
+            store_problem(resp, req->path, &s->sub.err);
         return;
     }
-    json_decref(spec);
-    if (created && cfg->sched != NULL)
+    if (s->sub.created && cfg->sched != NULL)
         scheduler_wake(cfg->sched);
-    decorate(cfg, job);
-    resp->status = 201;
-    resp->body = job;
-    snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%s",
-             json_string_value(json_object_get(job, "id")));
+    render_job(cfg, req, s->sub.id, NULL, 201, resp);
+    if (resp->status == 201)
+        snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%s", s->sub.id);
+}
+
+static void job_create(const struct api_config *cfg, const struct api_request *req,
+                       const char *param, struct api_response *resp)
+{
+    struct api_submit s;
+    struct store_submission *one = &s.sub;
+    struct error err;
+
+    if (!api_submit_begin(cfg, req, &s, resp))
+        return;
+    store_job_create_batch(req->store, &one, 1, &err);
+    api_submit_end(cfg, req, &s, resp);
 }
 
 static void job_get(const struct api_config *cfg, const struct api_request *req, const char *param,
                     struct api_response *resp)
 {
-    json_t *job;
-    struct error err;
     /* Another user's job is "not found", not "forbidden": its existence is not theirs to
      * learn. */
-    if (store_job_get(req->store, param, req->admin ? NULL : req->owner, &job, &err) < 0) {
-        if (errno == ENOENT)
-            api_problem(resp, 404, "job-not-found", "Not Found", req->path,
-                        "there is no job %s (or it is not yours)", param);
-        else
-            store_problem(resp, req->path, &err);
-        return;
-    }
-    decorate(cfg, job);
-    add_attempts(req->store, job);
-    resp->status = 200;
-    resp->body = job;
+    render_job(cfg, req, param, req->admin ? NULL : req->owner, 200, resp);
 }
 
 static int finished(const char *state)
@@ -242,15 +269,7 @@ static int own_job(const struct api_request *req, const char *param, struct api_
 static void reply_job(const struct api_config *cfg, const struct api_request *req, const char *id,
                       int status, struct api_response *resp)
 {
-    json_t *job;
-    struct error err;
-    if (store_job_get(req->store, id, NULL, &job, &err) < 0) {
-        store_problem(resp, req->path, &err);
-        return;
-    }
-    decorate(cfg, job);
-    resp->status = status;
-    resp->body = job;
+    render_job(cfg, req, id, NULL, status, resp);
 }
 
 /* cancel and stop: the scheduler carries them out; a running job ends when reaped. */
@@ -495,9 +514,9 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     long size = PAGE_SIZE_DEFAULT;
     long long cursor = 0;
     int64_t next;
-    json_t *jobs, *item;
-    size_t i;
+    char *jobs;
     struct error err;
+    struct store_filter filter = {0};
 
     if (ps != NULL) {
         size = strtol(ps, &end, 10);
@@ -536,18 +555,32 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     /* Users list their own jobs; admins anyone's, optionally one owner's. */
     if (!req->admin)
         owner = req->owner;
-    if (store_job_list(req->store, owner, state, value ? key : NULL, value, cursor, (int)size,
-                       &jobs, &next, &err) < 0) {
+    filter.owner = owner;
+    filter.state = state;
+    filter.label_key = value ? key : NULL;
+    filter.label_value = value;
+    if (store_job_list(req->store, &filter, cursor, (int)size, cfg->ckpt_prefix, &jobs, &next,
+                       &err) < 0) {
         store_problem(resp, req->path, &err);
         return;
     }
-    json_array_foreach(jobs, i, item) decorate(cfg, item);
-    resp->status = 200;
-    resp->body = json_pack("{s:o}", "jobs", jobs);
-    if (next > 0) {
-        char t[32];
-        snprintf(t, sizeof(t), "%llx", (unsigned long long)next);
-        json_object_set_new(resp->body, "next_page_token", json_string(t));
+    /* {"jobs":[...],"next_page_token":"..."} around the rendered array */
+    {
+        size_t n = strlen(jobs) + 64;
+        char *text = malloc(n);
+        if (text == NULL) {
+            free(jobs);
+            api_problem(resp, 503, "busy", "Service Unavailable", req->path, "out of memory");
+            return;
+        }
+        if (next > 0)
+            snprintf(text, n, "{\"jobs\":%s,\"next_page_token\":\"%llx\"}", jobs,
+                     (unsigned long long)next);
+        else
+            snprintf(text, n, "{\"jobs\":%s}", jobs);
+        free(jobs);
+        resp->status = 200;
+        resp->json_text = text;
     }
 }
 

@@ -5,6 +5,7 @@
  * and keyed on PRAGMA user_version, each applied in one transaction.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,11 +73,15 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN stop_requested INTEGER NOT NULL DEFAULT 0;",
+    /* 3: the spec's checkpoint_dir as a column (NULL: the default under the data directory),
+     * so that rendering a job needs no JSON parse */
+    "ALTER TABLE jobs ADD COLUMN checkpoint_dir TEXT;"
+    "UPDATE jobs SET checkpoint_dir = json_extract(spec, '$.checkpoint_dir');",
 };
 
 static const char SQL_JOB_INSERT[] =
-    "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at)"
-    " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5)";
+    "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir)"
+    " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5, ?6)";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO events (job_id, time, type, state, message) VALUES (?1, ?2, ?3, ?4, ?5)";
 static const char SQL_IDEM_GET[] =
@@ -86,11 +91,34 @@ static const char SQL_IDEM_INSERT[] =
 static const char SQL_JOB_GET[] =
     "SELECT id, name, owner, state, spec, created_at, updated_at FROM jobs"
     " WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)";
+/*
+ * The API's job object, rendered by SQLite straight from the row: the spec is stored as
+ * compact JSON (written by Jansson) and spliced as it is, so reads never parse and re-encode
+ * a spec. ids, states and times have no characters to escape; names and owners are quoted.
+ * ?9 is the prefix of the default checkpoint_dir.
+ */
+#define JOB_FIELDS                                                                            \
+    "'{\"id\":\"' || j.id || '\",\"name\":' || json_quote(j.name) || ',\"owner\":'"           \
+    " || json_quote(j.owner) || ',\"state\":\"' || j.state || '\",\"spec\":' || j.spec"         \
+    " || ',\"created_at\":\"' || j.created_at || '\",\"updated_at\":\"' || j.updated_at"         \
+    " || '\",\"checkpoint_dir\":' || json_quote(coalesce(j.checkpoint_dir, ?9 || j.id))"
+/* A job's attempts, oldest first; ended_at, exit_status and reason once it has ended. */
+#define JOB_ATTEMPTS                                                                          \
+    "(SELECT json_group_array(json(CASE WHEN ended_at IS NULL THEN o ELSE json_set(o,"        \
+    " '$.ended_at', ended_at, '$.exit_status', exit_status, '$.reason', coalesce(reason, ''))" \
+    " END)) FROM (SELECT json_object('number', number, 'world_size', world_size, 'hosts',"   \
+    " hosts, 'gpus', gpus, 'backend_id', coalesce(backend_id, ''), 'run_dir', run_dir,"      \
+    " 'started_at', started_at) AS o, ended_at, exit_status, reason FROM attempts"           \
+    " WHERE job_id = j.id ORDER BY number))"
+static const char SQL_JOB_RENDER[] =
+    "SELECT " JOB_FIELDS " || ',\"attempts\":' || " JOB_ATTEMPTS " || '}',"
+    " (SELECT run_dir FROM attempts WHERE job_id = j.id ORDER BY number DESC LIMIT 1)"
+    " FROM jobs j WHERE j.id = ?1 AND (?2 IS NULL OR j.owner = ?2)";
 static const char SQL_JOB_LIST[] =
-    "SELECT id, name, owner, state, spec, created_at, updated_at, seq FROM jobs"
-    " WHERE seq > ?1 AND (?2 IS NULL OR owner = ?2) AND (?3 IS NULL OR state = ?3)"
-    " AND (?4 IS NULL OR json_extract(spec, '$.labels.' || json_quote(?4)) = ?5)"
-    " ORDER BY seq LIMIT ?6";
+    "SELECT " JOB_FIELDS " || '}', j.seq FROM jobs j"
+    " WHERE j.seq > ?1 AND (?2 IS NULL OR j.owner = ?2) AND (?3 IS NULL OR j.state = ?3)"
+    " AND (?4 IS NULL OR json_extract(j.spec, '$.labels.' || json_quote(?4)) = ?5)"
+    " ORDER BY j.seq LIMIT ?6";
 static const char SQL_TOKEN_INSERT[] =
     "INSERT INTO tokens (id, name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4, ?5)";
 static const char SQL_TOKEN_FIND[] =
@@ -131,6 +159,7 @@ static const char *const sql_text[S_COUNT] = {
     [S_IDEM_INSERT] = SQL_IDEM_INSERT,
     [S_JOB_GET] = SQL_JOB_GET,
     [S_JOB_LIST] = SQL_JOB_LIST,
+    [S_JOB_RENDER] = SQL_JOB_RENDER,
     [S_TOKEN_INSERT] = SQL_TOKEN_INSERT,
     [S_TOKEN_FIND] = SQL_TOKEN_FIND,
     [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,
@@ -150,6 +179,9 @@ static const char *const sql_text[S_COUNT] = {
     [S_BEGIN_READ] = "BEGIN",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
+    [S_SAVEPOINT] = "SAVEPOINT one",
+    [S_RELEASE] = "RELEASE one",
+    [S_ROLLBACK_TO] = "ROLLBACK TO one",
 };
 
 /* Maps a SQLite result code to errno, records the message and returns -1. */
@@ -226,12 +258,24 @@ static int migrate(struct store *st, struct error *err)
     return 0;
 }
 
+/*
+ * Before the first connection: no global memory statistics. SQLite keeps them under one
+ * process-wide mutex that every allocation takes, which HTTP threads reading in parallel
+ * would otherwise queue on.
+ */
+static void configure_sqlite(void)
+{
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int store_open(const char *path, struct store **out, struct error *err)
 {
-    struct store *st = calloc(1, sizeof(*st));
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    struct store *st;
     int rc;
 
-    if (st == NULL)
+    pthread_once(&once, configure_sqlite);
+    if ((st = calloc(1, sizeof(*st))) == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
     rc = sqlite3_open_v2(path, &st->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -348,126 +392,239 @@ int store_job_get(struct store *st, const char *id, const char *owner, json_t **
     return 0;
 }
 
-int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
-                     const char *req_hash, json_t **job_out, int *created, struct error *err)
+/*
+ * One submission inside the open transaction, under its own savepoint so that its failure
+ * undoes only its own rows. Sets sub->id, sub->created, and sub->rc/errnum/err.
+ */
+static void create_one(struct store *st, struct store_submission *sub)
 {
-    char id[32], now[40];
+    char now[40];
     char *text = NULL;
     sqlite3_stmt *s;
     int rc;
 
-    if (store__step_done(st, st->stmt[S_BEGIN], err, "begin") < 0)
-        return -1;
-    if (idem_key != NULL) {
+    sub->rc = -1;
+    if (store__step_done(st, st->stmt[S_SAVEPOINT], &sub->err, "savepoint") < 0)
+        goto out;
+    if (sub->idem_key != NULL) {
         s = st->stmt[S_IDEM_GET];
-        sqlite3_bind_text(s, 1, owner, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, idem_key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 1, sub->owner, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, sub->idem_key, -1, SQLITE_STATIC);
         rc = sqlite3_step(s);
         if (rc == SQLITE_ROW) {
-            int same = strcmp(store__col(s, 1), req_hash) == 0;
-            snprintf(id, sizeof(id), "%s", store__col(s, 0));
+            int same = strcmp(store__col(s, 1), sub->req_hash) == 0;
+            snprintf(sub->id, sizeof(sub->id), "%s", store__col(s, 0));
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
-            store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
-            if (!same)
-                return errno = EEXIST,
-                       errprintf(err, "Idempotency-Key '%s' was used for a different request",
-                                 idem_key);
-            *created = 0;
-            return store_job_get(st, id, owner, job_out, err);
+            store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
+            if (!same) {
+                errno = EEXIST;
+                errprintf(&sub->err, "Idempotency-Key '%s' was used for a different request",
+                          sub->idem_key);
+                goto out;
+            }
+            sub->created = 0;
+            sub->rc = 0;
+            goto out;
         }
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
         if (rc != SQLITE_DONE) {
-            store__fail(st, rc, err, "idempotency lookup");
-            goto rollback;
+            store__fail(st, rc, &sub->err, "idempotency lookup");
+            goto undo;
         }
     }
-    new_job_id(id, sizeof(id));
+    new_job_id(sub->id, sizeof(sub->id));
     store__now_iso(now, sizeof(now));
-    text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    text = json_dumps(sub->spec, JSON_COMPACT | JSON_SORT_KEYS);
     if (text == NULL) {
         errno = ENOMEM;
-        errprintf(err, "out of memory");
-        goto rollback;
+        errprintf(&sub->err, "out of memory");
+        goto undo;
     }
     s = st->stmt[S_JOB_INSERT];
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, json_string_value(json_object_get(spec, "name")), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 1, sub->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, json_string_value(json_object_get(sub->spec, "name")), -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, sub->owner, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
-    if (store__step_done(st, s, err, "insert job") < 0)
-        goto rollback;
-    s = st->stmt[S_EVENT_INSERT];
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, "submitted", -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, "QUEUED", -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 5, "job accepted", -1, SQLITE_STATIC);
-    if (store__step_done(st, s, err, "insert event") < 0)
-        goto rollback;
-    if (idem_key != NULL) {
+    sqlite3_bind_text(s, 6, json_string_value(json_object_get(sub->spec, "checkpoint_dir")), -1,
+                      SQLITE_STATIC);
+    if (store__step_done(st, s, &sub->err, "insert job") < 0 ||
+        store__event(st, sub->id, now, "submitted", "QUEUED", "job accepted", &sub->err) < 0)
+        goto undo;
+    if (sub->idem_key != NULL) {
         s = st->stmt[S_IDEM_INSERT];
-        sqlite3_bind_text(s, 1, owner, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, idem_key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 3, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 4, req_hash, -1, SQLITE_STATIC);
-        if (store__step_done(st, s, err, "insert idempotency key") < 0)
-            goto rollback;
+        sqlite3_bind_text(s, 1, sub->owner, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, sub->idem_key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 3, sub->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, sub->req_hash, -1, SQLITE_STATIC);
+        if (store__step_done(st, s, &sub->err, "insert idempotency key") < 0)
+            goto undo;
     }
-    if (store__step_done(st, st->stmt[S_COMMIT], err, "commit") < 0)
-        goto rollback;
+    store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
+    sub->created = 1;
+    sub->rc = 0;
+    goto out;
+undo: {
+    int saved = errno;
+    store__step_done(st, st->stmt[S_ROLLBACK_TO], NULL, "rollback to savepoint");
+    store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
+    errno = saved;
+}
+out:
+    sub->errnum = sub->rc < 0 ? errno : 0;
     free(text);
-    *created = 1;
-    return store_job_get(st, id, owner, job_out, err);
-rollback:
-    free(text);
-    {
-        int saved = errno;
-        store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
-        errno = saved;
+}
+
+int store_job_create_batch(struct store *st, struct store_submission *const *subs, int n,
+                           struct error *err)
+{
+    struct error local;
+    if (err == NULL)
+        err = &local;
+    if (store__begin(st, err) < 0)
+        goto failed;
+    for (int i = 0; i < n; i++)
+        create_one(st, subs[i]);
+    if (store__commit(st, err) == 0)
+        return 0;
+failed: /* nothing of the batch is stored: every submission fails with the reason */
+    for (int i = 0; i < n; i++) {
+        subs[i]->rc = -1;
+        subs[i]->errnum = errno;
+        subs[i]->created = 0;
+        subs[i]->err = *err;
     }
     return -1;
 }
 
-int store_job_list(struct store *st, const char *owner, const char *state, const char *label_key,
-                   const char *label_value, int64_t cursor, int limit, json_t **out, int64_t *next,
-                   struct error *err)
+int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
+                     const char *req_hash, json_t **job_out, int *created, struct error *err)
+{
+    struct store_submission sub = {
+        .owner = owner, .spec = spec, .idem_key = idem_key, .req_hash = req_hash};
+    struct store_submission *one = &sub;
+
+    if (store_job_create_batch(st, &one, 1, err) < 0)
+        return -1;
+    if (sub.rc < 0) {
+        if (err)
+            *err = sub.err;
+        errno = sub.errnum;
+        return -1;
+    }
+    *created = sub.created;
+    return store_job_get(st, sub.id, owner, job_out, err);
+}
+
+/* A growing text buffer; a failed append leaves ok = 0. */
+struct text {
+    char *p;
+    size_t len, cap;
+    int ok;
+};
+
+static void text_add(struct text *t, const char *s, size_t n)
+{
+    if (!t->ok)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        char *grown;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        if ((grown = realloc(t->p, cap)) == NULL) {
+            t->ok = 0;
+            return;
+        }
+        t->p = grown;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+}
+
+int store_job_render(struct store *st, const char *id, const char *owner, const char *ckpt_prefix,
+                     char **out, char **last_run_dir, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOB_RENDER];
+    int rc;
+
+    *out = NULL;
+    if (last_run_dir)
+        *last_run_dir = NULL;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (owner)
+        sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 9, ckpt_prefix, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *out = strdup(store__col(s, 0));
+        if (last_run_dir && sqlite3_column_type(s, 1) != SQLITE_NULL)
+            *last_run_dir = strdup(store__col(s, 1));
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc == SQLITE_DONE)
+        return errno = ENOENT, errprintf(err, "job %s not found", id);
+    if (rc != SQLITE_ROW)
+        return store__fail(st, rc, err, "job lookup");
+    if (*out == NULL) {
+        if (last_run_dir) {
+            free(*last_run_dir);
+            *last_run_dir = NULL;
+        }
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    }
+    return 0;
+}
+
+int store_job_list(struct store *st, const struct store_filter *f, int64_t cursor, int limit,
+                   const char *ckpt_prefix, char **out, int64_t *next, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_JOB_LIST];
-    json_t *arr = json_array();
+    struct text t = {.ok = 1};
     int64_t last = 0;
     int rc, n = 0;
 
-    if (arr == NULL)
-        return errno = ENOMEM, errprintf(err, "out of memory");
     sqlite3_bind_int64(s, 1, cursor);
-    if (owner)
-        sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
-    if (state)
-        sqlite3_bind_text(s, 3, state, -1, SQLITE_STATIC);
-    if (label_key) {
-        sqlite3_bind_text(s, 4, label_key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 5, label_value, -1, SQLITE_STATIC);
+    if (f->owner)
+        sqlite3_bind_text(s, 2, f->owner, -1, SQLITE_STATIC);
+    if (f->state)
+        sqlite3_bind_text(s, 3, f->state, -1, SQLITE_STATIC);
+    if (f->label_key) {
+        sqlite3_bind_text(s, 4, f->label_key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 5, f->label_value, -1, SQLITE_STATIC);
     }
     /* One more than asked: it tells whether a next page exists. */
     sqlite3_bind_int(s, 6, limit + 1);
+    sqlite3_bind_text(s, 9, ckpt_prefix, -1, SQLITE_STATIC);
+    text_add(&t, "[", 1);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == limit)
             break;
-        json_array_append_new(arr, row_json(s));
-        last = sqlite3_column_int64(s, 7);
+        if (n > 0)
+            text_add(&t, ",", 1);
+        text_add(&t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0));
+        last = sqlite3_column_int64(s, 1);
         n++;
     }
+    text_add(&t, "]", 1);
     *next = rc == SQLITE_ROW ? last : 0;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        json_decref(arr);
+        free(t.p);
         return store__fail(st, rc, err, "job list");
     }
-    *out = arr;
+    if (!t.ok) {
+        free(t.p);
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    }
+    *out = t.p;
     return 0;
 }
 

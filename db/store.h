@@ -36,17 +36,54 @@ int store_schema_version(struct store *st);
  */
 int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
                      const char *req_hash, json_t **job_out, int *created, struct error *err);
+/*
+ * Group commit: the submissions of many requests in ONE transaction, so one fsync covers
+ * them all. Each runs as store_job_create would, under its own savepoint (a failure undoes
+ * only its rows) and gets its own result in rc/errnum/err. When the transaction itself
+ * cannot begin or commit, nothing is stored, every submission fails with that reason, and
+ * the call returns -1.
+ */
+struct store_submission {
+    /* in (borrowed) */
+    const char *owner;
+    json_t *spec;
+    const char *idem_key; /* NULL: none */
+    const char *req_hash;
+    /* out */
+    int rc;      /* 0 or -1 */
+    int errnum;  /* errno when rc is -1 */
+    int created; /* 0: an earlier submission with the same key */
+    char id[32];
+    struct error err;
+};
+int store_job_create_batch(struct store *st, struct store_submission *const *subs, int n,
+                           struct error *err);
 /* The job as JSON (new reference), or ENOENT. owner NULL matches any owner (admin). */
 int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
                   struct error *err);
 /*
- * Jobs in creation order after cursor (0 = from the start), at most limit, filtered by
- * owner (NULL: all), state (NULL: any) and one label key=value (NULL: any). *out is a new
- * array; *next is the cursor for the next page or 0 when there is none.
+ * The job as the API shows it, as JSON text rendered by SQLite (a malloc'ed string): the
+ * fields of store_job_get plus checkpoint_dir (ckpt_prefix followed by the id when the spec
+ * names none) and its attempts. *last_run_dir (when not NULL) gets the newest attempt's run
+ * directory (malloc'ed) or NULL. ENOENT when there is no such job of owner (NULL: any).
  */
-int store_job_list(struct store *st, const char *owner, const char *state, const char *label_key,
-                   const char *label_value, int64_t cursor, int limit, json_t **out, int64_t *next,
-                   struct error *err);
+int store_job_render(struct store *st, const char *id, const char *owner, const char *ckpt_prefix,
+                     char **out, char **last_run_dir, struct error *err);
+
+/* Which jobs a list shows; a NULL field matches anything. */
+struct store_filter {
+    const char *owner;
+    const char *state;
+    const char *label_key, *label_value; /* one label key=value */
+};
+
+/*
+ * Jobs matching f in creation order after cursor (0 = from the start), at most limit, as a
+ * JSON array text (malloc'ed) of the objects store_job_render gives, without attempts.
+ * *next is the cursor for the next page or 0 when there is none.
+ */
+int store_job_list(struct store *st, const struct store_filter *f, int64_t cursor, int limit,
+                   const char *ckpt_prefix, char **out, int64_t *next, struct error *err);
 
 /* Tokens: hash is the hex SHA-256 of the secret; the secret itself is never stored. */
 int store_token_create(struct store *st, const char *id, const char *name, const char *hash,

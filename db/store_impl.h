@@ -17,6 +17,7 @@ enum {
     S_IDEM_INSERT,
     S_JOB_GET,
     S_JOB_LIST,
+    S_JOB_RENDER,
     S_TOKEN_INSERT,
     S_TOKEN_FIND,
     S_TOKEN_COUNT,
@@ -36,6 +37,9 @@ enum {
     S_BEGIN_READ,
     S_COMMIT,
     S_ROLLBACK,
+    S_SAVEPOINT,
+    S_RELEASE,
+    S_ROLLBACK_TO,
     S_COUNT
 };
 

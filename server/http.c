@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "auth.h"
+#include "commit.h"
 #include "http.h"
 #include "metrics.h"
 #include "sse.h"
@@ -29,13 +31,28 @@ struct http {
     char db_path[4200];
     pthread_key_t store_key;
     struct sse *sse;
+    struct committer *committer;
 };
 
 struct req {
     char *body;
     size_t len;
     int too_big;
+    /* POST /v1/jobs: queued for the group committer while the connection is suspended */
+    int queued;
+    atomic_int committed;
+    struct MHD_Connection *conn;
+    struct api_submit submit;
+    struct commit_item item;
 };
+
+/* The committer stored rq's submission: let its connection answer. */
+static void on_committed(void *arg)
+{
+    struct req *rq = arg;
+    atomic_store(&rq->committed, 1);
+    MHD_resume_connection(rq->conn);
+}
 
 /*
  * Tokens recently checked by this thread. A client sends the same token on every request;
@@ -170,7 +187,7 @@ static void log_line(const char *method, const char *url, int status, const char
             date, (int)(ts.tv_nsec / 1000000) % 1000, method, url, status, owner ? owner : "-");
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, const struct api_response *r)
+static enum MHD_Result send_json(struct MHD_Connection *c, struct api_response *r)
 {
     if (r->text != NULL) { /* logs */
         struct MHD_Response *resp =
@@ -186,11 +203,15 @@ static enum MHD_Result send_json(struct MHD_Connection *c, const struct api_resp
         MHD_destroy_response(resp);
         return ret;
     }
-    char *text = r->body ? json_dumps(r->body, JSON_COMPACT) : NULL;
+    /* A rendered body changes hands: MHD frees it. */
+    char *text = r->json_text != NULL ? r->json_text
+                 : r->body != NULL    ? json_dumps(r->body, JSON_COMPACT)
+                                      : NULL;
     struct MHD_Response *resp;
     enum MHD_Result ret;
     size_t len = text ? strlen(text) : 0;
 
+    r->json_text = NULL;
     resp = MHD_create_response_from_buffer(len, text ? text : (char *)"",
                                            text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (resp == NULL) {
@@ -279,6 +300,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         goto send;
     }
     req.store = thread_store(h, &err);
+    if (req.store != NULL && rq->queued && atomic_load(&rq->committed)) {
+        /* back from the committer: answer with the stored job */
+        snprintf(owner, sizeof(owner), "%s", rq->submit.owner);
+        req.method = method;
+        req.path = url;
+        req.owner = owner;
+        req.conn = c;
+        req.query = query;
+        req.header = header;
+        api_submit_end(h->api, &req, &rq->submit, &resp);
+        goto send;
+    }
     if (req.store == NULL) {
         api_problem(&resp, 503, "not-ready", "Service Unavailable", url,
                     "cannot open the job database: %s", err.text);
@@ -354,6 +387,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req.conn = c;
     req.owner = owner;
     req.admin = admin;
+    if (!strcmp(method, "POST") && !strcmp(url, "/v1/jobs")) {
+        /* Validated here; stored by the committer with other submissions in one commit. */
+        if (!api_submit_begin(h->api, &req, &rq->submit, &resp))
+            goto send;
+        rq->queued = 1;
+        rq->conn = c;
+        rq->item.sub = &rq->submit.sub;
+        rq->item.arg = rq;
+        MHD_suspend_connection(c);
+        committer_push(h->committer, &rq->item);
+        return MHD_YES;
+    }
     api_handle(h->api, &req, &resp);
 send:
     if (reading)
@@ -362,6 +407,7 @@ send:
     log_line(method, url, resp.status, owner);
     ret = send_json(c, &resp);
     json_decref(resp.body);
+    free(resp.json_text);
     free(resp.text);
     return ret;
 }
@@ -371,6 +417,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     struct req *rq = *con_cls;
     if (rq != NULL) {
+        json_decref(rq->submit.sub.spec); /* when the answer never came to be sent */
         free(rq->body);
         free(rq);
         *con_cls = NULL;
@@ -414,7 +461,14 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     pthread_key_create(&h->store_key, close_store);
+    if ((h->committer = committer_start(h->db_path, on_committed, err)) == NULL) {
+        pthread_key_delete(h->store_key);
+        freeaddrinfo(ai);
+        free(h);
+        return NULL;
+    }
     if ((h->sse = sse_start()) == NULL) {
+        committer_stop(h->committer);
         pthread_key_delete(h->store_key);
         freeaddrinfo(ai);
         free(h);
@@ -429,6 +483,7 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
     freeaddrinfo(ai);
     if (h->d == NULL) {
         int e = errno;
+        committer_stop(h->committer);
         sse_stop(h->sse);
         sse_free(h->sse);
         pthread_key_delete(h->store_key);
@@ -456,6 +511,7 @@ void http_stop(struct http *h)
         if (lfd != MHD_INVALID_SOCKET)
             close(lfd);
     }
+    committer_stop(h->committer); /* answers what is queued; later submissions get 503 */
     sse_stop(h->sse);
     MHD_stop_daemon(h->d);
     sse_free(h->sse);

@@ -144,7 +144,7 @@ int main(int argc, char **argv)
     struct http *http = NULL;
     struct scheduler *sched = NULL;
     struct scheduler_config scfg;
-    char db_path[2200], addr_path[2200], checkpoints[2200];
+    char db_path[2200], addr_path[2200], checkpoints[2200], ckpt_prefix[2200];
     int rc, port = 0, lock_fd, sig;
     sigset_t set;
 
@@ -195,6 +195,8 @@ int main(int argc, char **argv)
         return EXIT_SOFTWARE;
     }
     api.data_dir = cfg.data_dir;
+    snprintf(ckpt_prefix, sizeof(ckpt_prefix), "%.2190s/", checkpoints);
+    api.ckpt_prefix = ckpt_prefix;
     api.slots = cfg.slots;
     api.gpus = cfg.gpus;
     api.token_create = auth_token_create;

@@ -32,10 +32,10 @@ START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 2);
+    ck_assert_int_eq(store_schema_version(st), 3);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 2);
+    ck_assert_int_eq(store_schema_version(again), 3);
     store_close(again);
     unlink(path);
 }
@@ -91,6 +91,21 @@ START_TEST(idempotency_keys)
 }
 END_TEST
 
+/* store_job_list's text, parsed. */
+static json_t *list(struct store *st, const struct store_filter *f, int64_t cursor, int limit,
+                    int64_t *next)
+{
+    struct error err;
+    json_error_t jerr;
+    char *text;
+    json_t *page;
+    ck_assert_int_eq(store_job_list(st, f, cursor, limit, "/ck/", &text, next, &err), 0);
+    page = json_loads(text, 0, &jerr);
+    ck_assert_msg(json_is_array(page), "not a JSON array: %s", text);
+    free(text);
+    return page;
+}
+
 START_TEST(paging_and_filters)
 {
     struct store *st = open_fresh();
@@ -98,6 +113,7 @@ START_TEST(paging_and_filters)
     json_t *page, *job;
     int64_t next;
     int created, seen = 0;
+    struct store_filter all = {0}, odd = {"u", "QUEUED", "team", "odd"}, nobody = {.owner = "nobody"};
     for (int i = 0; i < 7; i++) {
         json_t *s = spec("j", i % 2 ? "odd" : "even");
         ck_assert_int_eq(store_job_create(st, "u", s, NULL, "h", &job, &created, &err), 0);
@@ -106,19 +122,133 @@ START_TEST(paging_and_filters)
     }
     next = 0;
     do {
-        ck_assert_int_eq(store_job_list(st, NULL, NULL, NULL, NULL, next, 3, &page, &next, &err),
-                         0);
+        page = list(st, &all, next, 3, &next);
         seen += (int)json_array_size(page);
         json_decref(page);
     } while (next != 0);
     ck_assert_int_eq(seen, 7);
-    ck_assert_int_eq(store_job_list(st, "u", "QUEUED", "team", "odd", 0, 100, &page, &next, &err),
-                     0);
+    page = list(st, &odd, 0, 100, &next);
     ck_assert_int_eq(json_array_size(page), 3);
+    job = json_array_get(page, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(job, "state")), "QUEUED");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(job, "spec"), "labels"), "team")),
+                     "odd");
     json_decref(page);
-    ck_assert_int_eq(store_job_list(st, "nobody", NULL, NULL, NULL, 0, 100, &page, &next, &err), 0);
+    page = list(st, &nobody, 0, 100, &next);
     ck_assert_int_eq(json_array_size(page), 0);
     json_decref(page);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
+/* The rendered job: the row's fields, the spec as an object, the default checkpoint_dir, and
+ * attempts with ended_at only once ended. */
+START_TEST(render)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_error_t jerr;
+    json_t *s = spec("r\"quote", "t"), *job, *got, *a;
+    char *text, *run_dir, want[64];
+    int created;
+    const char *id;
+    struct store_attempt at = {1, 2, "localhost:2", "", "123", "/run/1"};
+    struct store_sched sc = {1, 0, 0, 0};
+
+    ck_assert_int_eq(store_job_create(st, "alice", s, NULL, "h", &job, &created, &err), 0);
+    id = json_string_value(json_object_get(job, "id"));
+    ck_assert_int_eq(store_job_render(st, id, "alice", "/ck/", &text, &run_dir, &err), 0);
+    ck_assert_ptr_null(run_dir);
+    got = json_loads(text, 0, &jerr);
+    ck_assert_msg(got != NULL, "not JSON: %s", text);
+    free(text);
+    ck_assert_str_eq(json_string_value(json_object_get(got, "name")), "r\"quote");
+    ck_assert(json_is_object(json_object_get(got, "spec")));
+    snprintf(want, sizeof(want), "/ck/%s", id);
+    ck_assert_str_eq(json_string_value(json_object_get(got, "checkpoint_dir")), want);
+    ck_assert_int_eq(json_array_size(json_object_get(got, "attempts")), 0);
+    json_decref(got);
+    ck_assert_int_eq(store_job_render(st, id, "bob", "/ck/", &text, NULL, &err), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    {
+        json_t *s2 = spec("explicit", "t"), *job2;
+        json_object_set_new(s2, "checkpoint_dir", json_string("/somewhere/else"));
+        ck_assert_int_eq(store_job_create(st, "alice", s2, NULL, "h", &job2, &created, &err), 0);
+        ck_assert_int_eq(store_job_render(st, json_string_value(json_object_get(job2, "id")),
+                                          NULL, "/ck/", &text, NULL, &err),
+                         0);
+        got = json_loads(text, 0, &jerr);
+        free(text);
+        ck_assert_str_eq(json_string_value(json_object_get(got, "checkpoint_dir")),
+                         "/somewhere/else");
+        json_decref(got);
+        json_decref(job2);
+        json_decref(s2);
+    }
+
+    ck_assert_int_eq(store_attempt_start(st, id, &at, &sc, &err), 0);
+    ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &text, &run_dir, &err), 0);
+    ck_assert_str_eq(run_dir, "/run/1");
+    free(run_dir);
+    got = json_loads(text, 0, &jerr);
+    free(text);
+    a = json_array_get(json_object_get(got, "attempts"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "world_size")), 2);
+    ck_assert_ptr_null(json_object_get(a, "ended_at"));
+    json_decref(got);
+    ck_assert_int_eq(store_attempt_end(st, id, 1, 3, "exit 3", "FAILED", "failed", &sc, &err), 0);
+    ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &text, NULL, &err), 0);
+    got = json_loads(text, 0, &jerr);
+    free(text);
+    a = json_array_get(json_object_get(got, "attempts"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "exit_status")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "reason")), "exit 3");
+    ck_assert_str_eq(json_string_value(json_object_get(got, "state")), "FAILED");
+    json_decref(got);
+    json_decref(job);
+    json_decref(s);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
+/* A batch stores each submission on its own: a reused key fails alone, a repeated key in the
+ * same batch creates one job. */
+START_TEST(group_commit)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *s1 = spec("a", "t"), *s2 = spec("b", "t"), *job;
+    int created;
+    struct store_submission subs[4] = {
+        {.owner = "u", .spec = s1, .idem_key = "k1", .req_hash = "h1"},
+        {.owner = "u", .spec = s2, .idem_key = "k0", .req_hash = "other"}, /* reused key */
+        {.owner = "u", .spec = s1, .idem_key = "k1", .req_hash = "h1"},    /* retry of [0] */
+        {.owner = "u", .spec = s2, .req_hash = "h2"},
+    };
+    struct store_submission *ptrs[4] = {&subs[0], &subs[1], &subs[2], &subs[3]};
+    int64_t next;
+    struct store_filter all = {0};
+    json_t *page;
+
+    ck_assert_int_eq(store_job_create(st, "u", s1, "k0", "h0", &job, &created, &err), 0);
+    json_decref(job);
+    ck_assert_int_eq(store_job_create_batch(st, ptrs, 4, &err), 0);
+    ck_assert_int_eq(subs[0].rc, 0);
+    ck_assert_int_eq(subs[0].created, 1);
+    ck_assert_int_eq(subs[1].rc, -1);
+    ck_assert_int_eq(subs[1].errnum, EEXIST);
+    ck_assert_int_eq(subs[2].rc, 0);
+    ck_assert_int_eq(subs[2].created, 0);
+    ck_assert_str_eq(subs[2].id, subs[0].id);
+    ck_assert_int_eq(subs[3].rc, 0);
+    page = list(st, &all, 0, 100, &next);
+    ck_assert_int_eq(json_array_size(page), 3);
+    json_decref(page);
+    json_decref(s1);
+    json_decref(s2);
     store_close(st);
     unlink(path);
 }
@@ -152,6 +282,8 @@ int main(void)
                             create_get_and_owner_scoping,
                             idempotency_keys,
                             paging_and_filters,
+                            render,
+                            group_commit,
                             tokens,
                             NULL};
     return unit_main("store", tests, 30);
