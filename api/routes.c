@@ -654,7 +654,7 @@ static void readyz(const struct api_config *cfg, const struct api_request *req, 
 static void openapi(const struct api_config *cfg, const struct api_request *req, const char *param,
                     struct api_response *resp)
 {
-    json_error_t jerr;
-    resp->body = json_loads(api_openapi(), 0, &jerr);
-    resp->status = resp->body ? 200 : 500;
+    /* Static text, checked to be JSON by a unit test: served as it is. */
+    resp->json_text = strdup(api_openapi());
+    resp->status = resp->json_text ? 200 : 503;
 }

@@ -92,16 +92,12 @@ static const char SQL_JOB_GET[] =
     "SELECT id, name, owner, state, spec, created_at, updated_at FROM jobs"
     " WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)";
 /*
- * The API's job object, rendered by SQLite straight from the row: the spec is stored as
- * compact JSON (written by Jansson) and spliced as it is, so reads never parse and re-encode
- * a spec. ids, states and times have no characters to escape; names and owners are quoted.
- * ?9 is the prefix of the default checkpoint_dir.
+ * Reads render the API's job object in C straight from these columns: the spec is stored as
+ * compact JSON (written by Jansson) and copied as it is, so a read never parses and
+ * re-encodes a spec (see render_row).
  */
-#define JOB_FIELDS                                                                            \
-    "'{\"id\":\"' || j.id || '\",\"name\":' || json_quote(j.name) || ',\"owner\":'"           \
-    " || json_quote(j.owner) || ',\"state\":\"' || j.state || '\",\"spec\":' || j.spec"         \
-    " || ',\"created_at\":\"' || j.created_at || '\",\"updated_at\":\"' || j.updated_at"         \
-    " || '\",\"checkpoint_dir\":' || json_quote(coalesce(j.checkpoint_dir, ?9 || j.id))"
+#define JOB_COLUMNS \
+    "j.id, j.name, j.owner, j.state, j.spec, j.created_at, j.updated_at, j.checkpoint_dir"
 /* A job's attempts, oldest first; ended_at, exit_status and reason once it has ended. */
 #define JOB_ATTEMPTS                                                                          \
     "(SELECT json_group_array(json(CASE WHEN ended_at IS NULL THEN o ELSE json_set(o,"        \
@@ -111,11 +107,11 @@ static const char SQL_JOB_GET[] =
     " 'started_at', started_at) AS o, ended_at, exit_status, reason FROM attempts"           \
     " WHERE job_id = j.id ORDER BY number))"
 static const char SQL_JOB_RENDER[] =
-    "SELECT " JOB_FIELDS " || ',\"attempts\":' || " JOB_ATTEMPTS " || '}',"
+    "SELECT " JOB_COLUMNS ", " JOB_ATTEMPTS ","
     " (SELECT run_dir FROM attempts WHERE job_id = j.id ORDER BY number DESC LIMIT 1)"
     " FROM jobs j WHERE j.id = ?1 AND (?2 IS NULL OR j.owner = ?2)";
 static const char SQL_JOB_LIST[] =
-    "SELECT " JOB_FIELDS " || '}', j.seq FROM jobs j"
+    "SELECT " JOB_COLUMNS ", j.seq FROM jobs j"
     " WHERE j.seq > ?1 AND (?2 IS NULL OR j.owner = ?2) AND (?3 IS NULL OR j.state = ?3)"
     " AND (?4 IS NULL OR json_extract(j.spec, '$.labels.' || json_quote(?4)) = ?5)"
     " ORDER BY j.seq LIMIT ?6";
@@ -258,6 +254,8 @@ static int migrate(struct store *st, struct error *err)
     return 0;
 }
 
+int store__background_checkpoints;
+
 /*
  * Before the first connection: no global memory statistics. SQLite keeps them under one
  * process-wide mutex that every allocation takes, which HTTP threads reading in parallel
@@ -290,6 +288,8 @@ int store_open(const char *path, struct store **out, struct error *err)
     if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", err) <
             0 ||
         migrate(st, err) < 0)
+        goto error;
+    if (store__background_checkpoints && exec(st, "PRAGMA wal_autocheckpoint=0", err) < 0)
         goto error;
     for (int i = 0; i < S_COUNT; i++) {
         rc = sqlite3_prepare_v2(st->db, sql_text[i], -1, &st->stmt[i], NULL);
@@ -547,10 +547,63 @@ static void text_add(struct text *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
+/* Appends s as a JSON string. Text from SQLite is UTF-8, which JSON carries as it is. */
+static void text_add_string(struct text *t, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *run = s;
+    text_add(t, "\"", 1);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        char esc[6] = {'\\', 0};
+        size_t n = 2;
+        if (ch >= 0x20 && ch != '"' && ch != '\\')
+            continue;
+        text_add(t, run, (size_t)(s - run));
+        run = s + 1;
+        switch (ch) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\r': esc[1] = 'r'; break;
+        default:
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[ch >> 4];
+            esc[5] = hex[ch & 15];
+            n = 6;
+        }
+        text_add(t, esc, n);
+    }
+    text_add(t, run, (size_t)(s - run));
+    text_add(t, "\"", 1);
+}
+
+/* Appends the job object of the row under s (JOB_COLUMNS) without its closing brace. */
+static void render_row(struct text *t, sqlite3_stmt *s, const char *ckpt_prefix)
+{
+    static const char *const keys[] = {"{\"id\":",      ",\"name\":",       ",\"owner\":",
+                                       ",\"state\":",   ",\"spec\":",       ",\"created_at\":",
+                                       ",\"updated_at\":", ",\"checkpoint_dir\":"};
+    for (int i = 0; i < 8; i++) {
+        text_add(t, keys[i], strlen(keys[i]));
+        if (i == 4) {
+            text_add(t, store__col(s, 4), (size_t)sqlite3_column_bytes(s, 4));
+        } else if (i == 7 && sqlite3_column_type(s, 7) == SQLITE_NULL) {
+            char dir[4400];
+            snprintf(dir, sizeof(dir), "%s%s", ckpt_prefix, store__col(s, 0));
+            text_add_string(t, dir);
+        } else {
+            text_add_string(t, store__col(s, i));
+        }
+    }
+}
+
 int store_job_render(struct store *st, const char *id, const char *owner, const char *ckpt_prefix,
                      char **out, char **last_run_dir, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_JOB_RENDER];
+    struct text t = {.ok = 1};
     int rc;
 
     *out = NULL;
@@ -559,26 +612,30 @@ int store_job_render(struct store *st, const char *id, const char *owner, const 
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     if (owner)
         sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 9, ckpt_prefix, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        *out = strdup(store__col(s, 0));
-        if (last_run_dir && sqlite3_column_type(s, 1) != SQLITE_NULL)
-            *last_run_dir = strdup(store__col(s, 1));
+        render_row(&t, s, ckpt_prefix);
+        text_add(&t, ",\"attempts\":", 12);
+        text_add(&t, store__col(s, 8), (size_t)sqlite3_column_bytes(s, 8));
+        text_add(&t, "}", 1);
+        if (last_run_dir && sqlite3_column_type(s, 9) != SQLITE_NULL)
+            *last_run_dir = strdup(store__col(s, 9));
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     if (rc == SQLITE_DONE)
         return errno = ENOENT, errprintf(err, "job %s not found", id);
-    if (rc != SQLITE_ROW)
-        return store__fail(st, rc, err, "job lookup");
-    if (*out == NULL) {
+    if (rc != SQLITE_ROW || !t.ok) {
+        free(t.p);
         if (last_run_dir) {
             free(*last_run_dir);
             *last_run_dir = NULL;
         }
+        if (rc != SQLITE_ROW)
+            return store__fail(st, rc, err, "job lookup");
         return errno = ENOMEM, errprintf(err, "out of memory");
     }
+    *out = t.p;
     return 0;
 }
 
@@ -601,15 +658,15 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
     }
     /* One more than asked: it tells whether a next page exists. */
     sqlite3_bind_int(s, 6, limit + 1);
-    sqlite3_bind_text(s, 9, ckpt_prefix, -1, SQLITE_STATIC);
     text_add(&t, "[", 1);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == limit)
             break;
         if (n > 0)
             text_add(&t, ",", 1);
-        text_add(&t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0));
-        last = sqlite3_column_int64(s, 1);
+        render_row(&t, s, ckpt_prefix);
+        text_add(&t, "}", 1);
+        last = sqlite3_column_int64(s, 8);
         n++;
     }
     text_add(&t, "]", 1);

@@ -149,6 +149,16 @@ int store_metrics(struct store *st, json_t **states, int64_t *submissions, doubl
                   int *nlat, struct error *err);
 
 /*
+ * Checkpoints off the commit path (checkpoint.c): starting one makes every connection this
+ * process opens afterwards leave WAL checkpoints to its thread, which runs them in the
+ * background every 250 ms and once more at stop. Returns NULL with err on failure.
+ */
+struct store_checkpointer;
+struct store_checkpointer *store_checkpointer_start(const char *path, struct error *err);
+/* Stops the thread after a final checkpoint. Accepts NULL. */
+void store_checkpointer_stop(struct store_checkpointer *c);
+
+/*
  * One read transaction around several reads (a GET request's token, job and attempts): one
  * snapshot, and one set of WAL locks instead of one per statement.
  */

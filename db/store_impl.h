@@ -48,6 +48,9 @@ struct store {
     sqlite3_stmt *stmt[S_COUNT];
 };
 
+/* Set by store_checkpointer_start: new connections do not checkpoint on commit. */
+extern int store__background_checkpoints;
+
 /* Maps a SQLite result code to errno, records the message and returns -1. */
 int store__fail(struct store *st, int rc, struct error *err, const char *what);
 /* The current UTC time as ISO 8601 with milliseconds. */

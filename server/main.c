@@ -141,6 +141,7 @@ int main(int argc, char **argv)
     struct api_config api;
     struct error err;
     struct store *st = NULL;
+    struct store_checkpointer *ckpt = NULL;
     struct http *http = NULL;
     struct scheduler *sched = NULL;
     struct scheduler_config scfg;
@@ -186,12 +187,15 @@ int main(int argc, char **argv)
         return EXIT_SOFTWARE;
     }
     snprintf(db_path, sizeof(db_path), "%s/ringd.db", cfg.data_dir);
-    if (store_open(db_path, &st, &err) < 0) {
+    if ((ckpt = store_checkpointer_start(db_path, &err)) == NULL ||
+        store_open(db_path, &st, &err) < 0) {
+        store_checkpointer_stop(ckpt);
         say("error", "cannot open the job database %s: %s", db_path, err.text);
         return EXIT_SOFTWARE;
     }
     if (!cfg.no_auth && first_token(st, cfg.data_dir) < 0) {
         store_close(st);
+        store_checkpointer_stop(ckpt);
         return EXIT_SOFTWARE;
     }
     api.data_dir = cfg.data_dir;
@@ -213,6 +217,7 @@ int main(int argc, char **argv)
     if (sched == NULL) {
         say("error", "cannot start the scheduler: %s", err.text);
         store_close(st);
+        store_checkpointer_stop(ckpt);
         return EXIT_SOFTWARE;
     }
     api.sched = sched;
@@ -221,6 +226,7 @@ int main(int argc, char **argv)
         say("error", "%s", err.text);
         scheduler_stop(sched);
         store_close(st);
+        store_checkpointer_stop(ckpt);
         return errno == EADDRINUSE ? EXIT_UNAVAILABLE : EXIT_CONFIG;
     }
     {
@@ -243,6 +249,7 @@ int main(int argc, char **argv)
     http_stop(http);
     scheduler_stop(sched);
     store_close(st);
+    store_checkpointer_stop(ckpt);
     unlink(addr_path);
     close(lock_fd);
     say("info", "stopped");
