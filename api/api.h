@@ -15,10 +15,10 @@
 
 /* What the API needs from the daemon, fixed at start-up. */
 struct api_config {
-    const char *data_dir; /* checkpoint_dir defaults under data_dir/checkpoints/<job> */
+    const char *data_dir;    /* checkpoint_dir defaults under data_dir/checkpoints/<job> */
     const char *ckpt_prefix; /* data_dir/checkpoints/: the default checkpoint_dir is this + id */
-    int slots;            /* workers that fit when jobs need no GPU */
-    int gpus;             /* GPUs on this host */
+    int slots;               /* workers that fit when jobs need no GPU */
+    int gpus;                /* GPUs on this host */
     /* Creates an API token (the server owns the hashing): writes the secret token into
      * token (at least 128 bytes). Returns 0 or -1 with err. */
     int (*token_create)(struct store *st, const char *name, int admin, char *token,
@@ -45,7 +45,7 @@ struct api_response {
     json_t *body; /* owned; NULL for no body */
     int problem;  /* body is application/problem+json */
     char location[128];
-    char allow[64]; /* for 405 */
+    char allow[64];  /* for 405 */
     char *json_text; /* owned; a JSON body already rendered (job reads), instead of body */
     char *text;      /* owned; a text/plain body instead of JSON (logs) */
     size_t text_len;

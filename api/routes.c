@@ -126,8 +126,8 @@ static char *progress_text(const char *run_dir)
 
 /* Renders job id with its attempts and its latest progress into resp (404 when it is not
  * there for owner). */
-static void render_job(const struct api_config *cfg, const struct api_request *req,
-                       const char *id, const char *owner, int status, struct api_response *resp)
+static void render_job(const struct api_config *cfg, const struct api_request *req, const char *id,
+                       const char *owner, int status, struct api_response *resp)
 {
     char *text, *run_dir, *progress;
     struct error err;
@@ -188,8 +188,7 @@ int api_submit_begin(const struct api_config *cfg, const struct api_request *req
     }
     /* The request's fingerprint: a retry with the same key must send the same spec. */
     canon = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-    snprintf(s->hash, sizeof(s->hash), "%016llx",
-             canon ? (unsigned long long)fnv1a(canon) : 0ull);
+    snprintf(s->hash, sizeof(s->hash), "%016llx", canon ? (unsigned long long)fnv1a(canon) : 0ull);
     free(canon);
     snprintf(s->owner, sizeof(s->owner), "%s", req->owner);
     s->sub.owner = s->owner;
@@ -566,18 +565,21 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     }
     /* {"jobs":[...],"next_page_token":"..."} around the rendered array */
     {
-        size_t n = strlen(jobs) + 64;
-        char *text = malloc(n);
+        size_t n = strlen(jobs);
+        char tail[64], *text = malloc(n + sizeof(tail) + 16);
         if (text == NULL) {
             free(jobs);
             api_problem(resp, 503, "busy", "Service Unavailable", req->path, "out of memory");
             return;
         }
         if (next > 0)
-            snprintf(text, n, "{\"jobs\":%s,\"next_page_token\":\"%llx\"}", jobs,
+            snprintf(tail, sizeof(tail), ",\"next_page_token\":\"%llx\"}",
                      (unsigned long long)next);
         else
-            snprintf(text, n, "{\"jobs\":%s}", jobs);
+            snprintf(tail, sizeof(tail), "}");
+        memcpy(text, "{\"jobs\":", 8);
+        memcpy(text + 8, jobs, n);
+        memcpy(text + 8 + n, tail, strlen(tail) + 1);
         free(jobs);
         resp->status = 200;
         resp->json_text = text;

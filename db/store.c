@@ -96,15 +96,15 @@ static const char SQL_JOB_GET[] =
  * compact JSON (written by Jansson) and copied as it is, so a read never parses and
  * re-encodes a spec (see render_row).
  */
-#define JOB_COLUMNS \
+#define JOB_COLUMNS                                                                                \
     "j.id, j.name, j.owner, j.state, j.spec, j.created_at, j.updated_at, j.checkpoint_dir"
 /* A job's attempts, oldest first; ended_at, exit_status and reason once it has ended. */
-#define JOB_ATTEMPTS                                                                          \
-    "(SELECT json_group_array(json(CASE WHEN ended_at IS NULL THEN o ELSE json_set(o,"        \
-    " '$.ended_at', ended_at, '$.exit_status', exit_status, '$.reason', coalesce(reason, ''))" \
-    " END)) FROM (SELECT json_object('number', number, 'world_size', world_size, 'hosts',"   \
-    " hosts, 'gpus', gpus, 'backend_id', coalesce(backend_id, ''), 'run_dir', run_dir,"      \
-    " 'started_at', started_at) AS o, ended_at, exit_status, reason FROM attempts"           \
+#define JOB_ATTEMPTS                                                                               \
+    "(SELECT json_group_array(json(CASE WHEN ended_at IS NULL THEN o ELSE json_set(o,"             \
+    " '$.ended_at', ended_at, '$.exit_status', exit_status, '$.reason', coalesce(reason, ''))"     \
+    " END)) FROM (SELECT json_object('number', number, 'world_size', world_size, 'hosts',"         \
+    " hosts, 'gpus', gpus, 'backend_id', coalesce(backend_id, ''), 'run_dir', run_dir,"            \
+    " 'started_at', started_at) AS o, ended_at, exit_status, reason FROM attempts"                 \
     " WHERE job_id = j.id ORDER BY number))"
 static const char SQL_JOB_RENDER[] =
     "SELECT " JOB_COLUMNS ", " JOB_ATTEMPTS ","
@@ -467,7 +467,7 @@ static void create_one(struct store *st, struct store_submission *sub)
     sub->created = 1;
     sub->rc = 0;
     goto out;
-undo: {
+undo : {
     int saved = errno;
     store__step_done(st, st->stmt[S_ROLLBACK_TO], NULL, "rollback to savepoint");
     store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
@@ -553,20 +553,32 @@ static void text_add_string(struct text *t, const char *s)
     static const char hex[] = "0123456789abcdef";
     const char *run = s;
     text_add(t, "\"", 1);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
+    for (;; s++) {
+        unsigned char ch;
         char esc[6] = {'\\', 0};
         size_t n = 2;
-        if (ch >= 0x20 && ch != '"' && ch != '\\')
-            continue;
+        s += strcspn(s, "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"
+                        "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f");
+        if ((ch = (unsigned char)*s) == '\0')
+            break;
         text_add(t, run, (size_t)(s - run));
         run = s + 1;
         switch (ch) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\r': esc[1] = 'r'; break;
+        case '"':
+            esc[1] = '"';
+            break;
+        case '\\':
+            esc[1] = '\\';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
         default:
             memcpy(esc, "\\u00", 4);
             esc[4] = hex[ch >> 4];
@@ -582,17 +594,20 @@ static void text_add_string(struct text *t, const char *s)
 /* Appends the job object of the row under s (JOB_COLUMNS) without its closing brace. */
 static void render_row(struct text *t, sqlite3_stmt *s, const char *ckpt_prefix)
 {
-    static const char *const keys[] = {"{\"id\":",      ",\"name\":",       ",\"owner\":",
-                                       ",\"state\":",   ",\"spec\":",       ",\"created_at\":",
-                                       ",\"updated_at\":", ",\"checkpoint_dir\":"};
+    static const char *const keys[] = {
+        "{\"id\":",   ",\"name\":",       ",\"owner\":",      ",\"state\":",
+        ",\"spec\":", ",\"created_at\":", ",\"updated_at\":", ",\"checkpoint_dir\":"};
     for (int i = 0; i < 8; i++) {
         text_add(t, keys[i], strlen(keys[i]));
         if (i == 4) {
             text_add(t, store__col(s, 4), (size_t)sqlite3_column_bytes(s, 4));
         } else if (i == 7 && sqlite3_column_type(s, 7) == SQLITE_NULL) {
-            char dir[4400];
-            snprintf(dir, sizeof(dir), "%s%s", ckpt_prefix, store__col(s, 0));
-            text_add_string(t, dir);
+            /* the default: the prefix and the id, which has nothing to escape */
+            text_add_string(t, ckpt_prefix);
+            if (t->ok)
+                t->len--; /* reopen the string */
+            text_add(t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0));
+            text_add(t, "\"", 1);
         } else {
             text_add_string(t, store__col(s, i));
         }
@@ -658,6 +673,8 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
     }
     /* One more than asked: it tells whether a next page exists. */
     sqlite3_bind_int(s, 6, limit + 1);
+    t.p = malloc(t.cap = (size_t)limit * 640 + 64); /* a typical job is 400-600 bytes */
+    t.ok = t.p != NULL;
     text_add(&t, "[", 1);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == limit)

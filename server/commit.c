@@ -66,8 +66,7 @@ static void *run(void *arg)
     return NULL;
 }
 
-struct committer *committer_start(const char *db_path, void (*done)(void *arg),
-                                  struct error *err)
+struct committer *committer_start(const char *db_path, void (*done)(void *arg), struct error *err)
 {
     struct committer *c = calloc(1, sizeof(*c));
     if (c == NULL)

@@ -28,8 +28,7 @@ struct committer;
  * Starts the committer on its own connection to db_path. done(arg) is called from the
  * committer thread once item->sub holds its result. Returns NULL with err on failure.
  */
-struct committer *committer_start(const char *db_path, void (*done)(void *arg),
-                                  struct error *err);
+struct committer *committer_start(const char *db_path, void (*done)(void *arg), struct error *err);
 /*
  * Queues item. After committer_stop has begun, the item fails at once (EBUSY, "shutting
  * down") and done() is called from this thread before the call returns.

@@ -39,6 +39,7 @@ client() { # client N: submits PER_CLIENT jobs, retrying each key until it gets 
                 break
             fi
             sleep 0.05 # ringd is down (000) or busy (503): retry the same key
+            kill -0 $$ 2>/dev/null || return 1 # the test was killed (timeout): stop too
         done
     done
 }

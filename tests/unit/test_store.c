@@ -113,7 +113,8 @@ START_TEST(paging_and_filters)
     json_t *page, *job;
     int64_t next;
     int created, seen = 0;
-    struct store_filter all = {0}, odd = {"u", "QUEUED", "team", "odd"}, nobody = {.owner = "nobody"};
+    struct store_filter all = {0}, odd = {"u", "QUEUED", "team", "odd"},
+                        nobody = {.owner = "nobody"};
     for (int i = 0; i < 7; i++) {
         json_t *s = spec("j", i % 2 ? "odd" : "even");
         ck_assert_int_eq(store_job_create(st, "u", s, NULL, "h", &job, &created, &err), 0);
@@ -150,7 +151,7 @@ START_TEST(render)
     struct store *st = open_fresh();
     struct error err;
     json_error_t jerr;
-    json_t *s = spec("r\"quote", "t"), *job, *got, *a;
+    json_t *s = spec("r\"quote\\\t\x01/", "t"), *job, *got, *a;
     char *text, *run_dir, want[64];
     int created;
     const char *id;
@@ -164,7 +165,7 @@ START_TEST(render)
     got = json_loads(text, 0, &jerr);
     ck_assert_msg(got != NULL, "not JSON: %s", text);
     free(text);
-    ck_assert_str_eq(json_string_value(json_object_get(got, "name")), "r\"quote");
+    ck_assert_str_eq(json_string_value(json_object_get(got, "name")), "r\"quote\\\t\x01/");
     ck_assert(json_is_object(json_object_get(got, "spec")));
     snprintf(want, sizeof(want), "/ck/%s", id);
     ck_assert_str_eq(json_string_value(json_object_get(got, "checkpoint_dir")), want);
@@ -176,8 +177,8 @@ START_TEST(render)
         json_t *s2 = spec("explicit", "t"), *job2;
         json_object_set_new(s2, "checkpoint_dir", json_string("/somewhere/else"));
         ck_assert_int_eq(store_job_create(st, "alice", s2, NULL, "h", &job2, &created, &err), 0);
-        ck_assert_int_eq(store_job_render(st, json_string_value(json_object_get(job2, "id")),
-                                          NULL, "/ck/", &text, NULL, &err),
+        ck_assert_int_eq(store_job_render(st, json_string_value(json_object_get(job2, "id")), NULL,
+                                          "/ck/", &text, NULL, &err),
                          0);
         got = json_loads(text, 0, &jerr);
         free(text);
