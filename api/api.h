@@ -23,6 +23,8 @@ struct api_config {
      * token (at least 128 bytes). Returns 0 or -1 with err. */
     int (*token_create)(struct store *st, const char *name, int admin, char *token,
                         struct error *err);
+    /* Called after a token is revoked: the server drops the tokens it had checked. */
+    void (*token_revoked)(void);
     struct scheduler *sched; /* woken on submissions; carries out cancels */
 };
 

@@ -3,11 +3,12 @@
  * ringctl - the command-line client of ringd's REST API.
  *
  *   ringctl submit -n 4 -- ./train --epochs 10
- *   ringctl submit -f job.json
+ *   ringctl submit -f job.json               (or job.yaml)
  *   ringctl ls [--state S] [--label k=v]      ringctl show ID
  *   ringctl cancel|stop|resume|rm ID          ringctl events ID [-f]
  *   ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]
  *   ringctl cluster                           ringctl token create NAME [--admin]
+ *   ringctl token list                        ringctl token revoke ID
  *
  * RINGMASTER_URL (default http://127.0.0.1:8080) and RINGMASTER_TOKEN configure it. Output
  * is a table for people, or the server's JSON with --json.
@@ -24,6 +25,8 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+
+#include "spec_yaml.h"
 
 #define EXIT_REFUSED     1
 #define EXIT_USAGE       2
@@ -185,6 +188,28 @@ static const char *str(json_t *o, const char *k)
 
 /* ---- commands ---- */
 
+/* A spec file: YAML when it is named .yaml or .yml, JSON otherwise. NULL after saying why. */
+static json_t *load_spec(const char *file)
+{
+    const char *dot = strrchr(file, '.');
+    json_t *spec;
+    if (dot != NULL && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml"))) {
+        char err[512];
+        if ((spec = spec_yaml_load_file(file, err, sizeof(err))) == NULL)
+            fprintf(stderr, "ringctl: %s\n", err);
+    } else {
+        json_error_t jerr;
+        if ((spec = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr)) == NULL)
+            fprintf(stderr, "ringctl: %s:%d: %s\n", file, jerr.line, jerr.text);
+    }
+    if (spec != NULL && !json_is_object(spec)) {
+        fprintf(stderr, "ringctl: %s: a job spec is a mapping (an object) at the top\n", file);
+        json_decref(spec);
+        spec = NULL;
+    }
+    return spec;
+}
+
 static int cmd_submit(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -250,19 +275,18 @@ static int cmd_submit(int argc, char **argv)
             idem = optarg;
             break;
         default:
-            fprintf(stderr, "usage: ringctl submit [-n N|MIN:MAX] [--name N] [--gpus-per-worker G] "
-                            "[--env K=V] [--label K=V] [--max-restarts R] [--priority P] "
-                            "[--workdir DIR] [--idempotency-key K] (-f spec.json | -- program "
-                            "args...)\n");
+            fprintf(stderr,
+                    "usage: ringctl submit [-n N|MIN:MAX] [--name N] [--gpus-per-worker G] "
+                    "[--env K=V] [--label K=V] [--max-restarts R] [--priority P] "
+                    "[--workdir DIR] [--idempotency-key K] (-f spec.json|spec.yaml | -- program "
+                    "args...)\n");
             rc = EXIT_USAGE;
             goto out;
         }
     }
     if (file != NULL) {
-        json_error_t jerr;
-        json_t *f = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *f = load_spec(file);
         if (f == NULL) {
-            fprintf(stderr, "ringctl: %s:%d: %s\n", file, jerr.line, jerr.text);
             rc = EXIT_USAGE;
             goto out;
         }
@@ -606,41 +630,82 @@ static int cmd_cluster(void)
     return 0;
 }
 
+static int token_usage(void)
+{
+    fprintf(stderr, "usage: ringctl token create NAME [--admin] | token list | token revoke ID\n");
+    return EXIT_USAGE;
+}
+
 static int cmd_token(int argc, char **argv)
 {
-    json_t *t;
-    char *body;
-    int rc, admin = argc > 3 && !strcmp(argv[3], "--admin");
-    if (argc < 3 || strcmp(argv[1], "create") != 0) {
-        fprintf(stderr, "usage: ringctl token create NAME [--admin]\n");
-        return EXIT_USAGE;
+    json_t *t, *list, *tok;
+    char *body, path[256];
+    size_t i;
+    int rc;
+
+    if (argc >= 3 && !strcmp(argv[1], "create")) {
+        int admin = argc > 3 && !strcmp(argv[3], "--admin");
+        t = json_pack("{s:s, s:b}", "name", argv[2], "admin", admin);
+        body = json_dumps(t, JSON_COMPACT);
+        json_decref(t);
+        rc = call("POST", "/v1/tokens", body, NULL, &t);
+        free(body);
+        if (rc != 0)
+            return rc;
+        if (json_out)
+            print_json(t);
+        else
+            printf("%s\n", str(t, "token")); /* the secret, shown this once */
+        json_decref(t);
+        return 0;
     }
-    t = json_pack("{s:s, s:b}", "name", argv[2], "admin", admin);
-    body = json_dumps(t, JSON_COMPACT);
-    json_decref(t);
-    rc = call("POST", "/v1/tokens", body, NULL, &t);
-    free(body);
-    if (rc != 0)
-        return rc;
-    if (json_out)
-        print_json(t);
-    else
-        printf("%s\n", str(t, "token"));
-    json_decref(t);
-    return 0;
+    if (argc == 2 && !strcmp(argv[1], "list")) {
+        if ((rc = call("GET", "/v1/tokens", NULL, NULL, &t)) != 0)
+            return rc;
+        if (json_out) {
+            print_json(t);
+            json_decref(t);
+            return 0;
+        }
+        printf("%-14s %-20s %-6s %-25s %s\n", "ID", "NAME", "ADMIN", "CREATED", "REVOKED");
+        list = json_object_get(t, "tokens");
+        json_array_foreach(list, i, tok)
+        {
+            printf("%-14s %-20.20s %-6s %-25s %s\n", str(tok, "id"), str(tok, "name"),
+                   json_is_true(json_object_get(tok, "admin")) ? "yes" : "no",
+                   str(tok, "created_at"),
+                   json_object_get(tok, "revoked_at") ? str(tok, "revoked_at") : "-");
+        }
+        json_decref(t);
+        return 0;
+    }
+    if (argc == 3 && !strcmp(argv[1], "revoke")) {
+        char *e = curl_easy_escape(NULL, argv[2], 0);
+        snprintf(path, sizeof(path), "/v1/tokens/%s", e ? e : "");
+        curl_free(e);
+        if ((rc = call("DELETE", path, NULL, NULL, &t)) != 0)
+            return rc;
+        if (json_out)
+            print_json(t);
+        else
+            printf("revoked %s (%s)\n", str(t, "id"), str(t, "name"));
+        json_decref(t);
+        return 0;
+    }
+    return token_usage();
 }
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ringctl [--json] COMMAND ...\n"
-               "  submit [-n N|MIN:MAX] [options] (-f spec.json | -- program args...)\n"
+               "  submit [-n N|MIN:MAX] [options] (-f spec.json|spec.yaml | -- program args...)\n"
                "  ls [--state S] [--label K=V]\n"
                "  show ID\n"
                "  cancel ID | stop ID | resume ID | rm ID\n"
                "  events ID [-f]\n"
                "  logs ID [--rank R] [--stderr] [--tail N] [-f]\n"
                "  cluster\n"
-               "  token create NAME [--admin]\n"
+               "  token create NAME [--admin] | token list | token revoke ID\n"
                "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN.\n"
                "Exit status: 0 ok, 1 refused, 2 usage, 3 not found, 4 conflict, 5 not "
                "authorized,\n69 ringd unreachable or failing, 70 a followed job FAILED or was "

@@ -3,11 +3,14 @@
  * routes.c - the route table of REST API v1 and its handlers. A path that exists with
  * another method gets 405 with Allow; an unknown path gets 404.
  */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "jobspec.h"
@@ -19,7 +22,7 @@ typedef void handler_fn(const struct api_config *cfg, const struct api_request *
                         const char *param, struct api_response *resp);
 
 static handler_fn job_create, job_list, job_get, job_cancel, job_stop, job_resume, job_delete,
-    job_events, job_logs, cluster, healthz, readyz, openapi, token_create;
+    job_events, job_logs, cluster, healthz, readyz, openapi, token_create, token_list, token_revoke;
 
 static const struct route {
     const char *method;
@@ -37,6 +40,8 @@ static const struct route {
     {"GET", "/v1/jobs/{}/logs", job_logs},
     {"GET", "/v1/cluster", cluster},
     {"POST", "/v1/tokens", token_create},
+    {"GET", "/v1/tokens", token_list},
+    {"DELETE", "/v1/tokens/{}", token_revoke},
     {"GET", "/v1/openapi.json", openapi},
     {"GET", "/healthz", healthz},
     {"GET", "/readyz", readyz},
@@ -339,12 +344,26 @@ static void job_resume(const struct api_config *cfg, const struct api_request *r
     reply_job(cfg, req, param, 200, resp);
 }
 
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (flag == FTW_DP ? rmdir : unlink)(path);
+    return 0; /* go on: remove what can be removed */
+}
+
+/* rm -rf path, not following symbolic links. */
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void job_delete(const struct api_config *cfg, const struct api_request *req,
                        const char *param, struct api_response *resp)
 {
     json_t *job;
     struct error err;
     const char *state;
+    char path[4400];
+    int own_ckpt;
 
     if (own_job(req, param, resp, &job) < 0)
         return;
@@ -355,10 +374,20 @@ static void job_delete(const struct api_config *cfg, const struct api_request *r
         json_decref(job);
         return;
     }
+    /* A checkpoint_dir the user named is theirs to keep; the default one goes with the job. */
+    own_ckpt = json_object_get(json_object_get(job, "spec"), "checkpoint_dir") == NULL;
     json_decref(job);
     if (store_job_delete(req->store, param, &err) < 0) {
         store_problem(resp, req->path, &err);
         return;
+    }
+    /* The job's files: what a later job could never use. The id came from the database,
+     * so it names a directory under ours and nothing else. */
+    snprintf(path, sizeof(path), "%s/runs/%s", cfg->data_dir, param);
+    remove_tree(path);
+    if (own_ckpt) {
+        snprintf(path, sizeof(path), "%s%s", cfg->ckpt_prefix, param);
+        remove_tree(path);
     }
     resp->status = 204;
 }
@@ -629,9 +658,60 @@ static void token_create(const struct api_config *cfg, const struct api_request 
         return;
     }
     resp->status = 201;
-    resp->body =
-        json_pack("{s:s, s:b, s:s}", "name", n, "admin", json_is_true(admin), "token", token);
+    /* The id is the token's public part ("ringd_<id>_<secret>"): what list and revoke use. */
+    resp->body = json_pack("{s:s%, s:s, s:b, s:s}", "id", token + 6, (size_t)12, "name", n, "admin",
+                           json_is_true(admin), "token", token);
     json_decref(body);
+}
+
+/* GET /v1/tokens: admins see every token, users their own; never a secret. */
+static void token_list(const struct api_config *cfg, const struct api_request *req,
+                       const char *param, struct api_response *resp)
+{
+    json_t *tokens;
+    struct error err;
+    if (store_token_list(req->store, req->admin ? NULL : req->owner, &tokens, &err) < 0) {
+        store_problem(resp, req->path, &err);
+        return;
+    }
+    resp->status = 200;
+    resp->body = json_pack("{s:o}", "tokens", tokens);
+}
+
+/* DELETE /v1/tokens/{id}: revokes at once (the server forgets the tokens it had checked).
+ * Users revoke their own tokens; admins anyone's. */
+static void token_revoke(const struct api_config *cfg, const struct api_request *req,
+                         const char *param, struct api_response *resp)
+{
+    struct error err;
+    json_t *tokens, *t;
+    size_t i;
+
+    if (store_token_revoke(req->store, param, req->admin ? NULL : req->owner, &err) < 0) {
+        if (errno == ENOENT)
+            api_problem(resp, 404, "token-not-found", "Not Found", req->path,
+                        "there is no token %s (or it is not yours); see GET /v1/tokens", param);
+        else
+            store_problem(resp, req->path, &err);
+        return;
+    }
+    if (cfg->token_revoked != NULL)
+        cfg->token_revoked();
+    if (store_token_list(req->store, req->admin ? NULL : req->owner, &tokens, &err) < 0) {
+        store_problem(resp, req->path, &err);
+        return;
+    }
+    json_array_foreach(tokens, i, t)
+    {
+        if (strcmp(json_string_value(json_object_get(t, "id")), param) == 0) {
+            resp->status = 200;
+            resp->body = json_incref(t);
+            break;
+        }
+    }
+    json_decref(tokens);
+    if (resp->body == NULL)
+        api_problem(resp, 404, "token-not-found", "Not Found", req->path, "no token %s", param);
 }
 
 static void healthz(const struct api_config *cfg, const struct api_request *req, const char *param,

@@ -120,6 +120,10 @@ static const char SQL_TOKEN_INSERT[] =
 static const char SQL_TOKEN_FIND[] =
     "SELECT hash, name, admin FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
 static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
+static const char SQL_TOKEN_LIST[] = "SELECT id, name, admin, created_at, revoked_at FROM tokens"
+                                     " WHERE ?1 IS NULL OR name = ?1 ORDER BY created_at, id";
+static const char SQL_TOKEN_REVOKE[] = "UPDATE tokens SET revoked_at = coalesce(revoked_at, ?3)"
+                                       " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)";
 static const char SQL_JOB_STATE[] =
     "UPDATE jobs SET state = ?2, updated_at = ?3 WHERE id = ?1 AND (?4 IS NULL OR state = ?4)";
 static const char SQL_JOB_SCHED[] =
@@ -159,6 +163,8 @@ static const char *const sql_text[S_COUNT] = {
     [S_TOKEN_INSERT] = SQL_TOKEN_INSERT,
     [S_TOKEN_FIND] = SQL_TOKEN_FIND,
     [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,
+    [S_TOKEN_LIST] = SQL_TOKEN_LIST,
+    [S_TOKEN_REVOKE] = SQL_TOKEN_REVOKE,
     [S_JOB_STATE] = SQL_JOB_STATE,
     [S_JOB_SCHED] = SQL_JOB_SCHED,
     [S_JOBS_ACTIVE] = SQL_JOBS_ACTIVE,
@@ -746,6 +752,49 @@ int store_token_count(struct store *st, int *count, struct error *err)
     sqlite3_reset(s);
     if (rc != SQLITE_ROW)
         return store__fail(st, rc, err, "token count");
+    return 0;
+}
+
+int store_token_list(struct store *st, const char *name, json_t **out, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_TOKEN_LIST];
+    json_t *arr = json_array();
+    int rc;
+    if (arr == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    if (name)
+        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *t =
+            json_pack("{s:s, s:s, s:b, s:s}", "id", store__col(s, 0), "name", store__col(s, 1),
+                      "admin", sqlite3_column_int(s, 2), "created_at", store__col(s, 3));
+        if (sqlite3_column_type(s, 4) != SQLITE_NULL)
+            json_object_set_new(t, "revoked_at", json_string(store__col(s, 4)));
+        json_array_append_new(arr, t);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store__fail(st, rc, err, "token list");
+    }
+    *out = arr;
+    return 0;
+}
+
+int store_token_revoke(struct store *st, const char *id, const char *name, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_TOKEN_REVOKE];
+    char now[40];
+    store__now_iso(now, sizeof(now));
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (name)
+        sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
+    if (store__step_done(st, s, err, "revoke token") < 0)
+        return -1;
+    if (sqlite3_changes(st->db) == 0)
+        return errno = ENOENT, errprintf(err, "no token %s", id);
     return 0;
 }
 

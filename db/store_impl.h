@@ -21,6 +21,8 @@ enum {
     S_TOKEN_INSERT,
     S_TOKEN_FIND,
     S_TOKEN_COUNT,
+    S_TOKEN_LIST,
+    S_TOKEN_REVOKE,
     S_JOB_STATE,
     S_JOB_SCHED,
     S_JOBS_ACTIVE,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* auth.c - bearer tokens hashed with libsodium's SHA-256, compared in constant time. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,18 @@ int auth_token_create(struct store *st, const char *name, int admin, char *token
     snprintf(token, AUTH_TOKEN_LEN, "ringd_%s_%s", id, secret);
     sodium_memzero(secret, sizeof(secret));
     return 0;
+}
+
+static atomic_uint generation;
+
+void auth_revoked(void)
+{
+    atomic_fetch_add(&generation, 1);
+}
+
+unsigned auth_generation(void)
+{
+    return atomic_load(&generation);
 }
 
 int auth_check(struct store *st, const char *header, char *owner, size_t ownerlen, int *admin,

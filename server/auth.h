@@ -25,6 +25,13 @@ int auth_token_create(struct store *st, const char *name, int admin, char *token
  * Checks an Authorization header value ("Bearer ringd_..."). Returns 0 and fills owner
  * (the token's name) and *admin, or -1 (err says why, without echoing the secret).
  */
+/*
+ * Servers may remember tokens they checked for a while; auth_generation() changes whenever
+ * a token is revoked (auth_revoked()), so that whatever was remembered before is checked
+ * again.
+ */
+void auth_revoked(void);
+unsigned auth_generation(void);
 int auth_check(struct store *st, const char *header, char *owner, size_t ownerlen, int *admin,
                struct error *err);
 

@@ -57,7 +57,8 @@ static void on_committed(void *arg)
 /*
  * Tokens recently checked by this thread. A client sends the same token on every request;
  * checking it costs a query and a SHA-256, so a hit within AUTH_CACHE_MS skips both. A
- * revoked token therefore keeps working for at most that long.
+ * revocation through this server changes auth_generation(), which empties every thread's
+ * cache at once; a token revoked by other means keeps working for at most AUTH_CACHE_MS.
  */
 #define AUTH_CACHE_SIZE 16
 #define AUTH_CACHE_MS   10000
@@ -67,6 +68,7 @@ static _Thread_local struct auth_hit {
     char owner[128];
     int admin;
     int64_t expires;
+    unsigned generation;
 } auth_cache[AUTH_CACHE_SIZE];
 
 static int64_t mono_ms(void)
@@ -81,10 +83,12 @@ static int authorize(struct store *st, const char *header, char *owner, size_t l
                      struct error *err)
 {
     int64_t now = mono_ms();
+    unsigned gen = auth_generation();
     size_t slot = 0;
     if (header != NULL && strlen(header) < sizeof(auth_cache[0].header)) {
         for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
-            if (auth_cache[i].expires > now && strcmp(auth_cache[i].header, header) == 0) {
+            if (auth_cache[i].expires > now && auth_cache[i].generation == gen &&
+                strcmp(auth_cache[i].header, header) == 0) {
                 snprintf(owner, len, "%s", auth_cache[i].owner);
                 *admin = auth_cache[i].admin;
                 return 0;
@@ -100,6 +104,7 @@ static int authorize(struct store *st, const char *header, char *owner, size_t l
         snprintf(auth_cache[slot].owner, sizeof(auth_cache[slot].owner), "%s", owner);
         auth_cache[slot].admin = *admin;
         auth_cache[slot].expires = now + AUTH_CACHE_MS;
+        auth_cache[slot].generation = gen;
     }
     return 0;
 }

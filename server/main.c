@@ -204,6 +204,7 @@ int main(int argc, char **argv)
     api.slots = cfg.slots;
     api.gpus = cfg.gpus;
     api.token_create = auth_token_create;
+    api.token_revoked = auth_revoked;
     scfg = (struct scheduler_config){db_path,   cfg.data_dir, cfg.ringrun,
                                      cfg.slots, cfg.gpus,     cfg.kill_grace_s};
 

@@ -31,6 +31,42 @@ expect_rc 70 "$C" events "$bad" -f
 expect_in out "failed     FAILED"
 ok "submit -f; following a job that fails exits 70"
 
+cat >"$WORK/spec.yaml" <<'YAML'
+# a YAML spec: comments, anchors, block and flow styles, typed scalars
+name: from-yaml
+command: [/bin/sh, -c, "exit 0"]
+workers: {min: 1, max: 2}
+max_restarts: 0x2
+priority: -3
+env:
+  SEED: "7"
+  MODE: 'fast'
+labels:
+  team: &t vision
+  group: *t
+YAML
+expect_rc 0 "$C" submit -f "$WORK/spec.yaml"
+yid=$(cat "$WORK/out")
+expect_rc 0 "$C" --json show "$yid"
+jq -e '.spec.name == "from-yaml" and .spec.workers.max == 2 and .spec.max_restarts == 2 and
+    .spec.priority == -3 and .spec.env.SEED == "7" and .spec.env.MODE == "fast" and
+    .spec.labels.team == "vision" and .spec.labels.group == "vision" and
+    .spec.command[2] == "exit 0"' "$WORK/out" >/dev/null ||
+    fail "the YAML spec arrived as $(jq -c .spec "$WORK/out")"
+printf 'name: x\ncommand: [/bin/true]\nname: y\n' >"$WORK/dup.yaml"
+expect_rc 2 "$C" submit -f "$WORK/dup.yaml"
+expect_in err "dup.yaml:3:1: duplicate key 'name'"
+printf 'name: x\ncommand: [/bin/true\n' >"$WORK/broken.yml"
+expect_rc 2 "$C" submit -f "$WORK/broken.yml"
+expect_in err "broken.yml:"
+printf -- '- just\n- a list\n' >"$WORK/list.yaml"
+expect_rc 2 "$C" submit -f "$WORK/list.yaml"
+expect_in err "a job spec is a mapping"
+printf 'name: x\ncommand: [/bin/true]\nworkers: 1\nenv: {N: 4}\n' >"$WORK/typed.yaml"
+expect_rc 1 "$C" submit -f "$WORK/typed.yaml"
+expect_in err "env.N"
+ok "submit -f spec.yaml: typed scalars, flow and block styles; bad YAML says where"
+
 expect_rc 0 "$C" submit -- "$TRAIN" --epochs 1000 --step-sleep-ms 5
 long=$(cat "$WORK/out")
 for _ in $(seq 100); do "$C" show "$long" | grep -q "state      RUNNING" && break; sleep 0.1; done
@@ -40,13 +76,23 @@ expect_rc 0 "$C" cancel "$long"
 expect_rc 70 "$C" events "$long" -f
 expect_rc 4 "$C" cancel "$id"
 expect_in err "already SUCCEEDED"
+[ -d "$DATA/runs/$id" ] || fail "no run directory for $id"
 expect_rc 0 "$C" rm "$id"
 expect_rc 3 "$C" show "$id"
+[ ! -e "$DATA/runs/$id" ] && [ ! -e "$DATA/checkpoints/$id" ] || fail "rm left the job's files"
 ok "cluster, cancel, rm; 4 for a conflict, 3 for a missing job"
 
 expect_rc 0 "$C" token create bob
 BOB=$(cat "$WORK/out")
 RINGMASTER_TOKEN=$BOB expect_rc 3 "$C" show "$long"
+expect_rc 0 "$C" token list
+expect_in out "bob"
+BOB_ID=$(cut -d_ -f2 <<<"$BOB")
+expect_rc 0 "$C" token revoke "$BOB_ID"
+expect_in out "revoked $BOB_ID (bob)"
+RINGMASTER_TOKEN=$BOB expect_rc 5 "$C" ls
+expect_rc 3 "$C" token revoke 000000000000
+expect_rc 2 "$C" token frob
 RINGMASTER_TOKEN=nope expect_rc 5 "$C" ls
 RINGMASTER_URL=http://127.0.0.1:1 expect_rc 69 "$C" ls
 expect_in err "cannot reach ringd"

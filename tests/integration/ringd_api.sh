@@ -135,6 +135,28 @@ call GET /v1/jobs?page_size=1000; expect 200
 [ "$(jq '.jobs | length' "$WORK/body")" = 8 ] || fail "the admin does not see every job"
 ok "tokens: 401 without or with a wrong one; users see only their own jobs; admins all"
 
+ADMIN_ID=$(cut -d_ -f2 "$DATA/admin.token")
+ALICE_ID=$(cut -d_ -f2 <<<"$ALICE")
+call GET /v1/tokens; expect 200
+jq -e --arg a "$ALICE_ID" --arg r "$ADMIN_ID" '(.tokens | length) == 2 and
+    any(.tokens[]; .id == $a and .name == "alice" and .admin == false) and
+    any(.tokens[]; .id == $r and .admin == true) and
+    all(.tokens[]; has("token") or has("hash") | not)' "$WORK/body" >/dev/null ||
+    fail "GET /v1/tokens: $(cat "$WORK/body")"
+TOKEN=$ALICE
+call GET /v1/tokens; expect 200
+jq -e '[.tokens[].name] == ["alice"]' "$WORK/body" >/dev/null || fail "alice sees other tokens"
+call DELETE "/v1/tokens/$ADMIN_ID"; expect 404 token-not-found
+call GET /v1/jobs; expect 200 # still valid, and now remembered by the server
+TOKEN=$(cat "$DATA/admin.token")
+call DELETE "/v1/tokens/$ALICE_ID"; expect 200
+jq -e '.revoked_at != null' "$WORK/body" >/dev/null || fail "no revoked_at after revoke"
+call DELETE /v1/tokens/000000000000; expect 404 token-not-found
+TOKEN=$ALICE
+call GET /v1/jobs; expect 401 unauthorized "unknown or revoked"
+TOKEN=$(cat "$DATA/admin.token")
+ok "tokens: listed without secrets, users revoke only their own, a revoked token fails at once"
+
 # The daemon's own errors.
 expect_rc 69 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA"
 expect_in err "another ringd"

@@ -272,6 +272,24 @@ START_TEST(tokens)
     ck_assert_int_eq(errno, ENOENT);
     ck_assert_int_eq(store_token_create(st, "abc", "dup", "x", 0, &err), -1);
     ck_assert_int_eq(errno, EEXIST);
+    ck_assert_int_eq(store_token_create(st, "def", "bob", "cafe", 1, &err), 0);
+    {
+        json_t *list;
+        ck_assert_int_eq(store_token_list(st, NULL, &list, &err), 0);
+        ck_assert_int_eq(json_array_size(list), 2);
+        ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "hash"));
+        json_decref(list);
+        ck_assert_int_eq(store_token_list(st, "bob", &list, &err), 0);
+        ck_assert_int_eq(json_array_size(list), 1);
+        json_decref(list);
+    }
+    /* bob cannot revoke alice's token; an admin (NULL) can, and twice is fine */
+    ck_assert_int_eq(store_token_revoke(st, "abc", "bob", &err), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_int_eq(store_token_revoke(st, "abc", NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "abc", NULL, &err), 0);
+    ck_assert_int_eq(store_token_find(st, "abc", hash, name, sizeof(name), &admin, &err), -1);
+    ck_assert_int_eq(errno, ENOENT);
     store_close(st);
     unlink(path);
 }
