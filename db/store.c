@@ -563,8 +563,8 @@ static void text_add_string(struct text *t, const char *s)
         unsigned char ch;
         char esc[6] = {'\\', 0};
         size_t n = 2;
-        s += strcspn(s, "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"
-                        "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f");
+        while ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
+            s++; /* the common case: nothing to escape */
         if ((ch = (unsigned char)*s) == '\0')
             break;
         text_add(t, run, (size_t)(s - run));
