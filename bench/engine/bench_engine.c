@@ -86,6 +86,7 @@ int main(int argc, char **argv)
     float *bufs[NT], *big;
     double *t;
     struct ring_engine_stats s0, s1;
+    uint64_t cycles = 0, neg_us = 0, names = 0; /* over the timed part of the steps only */
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc)
@@ -134,10 +135,10 @@ int main(int argc, char **argv)
 
     for (int s = -2; s < steps; s++) { /* two warm-up steps fill the cache */
         double t0;
-        if (s == 0 && (rc = ring_engine_stats(&s0)) != 0)
-            die(rc, "stats");
         if ((rc = ring_barrier()) != 0)
             die(rc, "barrier");
+        if ((rc = ring_engine_stats(&s0)) != 0)
+            die(rc, "stats");
         t0 = now_us();
         if (strcmp(mode, "single") == 0) {
             if ((rc = ring_allreduce(RING_IN_PLACE, big, total, RING_FLOAT32, RING_SUM)) != 0)
@@ -159,18 +160,21 @@ int main(int argc, char **argv)
         }
         if (s >= 0) {
             t[s] = now_us() - t0;
+            if ((rc = ring_engine_stats(&s1)) != 0)
+                die(rc, "stats");
+            cycles += s1.cycles - s0.cycles;
+            neg_us += s1.negotiation_us - s0.negotiation_us;
+            names += s1.coordinator_names - s0.coordinator_names;
             if ((rc = ring_allreduce(RING_IN_PLACE, &t[s], 1, RING_FLOAT64, RING_MAX)) != 0)
                 die(rc, "max");
         }
     }
-    if ((rc = ring_engine_stats(&s1)) != 0)
-        die(rc, "stats");
     if (rank == 0) {
         double med;
-        /* The stats cover the timing allreduces too: one more cycle and tensor per step. */
-        double neg = (double)(s1.negotiation_us - s0.negotiation_us) / steps;
-        double cycles = (double)(s1.cycles - s0.cycles) / steps;
-        double names = (double)(s1.coordinator_names - s0.coordinator_names) / steps;
+        /* Per step, between the barrier and the last wait: not the barrier's own cycle, nor
+         * the timing allreduce's. */
+        double neg = (double)neg_us / steps, cyc = (double)cycles / steps;
+        double nam = (double)names / steps;
         const char *impl = label                         ? label
                            : strcmp(mode, "single") == 0 ? "single-allreduce"
                            : strcmp(mode, "tiny") == 0   ? "engine-tiny"
@@ -182,12 +186,12 @@ int main(int argc, char **argv)
                    "\"steps\":%d,\"median_us\":%.1f,\"negotiation_us_per_step\":%.1f,"
                    "\"cycles_per_step\":%.2f,\"coordinator_names_per_step\":%.1f}\n",
                    impl, size, strcmp(mode, "single") == 0 ? 1 : NT, total * sizeof(float), steps,
-                   med, neg, cycles, names);
+                   med, neg, cyc, nam);
         else
             printf("%-18s np %d: %3d tensors, %zu bytes, median step %.1f us, negotiation %.1f "
                    "us/step over %.2f cycles/step, %.1f names/step to the coordinator\n",
                    impl, size, strcmp(mode, "single") == 0 ? 1 : NT, total * sizeof(float), med,
-                   neg, cycles, names);
+                   neg, cyc, nam);
     }
     for (int i = 0; i < NT; i++)
         free(bufs[i]);

@@ -53,14 +53,16 @@ function field(line, key,    m) {
         us[np, impl] = field($0, "median_us"); neg[np, impl] = field($0, "negotiation_us_per_step")
         cyc[np, impl] = field($0, "cycles_per_step") }
 END {
-    printf "%3s | %14s %14s %14s %8s | %16s %14s\n", "np", "fused step us", "unfused us",
-        "bound us", "fused/bd", "tiny step us", "cycles/step"
+    printf "%3s | %14s %14s %14s %8s | %13s %13s %11s\n", "np", "fused step us", "unfused us",
+        "bound us", "fused/bd", "tiny step us", "negotiate us", "cycles/step"
     for (np in nps) {
         b = us[np, "single-allreduce"]
-        printf "%3d | %14.1f %14.1f %14.1f %8.2f | %16.1f %14.2f\n", np, us[np, "engine"],
+        printf "%3d | %14.1f %14.1f %14.1f %8.2f | %13.1f %13.1f %11.2f\n", np, us[np, "engine"],
             us[np, "engine-no-fusion"], b, (b > 0 ? us[np, "engine"] / b : 0),
-            us[np, "engine-tiny"], cyc[np, "engine"]
+            us[np, "engine-tiny"], neg[np, "engine-tiny"], cyc[np, "engine-tiny"]
     }
     print "medians over the steps; fused/bd = fused step / one allreduce of the same 25.6 MB;"
-    print "tiny = the same 161 names with one element each: negotiation plus one small allreduce."
+    print "tiny = the same 161 names with one element each: negotiation plus one small allreduce;"
+    print "negotiate = time in the control phase per tiny step (cached: one bit-vector allreduce"
+    print "per cycle), counted between the step'"'"'s first submission and its last wait."
 }' "$rows"
