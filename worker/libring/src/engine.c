@@ -421,6 +421,7 @@ int ring_wait(ring_handle_t *h)
         return ring__err(h == NULL ? RING_EINVAL : RING_ENOTINIT, "ring_wait: %s",
                          h == NULL ? "NULL handle" : "libring is not initialized");
     pthread_mutex_lock(&e->mu);
+    e->burst_over = 1; /* a program that waits has submitted what it had (see settle()) */
     while (!h->done)
         pthread_cond_wait(&e->cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
@@ -440,6 +441,7 @@ int ring_test(ring_handle_t *h)
     if (h == NULL || ctx == NULL || ctx->engine == NULL)
         return 0;
     pthread_mutex_lock(&ctx->engine->mu);
+    ctx->engine->burst_over = 1; /* as in ring_wait */
     done = h->done;
     pthread_mutex_unlock(&ctx->engine->mu);
     return done;
@@ -465,6 +467,7 @@ int ring__engine_join(struct ring__engine *e)
     pthread_mutex_unlock(&e->mu);
     ring__engine_wake(e);
     pthread_mutex_lock(&e->mu);
+    e->burst_over = 1; /* a program that waits has submitted what it had (see settle()) */
     while (!h->done)
         pthread_cond_wait(&e->cv, &e->mu);
     pthread_mutex_unlock(&e->mu);

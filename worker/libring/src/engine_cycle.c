@@ -286,16 +286,19 @@ static void watch_bits(struct ring__engine *e, const uint64_t *all, const uint64
 /*
  * A program submits a step's gradients in a burst, microseconds apart. Starting the cycle
  * on the first of them would negotiate a handful and leave the rest for later cycles,
- * smaller batches each paying a control round. So while submissions keep arriving, wait:
- * SETTLE_US without a new one ends the burst (a submission takes a few microseconds), and
- * the cycle time bounds the wait. A lone blocking call pays SETTLE_US once.
+ * smaller batches each paying a control round. So wait while the burst lasts, at most the
+ * cycle time. The burst is over when the program blocks (a blocking call, ring_wait or
+ * ring_test), or, when every rank has a CPU of its own, after SETTLE_US without a new
+ * submission (one takes a few microseconds). On an oversubscribed host a quiet spell
+ * proves nothing: the program's thread may just have lost its CPU in mid-burst, and a
+ * cycle started then splits the step across cycles on some ranks.
  */
 #define SETTLE_US 20
 
 static void settle(struct ring__engine *e)
 {
     int64_t limit = ring__now_us() + (int64_t)e->cycle_ms * 1000;
-    int n, m;
+    int quiet_ends = !e->ctx->oversubscribed, n, m, over;
 
     pthread_mutex_lock(&e->mu);
     n = e->burst_over ? 0 : e->nqueued;
@@ -303,9 +306,10 @@ static void settle(struct ring__engine *e)
     while (n > 0 && ring__now_us() < limit) {
         usleep(SETTLE_US);
         pthread_mutex_lock(&e->mu);
-        m = e->burst_over ? n : e->nqueued;
+        over = e->burst_over;
+        m = e->nqueued;
         pthread_mutex_unlock(&e->mu);
-        if (m == n)
+        if (over || (quiet_ends && m == n))
             break;
         n = m;
     }

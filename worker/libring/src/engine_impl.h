@@ -57,7 +57,7 @@ struct ring__engine {
     /* under mu */
     struct entry *qhead, **qtail;
     int nqueued;
-    int burst_over; /* the last submission was a blocking call */
+    int burst_over; /* the last submission was a blocking call, or the program now waits */
     int wake_waiters;
     struct ring__strmap inflight;
     int shutdown;

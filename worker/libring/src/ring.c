@@ -138,8 +138,7 @@ static int read_tuning(struct ring__ctx *c)
  */
 static int spin_us(const struct ring__ctx *c)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN), v;
-    long dflt = cpus > 0 && c->local_size <= cpus ? 50 : 0;
+    long v, dflt = c->oversubscribed ? 0 : 50;
     if (ring__env_int("RING_SPIN_US", dflt, 0, 1000000, &v) < 0)
         return (int)dflt;
     return (int)v;
@@ -158,6 +157,10 @@ int ring_init(void)
     if ((rc = read_contract(&c)) < 0 || (rc = read_tuning(&c)) < 0)
         return rc;
     ring__log_init(c.rank);
+    {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        c.oversubscribed = cpus > 0 && c.local_size > cpus;
+    }
     if ((rc = ring__env_int("RING_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &setup_s)) < 0 ||
         (rc = ring__env_int("RING_OP_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &op_s)) < 0 ||
         (rc = ring__env_int("RING_SOCKET_BUFFER_BYTES", DEFAULT_SOCKBUF, 0, 1L << 30, &sockbuf)) <

@@ -163,6 +163,7 @@ struct ring__ctx {
     size_t segment_bytes; /* pipeline reduction granularity */
     char *scratch;        /* one segment, allocated on first use by the engine thread */
     struct ring__tp *tp;  /* NULL when size == 1 */
+    int oversubscribed;   /* more ranks on this host than CPUs */
     struct ring__engine *engine;
 };
 
