@@ -77,11 +77,17 @@ static const char *const migrations[] = {
      * so that rendering a job needs no JSON parse */
     "ALTER TABLE jobs ADD COLUMN checkpoint_dir TEXT;"
     "UPDATE jobs SET checkpoint_dir = json_extract(spec, '$.checkpoint_dir');",
+    /* 4: the job as the API shows it (but checkpoint_dir), kept with every state change, so
+     * that a read copies one column instead of assembling the object */
+    "ALTER TABLE jobs ADD COLUMN doc TEXT;"
+    "UPDATE jobs SET doc = json_object('id', id, 'name', name, 'owner', owner, 'state', state,"
+    " 'spec', json(spec), 'created_at', created_at, 'updated_at', updated_at);",
 };
 
 static const char SQL_JOB_INSERT[] =
-    "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir)"
-    " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5, ?6)";
+    "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir, doc)"
+    " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5, ?6, json_object('id', ?1, 'name', ?2, 'owner',"
+    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5))";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO events (job_id, time, type, state, message) VALUES (?1, ?2, ?3, ?4, ?5)";
 static const char SQL_IDEM_GET[] =
@@ -92,12 +98,11 @@ static const char SQL_JOB_GET[] =
     "SELECT id, name, owner, state, spec, created_at, updated_at FROM jobs"
     " WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)";
 /*
- * Reads render the API's job object in C straight from these columns: the spec is stored as
- * compact JSON (written by Jansson) and copied as it is, so a read never parses and
- * re-encodes a spec (see render_row).
+ * Reads copy the job's stored document (written by SQLite's json_object at submission and
+ * kept current by every state change) and add checkpoint_dir, whose default depends on
+ * where the data directory is now (see render_row).
  */
-#define JOB_COLUMNS                                                                                \
-    "j.id, j.name, j.owner, j.state, j.spec, j.created_at, j.updated_at, j.checkpoint_dir"
+#define JOB_COLUMNS "j.doc, j.id, j.checkpoint_dir"
 /* A job's attempts, oldest first; ended_at, exit_status and reason once it has ended. */
 #define JOB_ATTEMPTS                                                                               \
     "(SELECT json_group_array(json(CASE WHEN ended_at IS NULL THEN o ELSE json_set(o,"             \
@@ -124,8 +129,9 @@ static const char SQL_TOKEN_LIST[] = "SELECT id, name, admin, created_at, revoke
                                      " WHERE ?1 IS NULL OR name = ?1 ORDER BY created_at, id";
 static const char SQL_TOKEN_REVOKE[] = "UPDATE tokens SET revoked_at = coalesce(revoked_at, ?3)"
                                        " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)";
-static const char SQL_JOB_STATE[] =
-    "UPDATE jobs SET state = ?2, updated_at = ?3 WHERE id = ?1 AND (?4 IS NULL OR state = ?4)";
+static const char SQL_JOB_STATE[] = "UPDATE jobs SET state = ?2, updated_at = ?3,"
+                                    " doc = json_set(doc, '$.state', ?2, '$.updated_at', ?3)"
+                                    " WHERE id = ?1 AND (?4 IS NULL OR state = ?4)";
 static const char SQL_JOB_SCHED[] =
     "UPDATE jobs SET attempts = ?2, failures = ?3, not_before = ?4, stop_requested = ?5"
     " WHERE id = ?1";
@@ -600,23 +606,27 @@ static void text_add_string(struct text *t, const char *s)
 /* Appends the job object of the row under s (JOB_COLUMNS) without its closing brace. */
 static void render_row(struct text *t, sqlite3_stmt *s, const char *ckpt_prefix)
 {
-    static const char *const keys[] = {
-        "{\"id\":",   ",\"name\":",       ",\"owner\":",      ",\"state\":",
-        ",\"spec\":", ",\"created_at\":", ",\"updated_at\":", ",\"checkpoint_dir\":"};
-    for (int i = 0; i < 8; i++) {
-        text_add(t, keys[i], strlen(keys[i]));
-        if (i == 4) {
-            text_add(t, store__col(s, 4), (size_t)sqlite3_column_bytes(s, 4));
-        } else if (i == 7 && sqlite3_column_type(s, 7) == SQLITE_NULL) {
-            /* the default: the prefix and the id, which has nothing to escape */
-            text_add_string(t, ckpt_prefix);
-            if (t->ok)
-                t->len--; /* reopen the string */
-            text_add(t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0));
-            text_add(t, "\"", 1);
-        } else {
-            text_add_string(t, store__col(s, i));
-        }
+    const char *doc = store__col(s, 0);
+    size_t n = (size_t)sqlite3_column_bytes(s, 0);
+
+    if (n > 1 && doc[n - 1] == '}') {
+        text_add(t, doc, n - 1);
+        text_add(t, ",", 1);
+    } else { /* no document: a row written outside ringd; at least its id */
+        text_add(t, "{\"id\":", 6);
+        text_add_string(t, store__col(s, 1));
+        text_add(t, ",", 1);
+    }
+    text_add(t, "\"checkpoint_dir\":", 17);
+    if (sqlite3_column_type(s, 2) == SQLITE_NULL) {
+        /* the default: the prefix and the id, which has nothing to escape */
+        text_add_string(t, ckpt_prefix);
+        if (t->ok)
+            t->len--; /* reopen the string */
+        text_add(t, store__col(s, 1), (size_t)sqlite3_column_bytes(s, 1));
+        text_add(t, "\"", 1);
+    } else {
+        text_add_string(t, store__col(s, 2));
     }
 }
 
@@ -637,10 +647,10 @@ int store_job_render(struct store *st, const char *id, const char *owner, const 
     if (rc == SQLITE_ROW) {
         render_row(&t, s, ckpt_prefix);
         text_add(&t, ",\"attempts\":", 12);
-        text_add(&t, store__col(s, 8), (size_t)sqlite3_column_bytes(s, 8));
+        text_add(&t, store__col(s, 3), (size_t)sqlite3_column_bytes(s, 3));
         text_add(&t, "}", 1);
-        if (last_run_dir && sqlite3_column_type(s, 9) != SQLITE_NULL)
-            *last_run_dir = strdup(store__col(s, 9));
+        if (last_run_dir && sqlite3_column_type(s, 4) != SQLITE_NULL)
+            *last_run_dir = strdup(store__col(s, 4));
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
@@ -689,7 +699,7 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
             text_add(&t, ",", 1);
         render_row(&t, s, ckpt_prefix);
         text_add(&t, "}", 1);
-        last = sqlite3_column_int64(s, 8);
+        last = sqlite3_column_int64(s, 3);
         n++;
     }
     text_add(&t, "]", 1);

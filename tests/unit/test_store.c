@@ -6,8 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include <sqlite3.h>
+
 #include "store.h"
+#include "unit.h"
 
 static char path[] = "/tmp/ring-store-XXXXXX";
 
@@ -32,11 +34,45 @@ START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 3);
+    ck_assert_int_eq(store_schema_version(st), 4);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 3);
+    ck_assert_int_eq(store_schema_version(again), 4);
     store_close(again);
+    unlink(path);
+}
+END_TEST
+
+/* A database from before migration 4 gets every job's document, equal to a fresh one's. */
+START_TEST(migration_4_backfills_documents)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *s = spec("old", "x"), *job;
+    char *before, *after;
+    const char *id;
+    sqlite3 *db;
+    int created;
+
+    ck_assert_int_eq(store_job_create(st, "alice", s, NULL, "h", &job, &created, &err), 0);
+    id = json_string_value(json_object_get(job, "id"));
+    ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &before, NULL, &err), 0);
+    store_close(st);
+    /* back to schema 3 */
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE jobs DROP COLUMN doc; PRAGMA user_version = 3",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    ck_assert_int_eq(store_open(path, &st, &err), 0);
+    ck_assert_int_eq(store_schema_version(st), 4);
+    ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &after, NULL, &err), 0);
+    ck_assert_str_eq(after, before);
+    free(before);
+    free(after);
+    json_decref(job);
+    json_decref(s);
+    store_close(st);
     unlink(path);
 }
 END_TEST
@@ -298,6 +334,7 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {migrations_run_once,
+                            migration_4_backfills_documents,
                             create_get_and_owner_scoping,
                             idempotency_keys,
                             paging_and_filters,
