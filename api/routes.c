@@ -197,6 +197,7 @@ int api_submit_begin(const struct api_config *cfg, const struct api_request *req
     free(canon);
     snprintf(s->owner, sizeof(s->owner), "%s", req->owner);
     s->sub.owner = s->owner;
+    s->sub.ckpt_prefix = cfg->ckpt_prefix;
     s->sub.spec = spec;
     s->sub.req_hash = s->hash;
     if (key != NULL) {
@@ -222,7 +223,13 @@ void api_submit_end(const struct api_config *cfg, const struct api_request *req,
     }
     if (s->sub.created && cfg->sched != NULL)
         scheduler_wake(cfg->sched);
-    render_job(cfg, req, s->sub.id, NULL, 201, resp);
+    if (s->sub.job_text != NULL) { /* rendered by the store as it inserted the job */
+        resp->status = 201;
+        resp->json_text = s->sub.job_text;
+        s->sub.job_text = NULL;
+    } else {
+        render_job(cfg, req, s->sub.id, NULL, 201, resp);
+    }
     if (resp->status == 201)
         snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%s", s->sub.id);
 }

@@ -87,7 +87,8 @@ static const char *const migrations[] = {
 static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir, doc)"
     " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5, ?6, json_object('id', ?1, 'name', ?2, 'owner',"
-    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5))";
+    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5))"
+    " RETURNING doc";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO events (job_id, time, type, state, message) VALUES (?1, ?2, ?3, ?4, ?5)";
 static const char SQL_IDEM_GET[] =
@@ -404,133 +405,6 @@ int store_job_get(struct store *st, const char *id, const char *owner, json_t **
     return 0;
 }
 
-/*
- * One submission inside the open transaction, under its own savepoint so that its failure
- * undoes only its own rows. Sets sub->id, sub->created, and sub->rc/errnum/err.
- */
-static void create_one(struct store *st, struct store_submission *sub)
-{
-    char now[40];
-    char *text = NULL;
-    sqlite3_stmt *s;
-    int rc;
-
-    sub->rc = -1;
-    if (store__step_done(st, st->stmt[S_SAVEPOINT], &sub->err, "savepoint") < 0)
-        goto out;
-    if (sub->idem_key != NULL) {
-        s = st->stmt[S_IDEM_GET];
-        sqlite3_bind_text(s, 1, sub->owner, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, sub->idem_key, -1, SQLITE_STATIC);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            int same = strcmp(store__col(s, 1), sub->req_hash) == 0;
-            snprintf(sub->id, sizeof(sub->id), "%s", store__col(s, 0));
-            sqlite3_reset(s);
-            sqlite3_clear_bindings(s);
-            store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
-            if (!same) {
-                errno = EEXIST;
-                errprintf(&sub->err, "Idempotency-Key '%s' was used for a different request",
-                          sub->idem_key);
-                goto out;
-            }
-            sub->created = 0;
-            sub->rc = 0;
-            goto out;
-        }
-        sqlite3_reset(s);
-        sqlite3_clear_bindings(s);
-        if (rc != SQLITE_DONE) {
-            store__fail(st, rc, &sub->err, "idempotency lookup");
-            goto undo;
-        }
-    }
-    new_job_id(sub->id, sizeof(sub->id));
-    store__now_iso(now, sizeof(now));
-    text = json_dumps(sub->spec, JSON_COMPACT | JSON_SORT_KEYS);
-    if (text == NULL) {
-        errno = ENOMEM;
-        errprintf(&sub->err, "out of memory");
-        goto undo;
-    }
-    s = st->stmt[S_JOB_INSERT];
-    sqlite3_bind_text(s, 1, sub->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, json_string_value(json_object_get(sub->spec, "name")), -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, sub->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 6, json_string_value(json_object_get(sub->spec, "checkpoint_dir")), -1,
-                      SQLITE_STATIC);
-    if (store__step_done(st, s, &sub->err, "insert job") < 0 ||
-        store__event(st, sub->id, now, "submitted", "QUEUED", "job accepted", &sub->err) < 0)
-        goto undo;
-    if (sub->idem_key != NULL) {
-        s = st->stmt[S_IDEM_INSERT];
-        sqlite3_bind_text(s, 1, sub->owner, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, sub->idem_key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 3, sub->id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 4, sub->req_hash, -1, SQLITE_STATIC);
-        if (store__step_done(st, s, &sub->err, "insert idempotency key") < 0)
-            goto undo;
-    }
-    store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
-    sub->created = 1;
-    sub->rc = 0;
-    goto out;
-undo : {
-    int saved = errno;
-    store__step_done(st, st->stmt[S_ROLLBACK_TO], NULL, "rollback to savepoint");
-    store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
-    errno = saved;
-}
-out:
-    sub->errnum = sub->rc < 0 ? errno : 0;
-    free(text);
-}
-
-int store_job_create_batch(struct store *st, struct store_submission *const *subs, int n,
-                           struct error *err)
-{
-    struct error local;
-    if (err == NULL)
-        err = &local;
-    if (store__begin(st, err) < 0)
-        goto failed;
-    for (int i = 0; i < n; i++)
-        create_one(st, subs[i]);
-    if (store__commit(st, err) == 0)
-        return 0;
-failed: /* nothing of the batch is stored: every submission fails with the reason */
-    for (int i = 0; i < n; i++) {
-        subs[i]->rc = -1;
-        subs[i]->errnum = errno;
-        subs[i]->created = 0;
-        subs[i]->err = *err;
-    }
-    return -1;
-}
-
-int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
-                     const char *req_hash, json_t **job_out, int *created, struct error *err)
-{
-    struct store_submission sub = {
-        .owner = owner, .spec = spec, .idem_key = idem_key, .req_hash = req_hash};
-    struct store_submission *one = &sub;
-
-    if (store_job_create_batch(st, &one, 1, err) < 0)
-        return -1;
-    if (sub.rc < 0) {
-        if (err)
-            *err = sub.err;
-        errno = sub.errnum;
-        return -1;
-    }
-    *created = sub.created;
-    return store_job_get(st, sub.id, owner, job_out, err);
-}
-
 /* A growing text buffer; a failed append leaves ok = 0. */
 struct text {
     char *p;
@@ -603,31 +477,190 @@ static void text_add_string(struct text *t, const char *s)
     text_add(t, "\"", 1);
 }
 
-/* Appends the job object of the row under s (JOB_COLUMNS) without its closing brace. */
-static void render_row(struct text *t, sqlite3_stmt *s, const char *ckpt_prefix)
+/*
+ * Appends the API's job object without its closing brace: the stored document doc (n bytes)
+ * with checkpoint_dir added (ckpt, or by default ckpt_prefix followed by the id).
+ */
+static void render_doc(struct text *t, const char *doc, size_t n, const char *id, const char *ckpt,
+                       const char *ckpt_prefix)
 {
-    const char *doc = store__col(s, 0);
-    size_t n = (size_t)sqlite3_column_bytes(s, 0);
-
     if (n > 1 && doc[n - 1] == '}') {
         text_add(t, doc, n - 1);
         text_add(t, ",", 1);
     } else { /* no document: a row written outside ringd; at least its id */
         text_add(t, "{\"id\":", 6);
-        text_add_string(t, store__col(s, 1));
+        text_add_string(t, id);
         text_add(t, ",", 1);
     }
     text_add(t, "\"checkpoint_dir\":", 17);
-    if (sqlite3_column_type(s, 2) == SQLITE_NULL) {
+    if (ckpt == NULL) {
         /* the default: the prefix and the id, which has nothing to escape */
         text_add_string(t, ckpt_prefix);
         if (t->ok)
             t->len--; /* reopen the string */
-        text_add(t, store__col(s, 1), (size_t)sqlite3_column_bytes(s, 1));
+        text_add(t, id, strlen(id));
         text_add(t, "\"", 1);
     } else {
-        text_add_string(t, store__col(s, 2));
+        text_add_string(t, ckpt);
     }
+}
+
+/* render_doc for the row under s (JOB_COLUMNS). */
+static void render_row(struct text *t, sqlite3_stmt *s, const char *ckpt_prefix)
+{
+    render_doc(t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0), store__col(s, 1),
+               sqlite3_column_type(s, 2) == SQLITE_NULL ? NULL : store__col(s, 2), ckpt_prefix);
+}
+
+/*
+ * One submission inside the open transaction, under its own savepoint so that its failure
+ * undoes only its own rows. Sets sub->id, sub->created, and sub->rc/errnum/err.
+ */
+static void create_one(struct store *st, struct store_submission *sub)
+{
+    char now[40];
+    char *text = NULL;
+    sqlite3_stmt *s;
+    int rc;
+
+    sub->rc = -1;
+    if (store__step_done(st, st->stmt[S_SAVEPOINT], &sub->err, "savepoint") < 0)
+        goto out;
+    if (sub->idem_key != NULL) {
+        s = st->stmt[S_IDEM_GET];
+        sqlite3_bind_text(s, 1, sub->owner, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, sub->idem_key, -1, SQLITE_STATIC);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            int same = strcmp(store__col(s, 1), sub->req_hash) == 0;
+            snprintf(sub->id, sizeof(sub->id), "%s", store__col(s, 0));
+            sqlite3_reset(s);
+            sqlite3_clear_bindings(s);
+            store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
+            if (!same) {
+                errno = EEXIST;
+                errprintf(&sub->err, "Idempotency-Key '%s' was used for a different request",
+                          sub->idem_key);
+                goto out;
+            }
+            sub->created = 0;
+            sub->rc = 0;
+            goto out;
+        }
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+        if (rc != SQLITE_DONE) {
+            store__fail(st, rc, &sub->err, "idempotency lookup");
+            goto undo;
+        }
+    }
+    new_job_id(sub->id, sizeof(sub->id));
+    store__now_iso(now, sizeof(now));
+    text = json_dumps(sub->spec, JSON_COMPACT | JSON_SORT_KEYS);
+    if (text == NULL) {
+        errno = ENOMEM;
+        errprintf(&sub->err, "out of memory");
+        goto undo;
+    }
+    s = st->stmt[S_JOB_INSERT];
+    sqlite3_bind_text(s, 1, sub->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, json_string_value(json_object_get(sub->spec, "name")), -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, sub->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, json_string_value(json_object_get(sub->spec, "checkpoint_dir")), -1,
+                      SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) { /* the new job as the API shows it, answered without a read */
+        struct text t = {.ok = 1};
+        render_doc(&t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0), sub->id,
+                   json_string_value(json_object_get(sub->spec, "checkpoint_dir")),
+                   sub->ckpt_prefix ? sub->ckpt_prefix : "");
+        text_add(&t, ",\"attempts\":[]}", 15);
+        if (!t.ok) {
+            free(t.p);
+            t.p = NULL;
+        }
+        sub->job_text = t.p;
+        rc = sqlite3_step(s);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        store__fail(st, rc, &sub->err, "insert job");
+        goto undo;
+    }
+    if (store__event(st, sub->id, now, "submitted", "QUEUED", "job accepted", &sub->err) < 0)
+        goto undo;
+    if (sub->idem_key != NULL) {
+        s = st->stmt[S_IDEM_INSERT];
+        sqlite3_bind_text(s, 1, sub->owner, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, sub->idem_key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 3, sub->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, sub->req_hash, -1, SQLITE_STATIC);
+        if (store__step_done(st, s, &sub->err, "insert idempotency key") < 0)
+            goto undo;
+    }
+    store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
+    sub->created = 1;
+    sub->rc = 0;
+    goto out;
+undo : {
+    int saved = errno;
+    free(sub->job_text);
+    sub->job_text = NULL;
+    store__step_done(st, st->stmt[S_ROLLBACK_TO], NULL, "rollback to savepoint");
+    store__step_done(st, st->stmt[S_RELEASE], NULL, "release");
+    errno = saved;
+}
+out:
+    sub->errnum = sub->rc < 0 ? errno : 0;
+    free(text);
+}
+
+int store_job_create_batch(struct store *st, struct store_submission *const *subs, int n,
+                           struct error *err)
+{
+    struct error local;
+    if (err == NULL)
+        err = &local;
+    if (store__begin(st, err) < 0)
+        goto failed;
+    for (int i = 0; i < n; i++)
+        create_one(st, subs[i]);
+    if (store__commit(st, err) == 0)
+        return 0;
+failed: /* nothing of the batch is stored: every submission fails with the reason */
+    for (int i = 0; i < n; i++) {
+        free(subs[i]->job_text);
+        subs[i]->job_text = NULL;
+        subs[i]->rc = -1;
+        subs[i]->errnum = errno;
+        subs[i]->created = 0;
+        subs[i]->err = *err;
+    }
+    return -1;
+}
+
+int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
+                     const char *req_hash, json_t **job_out, int *created, struct error *err)
+{
+    struct store_submission sub = {
+        .owner = owner, .spec = spec, .idem_key = idem_key, .req_hash = req_hash};
+    struct store_submission *one = &sub;
+
+    if (store_job_create_batch(st, &one, 1, err) < 0)
+        return -1;
+    if (sub.rc < 0) {
+        if (err)
+            *err = sub.err;
+        errno = sub.errnum;
+        return -1;
+    }
+    free(sub.job_text);
+    *created = sub.created;
+    return store_job_get(st, sub.id, owner, job_out, err);
 }
 
 int store_job_render(struct store *st, const char *id, const char *owner, const char *ckpt_prefix,

@@ -49,11 +49,14 @@ struct store_submission {
     json_t *spec;
     const char *idem_key; /* NULL: none */
     const char *req_hash;
+    const char *ckpt_prefix; /* for job_text: the default checkpoint_dir's prefix */
     /* out */
     int rc;      /* 0 or -1 */
     int errnum;  /* errno when rc is -1 */
     int created; /* 0: an earlier submission with the same key */
     char id[32];
+    char *job_text; /* a new job as store_job_render would give it (malloc'ed; the caller
+                     * frees it), or NULL (a repeated key, a failure, out of memory) */
     struct error err;
 };
 int store_job_create_batch(struct store *st, struct store_submission *const *subs, int n,

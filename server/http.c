@@ -423,6 +423,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     struct req *rq = *con_cls;
     if (rq != NULL) {
         json_decref(rq->submit.sub.spec); /* when the answer never came to be sent */
+        free(rq->submit.sub.job_text);
         free(rq->body);
         free(rq);
         *con_cls = NULL;

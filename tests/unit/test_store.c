@@ -281,6 +281,18 @@ START_TEST(group_commit)
     ck_assert_int_eq(subs[2].created, 0);
     ck_assert_str_eq(subs[2].id, subs[0].id);
     ck_assert_int_eq(subs[3].rc, 0);
+    /* a new job comes back rendered, as a read would give it; a repeat does not */
+    {
+        char *read;
+        ck_assert_ptr_nonnull(subs[0].job_text);
+        ck_assert_ptr_null(subs[1].job_text);
+        ck_assert_ptr_null(subs[2].job_text);
+        ck_assert_int_eq(store_job_render(st, subs[0].id, NULL, "", &read, NULL, &err), 0);
+        ck_assert_str_eq(subs[0].job_text, read);
+        free(read);
+        for (int i = 0; i < 4; i++)
+            free(subs[i].job_text);
+    }
     page = list(st, &all, 0, 100, &next);
     ck_assert_int_eq(json_array_size(page), 3);
     json_decref(page);
