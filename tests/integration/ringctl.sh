@@ -102,4 +102,7 @@ expect_rc 2 "$C" frobnicate
 expect_rc 2 "$C" submit --env NOEQUALS -- x
 expect_rc 0 "$C" --version
 ok "exit codes: 5 unauthorized, 69 unreachable, 1 refused, 2 usage"
+
+kill -TERM "$PID"
+wait "$PID" || fail "ringd exited with status $? (under ASan: a leak?)"
 summary
