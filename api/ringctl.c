@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -170,6 +171,76 @@ static int call(const char *method, const char *path, const char *body, const ch
     free(b.data);
     return 0;
 }
+
+/*
+ * A long GET whose body is handed to on_data piece by piece as it arrives (Server-Sent
+ * Events, or a log being followed), with no overall timeout. Returns 0 when the server
+ * ended the stream, an exit status after an HTTP error (its problem printed), or -1 when
+ * the connection failed or broke (the caller may reconnect).
+ */
+struct stream {
+    CURL *c;
+    size_t (*on_data)(const char *p, size_t n, void *arg);
+    void *arg;
+    struct buf error; /* the body of an error response */
+};
+
+static size_t stream_write(char *p, size_t size, size_t n, void *arg)
+{
+    struct stream *st = arg;
+    long status = 0;
+    curl_easy_getinfo(st->c, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 400)
+        return collect(p, size, n, &st->error);
+    return st->on_data(p, size * n, st->arg);
+}
+
+static int stream_get(const char *path, const char *accept, const char *last_event_id,
+                      size_t (*on_data)(const char *p, size_t n, void *arg), void *arg)
+{
+    struct stream st = {curl_easy_init(), on_data, arg, {0}};
+    struct curl_slist *h = NULL;
+    char url[4096], auth[512], hdr[128];
+    long status = 0;
+    CURLcode rc;
+
+    if (st.c == NULL)
+        return EXIT_UNAVAILABLE;
+    snprintf(url, sizeof(url), "%s%s", base_url, path);
+    curl_easy_setopt(st.c, CURLOPT_URL, url);
+    curl_easy_setopt(st.c, CURLOPT_WRITEFUNCTION, stream_write);
+    curl_easy_setopt(st.c, CURLOPT_WRITEDATA, &st);
+    curl_easy_setopt(st.c, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(st.c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(st.c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (token != NULL && *token) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    if (accept != NULL) {
+        snprintf(hdr, sizeof(hdr), "Accept: %s", accept);
+        h = curl_slist_append(h, hdr);
+    }
+    if (last_event_id != NULL) {
+        snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", last_event_id);
+        h = curl_slist_append(h, hdr);
+    }
+    curl_easy_setopt(st.c, CURLOPT_HTTPHEADER, h);
+    rc = curl_easy_perform(st.c);
+    curl_easy_getinfo(st.c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(st.c);
+    if (status >= 400) {
+        int ex = problem(status, &st.error);
+        free(st.error.data);
+        return ex;
+    }
+    free(st.error.data);
+    return rc == CURLE_OK ? 0 : -1;
+}
+
+/* Reconnecting after a broken stream: up to this long without reaching ringd. */
+#define RECONNECT_S 30
 
 static void print_json(json_t *j)
 {
@@ -482,47 +553,156 @@ static int end_status(const char *state)
     return !strcmp(state, "FAILED") || !strcmp(state, "CANCELLED") ? EXIT_JOBFAILED : 0;
 }
 
+static void print_event(json_t *e)
+{
+    if (json_out) {
+        char *s = json_dumps(e, JSON_COMPACT);
+        puts(s ? s : "{}");
+        free(s);
+    } else {
+        printf("%s  %-10s %-10s %s\n", str(e, "time"), str(e, "type"), str(e, "state"),
+               str(e, "message"));
+    }
+}
+
+/* Server-Sent Events as they arrive: "id:" and "data:" lines, dispatched at a blank line. */
+struct sse_reader {
+    struct buf line;
+    char last_id[32];
+    char data[8192];
+};
+
+static void sse_line(struct sse_reader *r, const char *l)
+{
+    if (strncmp(l, "id:", 3) == 0) {
+        snprintf(r->last_id, sizeof(r->last_id), "%s", l + 3 + (l[3] == ' '));
+    } else if (strncmp(l, "data:", 5) == 0) {
+        snprintf(r->data, sizeof(r->data), "%s", l + 5 + (l[5] == ' '));
+    } else if (*l == '\0' && r->data[0]) { /* the end of one event */
+        json_error_t jerr;
+        json_t *e = json_loads(r->data, 0, &jerr);
+        if (e != NULL)
+            print_event(e);
+        json_decref(e);
+        fflush(stdout);
+        r->data[0] = '\0';
+    } /* "event:" repeats data's type; ":" lines are keep-alives */
+}
+
+static size_t sse_data(const char *p, size_t n, void *arg)
+{
+    struct sse_reader *r = arg;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n') {
+            if (r->line.len > 0 && r->line.data[r->line.len - 1] == '\r')
+                r->line.data[--r->line.len] = '\0';
+            sse_line(r, r->line.len ? r->line.data : "");
+            r->line.len = 0;
+        } else if (collect((char *)p + i, 1, 1, &r->line) != 1) {
+            return 0;
+        }
+    }
+    return n;
+}
+
 static int cmd_events(const char *id, int follow)
 {
-    long long after = 0;
     char path[256], state[32] = "";
-    for (;;) {
-        json_t *j, *e;
-        size_t i;
-        int rc, done;
-        snprintf(path, sizeof(path), "/v1/jobs/%s/events?after=%lld", id, after);
+    struct sse_reader r = {0};
+    json_t *j, *e;
+    size_t i;
+    int rc;
+    time_t down_since = 0;
+
+    if (!follow) {
+        snprintf(path, sizeof(path), "/v1/jobs/%s/events", id);
         if ((rc = call("GET", path, NULL, NULL, &j)) != 0)
             return rc;
-        json_array_foreach(json_object_get(j, "events"), i, e)
-        {
-            if (json_out) {
-                char *s = json_dumps(e, JSON_COMPACT);
-                puts(s ? s : "{}");
-                free(s);
-            } else {
-                printf("%s  %-10s %-10s %s\n", str(e, "time"), str(e, "type"), str(e, "state"),
-                       str(e, "message"));
-            }
-            after = json_integer_value(json_object_get(e, "id"));
-        }
+        json_array_foreach(json_object_get(j, "events"), i, e) print_event(e);
         json_decref(j);
-        fflush(stdout);
-        if (!follow)
-            return 0;
-        if ((rc = job_state(id, state, sizeof(state))) != 0)
-            return rc;
-        done = finished(state);
-        if (done) { /* one last read for the final events */
-            snprintf(path, sizeof(path), "/v1/jobs/%s/events?after=%lld", id, after);
-            if (call("GET", path, NULL, NULL, &j) == 0) {
-                json_array_foreach(json_object_get(j, "events"), i, e)
-                    printf("%s  %-10s %-10s %s\n", str(e, "time"), str(e, "type"), str(e, "state"),
-                           str(e, "message"));
-                json_decref(j);
+        return 0;
+    }
+    /* Streamed until the job ends; a broken stream resumes after the last event seen. */
+    snprintf(path, sizeof(path), "/v1/jobs/%s/events", id);
+    for (;;) {
+        rc = stream_get(path, "text/event-stream", r.last_id[0] ? r.last_id : NULL, sse_data, &r);
+        if (rc > 0)
+            break;
+        if (rc == 0 && job_state(id, state, sizeof(state)) == 0 && finished(state))
+            break;
+        if (rc < 0) {
+            if (down_since == 0)
+                down_since = time(NULL);
+            else if (time(NULL) - down_since > RECONNECT_S) {
+                fprintf(stderr, "ringctl: lost ringd at %s for %d s\n", base_url, RECONNECT_S);
+                rc = EXIT_UNAVAILABLE;
+                break;
             }
-            return end_status(state);
+        } else {
+            down_since = 0;
         }
-        usleep(500 * 1000);
+        sleep(1);
+    }
+    free(r.line.data);
+    return rc > 0 ? rc : end_status(state);
+}
+
+/* Followed output goes straight to stdout; offset counts what arrived, to resume. */
+static size_t log_data(const char *p, size_t n, void *arg)
+{
+    long long *offset = arg;
+    if (fwrite(p, 1, n, stdout) != n)
+        return 0;
+    fflush(stdout);
+    *offset += (long long)n;
+    return n;
+}
+
+/* logs -f: the last tail lines (all when tail < 0), then the output as ringd streams it
+ * (follow=1) until the job ends, reconnecting from the byte reached if the stream breaks. */
+static int follow_logs(const char *id, int rank, const char *stream, int tail)
+{
+    char path[512], state[32];
+    long long offset = 0;
+    time_t down_since = 0;
+    int rc;
+
+    if (tail >= 0) { /* where the last tail lines start */
+        struct buf b = {0};
+        long status = 0;
+        long long next = -1;
+        snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&tail=%d", id, rank, stream,
+                 tail);
+        if ((rc = request("GET", path, NULL, NULL, &b, &status, &next)) != 0)
+            return rc;
+        if (status < 400 && next >= 0) {
+            if (b.len > 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
+                rc = EXIT_REFUSED;
+            offset = next;
+        }
+        free(b.data);
+        if (rc != 0)
+            return rc;
+    }
+    for (;;) {
+        snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&follow=1&offset=%lld", id,
+                 rank, stream, offset);
+        rc = stream_get(path, NULL, NULL, log_data, &offset);
+        if (rc > 0)
+            return rc;
+        if (rc == 0 && job_state(id, state, sizeof(state)) == 0 && finished(state))
+            return 0;
+        if (rc < 0) {
+            if (down_since == 0)
+                down_since = time(NULL);
+            else if (time(NULL) - down_since > RECONNECT_S) {
+                fprintf(stderr, "ringctl: lost ringd at %s for %d s\n", base_url, RECONNECT_S);
+                return EXIT_UNAVAILABLE;
+            }
+        } else {
+            down_since = 0;
+        }
+        sleep(1);
     }
 }
 
@@ -534,9 +714,10 @@ static int cmd_logs(int argc, char **argv)
                                          {"follow", no_argument, NULL, 'f'},
                                          {NULL, 0, NULL, 0}};
     int o, rank = 0, tail = -1, err = 0, follow = 0, rc;
-    long long offset = -1;
     const char *id;
-    char path[512], state[32];
+    char path[512];
+    struct buf b = {0};
+    long status = 0;
 
     optind = 1;
     while ((o = getopt_long(argc, argv, "r:t:ef", opts, NULL)) != -1) {
@@ -563,42 +744,18 @@ static int cmd_logs(int argc, char **argv)
         return EXIT_USAGE;
     }
     id = argv[optind];
-    for (;;) {
-        struct buf b = {0};
-        long status = 0;
-        long long next = -1;
-        if (offset < 0)
-            snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s%s%d", id, rank,
-                     err ? "stderr" : "stdout",
-                     tail >= 0 ? "&tail=" : "&offset=", tail >= 0 ? tail : 0);
-        else
-            snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&offset=%lld", id, rank,
-                     err ? "stderr" : "stdout", offset);
-        if ((rc = request("GET", path, NULL, NULL, &b, &status, &next)) != 0)
-            return rc;
-        if (status == 404 && follow) { /* not started yet */
-            free(b.data);
-        } else if (status >= 400) {
-            rc = problem(status, &b);
-            free(b.data);
-            return rc;
-        } else {
-            if (b.len > 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
-                return EXIT_REFUSED;
-            fflush(stdout);
-            free(b.data);
-            offset = next;
-        }
-        if (!follow)
-            return 0;
-        if ((rc = job_state(id, state, sizeof(state))) != 0)
-            return rc;
-        if (finished(state) && offset >= 0) {
-            follow = 0; /* one more read picks up the last lines */
-            continue;
-        }
-        usleep(500 * 1000);
-    }
+    if (follow)
+        return follow_logs(id, rank, err ? "stderr" : "stdout", tail);
+    snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s%s%d", id, rank,
+             err ? "stderr" : "stdout", tail >= 0 ? "&tail=" : "&offset=", tail >= 0 ? tail : 0);
+    if ((rc = request("GET", path, NULL, NULL, &b, &status, NULL)) != 0)
+        return rc;
+    if (status >= 400)
+        rc = problem(status, &b);
+    else if (b.len > 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
+        rc = EXIT_REFUSED;
+    free(b.data);
+    return rc;
 }
 
 static int cmd_cluster(void)

@@ -24,6 +24,37 @@ expect_rc 0 "$C" --json ls --label team=vision
 jq -e --arg id "$id" '.jobs[0].id == $id and .jobs[0].spec.env.SEED == "1"' "$WORK/out" >/dev/null || fail "ls --json"
 ok "submit from flags, events -f, show, logs, ls --json"
 
+# -f streams: the output of a running job as it is written, until the job ends.
+expect_rc 0 "$C" submit -n 2 -- "$TRAIN" --epochs 4 --step-sleep-ms 2
+fid=$(cat "$WORK/out")
+expect_rc 0 "$C" logs "$fid" -f
+expect_in out "epoch 1"
+expect_in out "final loss"
+[ "$(grep -c 'final loss' "$WORK/out")" = 1 ] || fail "logs -f printed the end twice"
+expect_rc 0 "$C" logs "$fid" --tail 1 -f # a finished job: its last line, and done
+[ "$(wc -l <"$WORK/out")" = 1 ] && expect_in out "final loss"
+expect_rc 0 "$C" --json events "$fid" -f
+jq -e -s 'map(.type) | first == "submitted" and last == "succeeded"' "$WORK/out" >/dev/null ||
+    fail "events -f --json: $(cat "$WORK/out")"
+ok "logs -f and events -f stream until the job ends"
+
+# A follower outlives a ringd restart: it reconnects and resumes after the last event seen.
+expect_rc 0 "$C" submit -n 2 -- "$TRAIN" --epochs 40 --step-sleep-ms 2
+rid=$(cat "$WORK/out")
+"$C" events "$rid" -f >"$WORK/follow.out" 2>"$WORK/follow.err" &
+follower=$!
+for _ in $(seq 100); do grep -q "started" "$WORK/follow.out" && break; sleep 0.1; done
+sleep 1 # a checkpoint to resume from
+ADDR=$(cat "$DATA/ringd.addr")
+kill -9 "$PID"; wait "$PID" 2>/dev/null || true
+RINGD_SLOTS=2 "$RINGD" --listen "$ADDR" --data-dir "$DATA" >>"$WORK/ringd.log" 2>&1 &
+PID=$!
+wait "$follower" || fail "events -f exited $? across the restart: $(cat "$WORK/follow.err")"
+grep -q "requeued\|queued" "$WORK/follow.out" && grep -q "succeeded  SUCCEEDED" "$WORK/follow.out" ||
+    fail "the follower missed events across the restart: $(cat "$WORK/follow.out")"
+[ "$(grep -c "submitted" "$WORK/follow.out")" = 1 ] || fail "events were printed twice"
+ok "events -f reconnects after ringd is killed and restarted, without repeating events"
+
 printf '{"name":"fromfile","command":["/bin/sh","-c","exit 5"]}\n' >"$WORK/spec.json"
 expect_rc 0 "$C" submit -f "$WORK/spec.json"
 bad=$(cat "$WORK/out")
