@@ -82,12 +82,24 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN doc TEXT;"
     "UPDATE jobs SET doc = json_object('id', id, 'name', name, 'owner', owner, 'state', state,"
     " 'spec', json(spec), 'created_at', created_at, 'updated_at', updated_at);",
+    /* 5: what the scheduling policy reads of a spec, as columns: a pass over a long queue
+     * reads them from the (state, seq) index's rows instead of parsing every spec */
+    "ALTER TABLE jobs ADD COLUMN min_workers INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN max_workers INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN gpus_per_worker INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE jobs SET min_workers = coalesce(json_extract(spec, '$.workers.min'), 1),"
+    " max_workers = coalesce(json_extract(spec, '$.workers.max'), 1),"
+    " gpus_per_worker = coalesce(json_extract(spec, '$.gpus_per_worker'), 0),"
+    " priority = coalesce(json_extract(spec, '$.priority'), 0);",
 };
 
 static const char SQL_JOB_INSERT[] =
-    "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir, doc)"
+    "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir, doc,"
+    " min_workers, max_workers, gpus_per_worker, priority)"
     " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5, ?6, json_object('id', ?1, 'name', ?2, 'owner',"
-    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5))"
+    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5),"
+    " ?7, ?8, ?9, ?10)"
     " RETURNING doc";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO events (job_id, time, type, state, message) VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -136,6 +148,12 @@ static const char SQL_JOB_STATE[] = "UPDATE jobs SET state = ?2, updated_at = ?3
 static const char SQL_JOB_SCHED[] =
     "UPDATE jobs SET attempts = ?2, failures = ?3, not_before = ?4, stop_requested = ?5"
     " WHERE id = ?1";
+static const char SQL_JOBS_QUEUED[] =
+    "SELECT id, min_workers, max_workers, gpus_per_worker, priority, not_before FROM jobs"
+    " WHERE state = 'QUEUED' ORDER BY seq";
+static const char SQL_JOB_ACTIVE[] =
+    "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner FROM jobs"
+    " WHERE id = ?1";
 static const char SQL_JOBS_ACTIVE[] =
     "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner FROM jobs"
     " WHERE state IN ('QUEUED', 'STARTING', 'RUNNING', 'STOPPING') ORDER BY seq";
@@ -175,6 +193,8 @@ static const char *const sql_text[S_COUNT] = {
     [S_JOB_STATE] = SQL_JOB_STATE,
     [S_JOB_SCHED] = SQL_JOB_SCHED,
     [S_JOBS_ACTIVE] = SQL_JOBS_ACTIVE,
+    [S_JOBS_QUEUED] = SQL_JOBS_QUEUED,
+    [S_JOB_ACTIVE] = SQL_JOB_ACTIVE,
     [S_ATTEMPT_INSERT] = SQL_ATTEMPT_INSERT,
     [S_ATTEMPT_END] = SQL_ATTEMPT_END,
     [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,
@@ -571,6 +591,16 @@ static void create_one(struct store *st, struct store_submission *sub)
     sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 6, json_string_value(json_object_get(sub->spec, "checkpoint_dir")), -1,
                       SQLITE_STATIC);
+    {
+        json_t *w = json_object_get(sub->spec, "workers");
+        json_int_t min = json_is_integer(w) ? json_integer_value(w)
+                                            : json_integer_value(json_object_get(w, "min"));
+        json_int_t max = json_is_integer(w) ? min : json_integer_value(json_object_get(w, "max"));
+        sqlite3_bind_int64(s, 7, min > 0 ? min : 1);
+        sqlite3_bind_int64(s, 8, max > 0 ? max : 1);
+        sqlite3_bind_int64(s, 9, json_integer_value(json_object_get(sub->spec, "gpus_per_worker")));
+        sqlite3_bind_int64(s, 10, json_integer_value(json_object_get(sub->spec, "priority")));
+    }
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) { /* the new job as the API shows it, answered without a read */
         struct text t = {.ok = 1};

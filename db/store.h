@@ -134,6 +134,19 @@ int store_job_transition_if(struct store *st, const char *id, const char *expect
 /* Jobs not finished (QUEUED, STARTING, RUNNING, STOPPING) in creation order, as a new array
  * of {id, state, spec, attempts, failures, not_before, stop_requested, owner}. */
 int store_jobs_active(struct store *st, json_t **out, struct error *err);
+/* One job's record as store_jobs_active gives it (a new reference), or ENOENT. */
+int store_job_active(struct store *st, const char *id, json_t **out, struct error *err);
+
+/* What the scheduling policy needs of a queued job. */
+struct store_queued {
+    char id[32];
+    int min_workers, max_workers, gpus_per_worker, priority;
+    int64_t not_before;
+};
+/* The QUEUED jobs in submission order, as a malloc'ed array of *n (the caller frees it).
+ * Reads no spec: a pass over a long queue costs a row each. */
+int store_jobs_queued(struct store *st, struct store_queued **out, int *n, struct error *err);
+
 /* Records a started attempt and moves the job to RUNNING. */
 int store_attempt_start(struct store *st, const char *id, const struct store_attempt *a,
                         const struct store_sched *sched, struct error *err);

@@ -54,28 +54,83 @@ int store_job_transition_if(struct store *st, const char *id, const char *expect
     return store__commit(st, err);
 }
 
+/* The scheduler's record of the job row under s (SQL_JOBS_ACTIVE's columns). */
+static json_t *active_json(sqlite3_stmt *s)
+{
+    json_error_t jerr;
+    json_t *spec = json_loads(store__col(s, 2), 0, &jerr);
+    return json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", store__col(s, 0), "state",
+                     store__col(s, 1), "spec", spec ? spec : json_object(), "attempts",
+                     sqlite3_column_int(s, 3), "failures", sqlite3_column_int(s, 4), "not_before",
+                     (json_int_t)sqlite3_column_int64(s, 5), "stop_requested",
+                     sqlite3_column_int(s, 6), "owner", store__col(s, 7));
+}
+
 int store_jobs_active(struct store *st, json_t **out, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_JOBS_ACTIVE];
     json_t *arr = json_array();
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_error_t jerr;
-        json_t *spec = json_loads(store__col(s, 2), 0, &jerr);
-        json_array_append_new(
-            arr,
-            json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", store__col(s, 0), "state",
-                      store__col(s, 1), "spec", spec ? spec : json_object(), "attempts",
-                      sqlite3_column_int(s, 3), "failures", sqlite3_column_int(s, 4), "not_before",
-                      (json_int_t)sqlite3_column_int64(s, 5), "stop_requested",
-                      sqlite3_column_int(s, 6), "owner", store__col(s, 7)));
-    }
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        json_array_append_new(arr, active_json(s));
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) {
         json_decref(arr);
         return store__fail(st, rc, err, "active jobs");
     }
     *out = arr;
+    return 0;
+}
+
+int store_job_active(struct store *st, const char *id, json_t **out, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOB_ACTIVE];
+    int rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *out = active_json(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc == SQLITE_DONE)
+        return errno = ENOENT, errprintf(err, "job %s not found", id);
+    if (rc != SQLITE_ROW)
+        return store__fail(st, rc, err, "job lookup");
+    return *out ? 0 : (errno = ENOMEM, errprintf(err, "out of memory"));
+}
+
+int store_jobs_queued(struct store *st, struct store_queued **out, int *n, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_JOBS_QUEUED];
+    struct store_queued *q = NULL;
+    int rc, cap = 0, len = 0;
+
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (len == cap) {
+            struct store_queued *grown;
+            cap = cap ? cap * 2 : 64;
+            if ((grown = realloc(q, (size_t)cap * sizeof(*q))) == NULL) {
+                sqlite3_reset(s);
+                free(q);
+                return errno = ENOMEM, errprintf(err, "out of memory");
+            }
+            q = grown;
+        }
+        snprintf(q[len].id, sizeof(q[len].id), "%s", store__col(s, 0));
+        q[len].min_workers = sqlite3_column_int(s, 1);
+        q[len].max_workers = sqlite3_column_int(s, 2);
+        q[len].gpus_per_worker = sqlite3_column_int(s, 3);
+        q[len].priority = sqlite3_column_int(s, 4);
+        q[len].not_before = sqlite3_column_int64(s, 5);
+        len++;
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) {
+        free(q);
+        return store__fail(st, rc, err, "queued jobs");
+    }
+    *out = q;
+    *n = len;
     return 0;
 }
 

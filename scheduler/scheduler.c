@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,9 @@ struct scheduler {
     pthread_cond_t cv, done_cv;
     int stop, wake;
     struct request *requests; /* under mu */
-    struct run *runs;         /* scheduler thread only */
+    /* scheduler thread only */
+    struct run *runs;
+    int64_t next_due; /* unix seconds: a backoff in the queue ends then */
 };
 
 static int64_t now_ms(void)
@@ -152,14 +155,17 @@ static void finish(struct scheduler *s, struct run *r, int status)
     log_job("info", r->id, "%s: %s", state, reason);
 }
 
-static void reap(struct scheduler *s)
+/* Records the attempts that ended; returns how many. */
+static int reap(struct scheduler *s)
 {
+    int ended = 0;
     for (;;) {
         int status;
         pid_t pid = waitpid(-1, &status, WNOHANG);
         struct run **pp;
         if (pid <= 0)
-            return;
+            return ended;
+        ended++;
         for (pp = &s->runs; *pp; pp = &(*pp)->next) {
             if ((*pp)->pid == pid) {
                 struct run *r = *pp;
@@ -188,8 +194,7 @@ static void enforce_kills(struct scheduler *s)
 /* Cancel (CANCELLED) or graceful stop (STOPPED) of one job. */
 static int end_one(struct scheduler *s, const char *id, int stop, struct error *err)
 {
-    json_t *jobs, *j;
-    size_t i;
+    json_t *job;
     int found = 0;
 
     for (struct run *r = s->runs; r; r = r->next) {
@@ -211,17 +216,12 @@ static int end_one(struct scheduler *s, const char *id, int stop, struct error *
             return 0;
         }
     }
-    if (store_jobs_active(s->st, &jobs, err) < 0)
+    if (store_job_active(s->st, id, &job, err) == 0) {
+        found = strcmp(json_string_value(json_object_get(job, "state")), "QUEUED") == 0;
+        json_decref(job);
+    } else if (errno != ENOENT) {
         return -1;
-    json_array_foreach(jobs, i, j)
-    {
-        if (strcmp(json_string_value(json_object_get(j, "id")), id) == 0 &&
-            strcmp(json_string_value(json_object_get(j, "state")), "QUEUED") == 0) {
-            found = 1;
-            break;
-        }
     }
-    json_decref(jobs);
     if (!found)
         return errno = ENOENT, errprintf(err, "job %s is not queued or running", id);
     if (store_job_transition(
@@ -262,10 +262,13 @@ static json_t *snapshot(struct scheduler *s)
                      s->cfg.slots, "slots_free", s->cfg.slots - used, "gpus", gpus, "jobs", jobs);
 }
 
-static void serve_requests(struct scheduler *s)
+/* Carries out the API threads' requests; returns how many. */
+static int serve_requests(struct scheduler *s)
 {
+    int served = 0;
     pthread_mutex_lock(&s->mu);
     while (s->requests != NULL) {
+        served++;
         struct request *q = s->requests;
         s->requests = q->next;
         pthread_mutex_unlock(&s->mu);
@@ -282,6 +285,7 @@ static void serve_requests(struct scheduler *s)
         pthread_cond_broadcast(&s->done_cv);
     }
     pthread_mutex_unlock(&s->mu);
+    return served;
 }
 
 /* ---- starting attempts ---- */
@@ -362,48 +366,62 @@ static void start_attempt(struct scheduler *s, json_t *job, const struct policy_
             gpus, (int)pid);
 }
 
+/*
+ * One scheduling pass: the policy over the queue (read without specs), then the chosen
+ * jobs' records to launch them. Remembers when the earliest backoff in the queue ends, for
+ * the loop to pass again then.
+ */
 static void schedule(struct scheduler *s)
 {
     struct policy_cluster c = {.slots_free = s->cfg.slots, .gpus = s->cfg.gpus};
     struct policy_job *q = NULL;
     struct policy_start *out = NULL;
-    json_t *jobs, *j, **queued = NULL;
+    struct store_queued *queued = NULL;
     struct error err;
-    size_t i;
+    int64_t now = unix_s();
     int n = 0, k;
 
+    s->next_due = INT64_MAX;
     for (struct run *r = s->runs; r; r = r->next) {
         c.slots_free -= r->workers;
         for (int g = 0; g < r->ngpus; g++)
             c.busy[r->gpu[g]] = 1;
     }
-    if (c.slots_free <= 0 || store_jobs_active(s->st, &jobs, &err) < 0)
+    if (c.slots_free <= 0)
+        return; /* an exit (which marks the loop dirty) must come first */
+    if (store_jobs_queued(s->st, &queued, &n, &err) < 0) {
+        log_job("error", "-", "reading the queue: %s", err.text);
+        s->next_due = now + 1;
         return;
-    q = calloc(json_array_size(jobs) + 1, sizeof(*q));
-    out = calloc(json_array_size(jobs) + 1, sizeof(*out));
-    queued = calloc(json_array_size(jobs) + 1, sizeof(*queued));
-    if (q == NULL || out == NULL || queued == NULL)
-        goto done;
-    json_array_foreach(jobs, i, j)
-    {
-        json_t *spec = json_object_get(j, "spec"), *w = json_object_get(spec, "workers");
-        if (strcmp(json_string_value(json_object_get(j, "state")), "QUEUED") != 0)
-            continue;
-        q[n].min_workers = (int)json_integer_value(json_object_get(w, "min"));
-        q[n].max_workers = (int)json_integer_value(json_object_get(w, "max"));
-        q[n].gpus_per_worker = (int)json_integer_value(json_object_get(spec, "gpus_per_worker"));
-        q[n].priority = (int)json_integer_value(json_object_get(spec, "priority"));
-        q[n].not_before = json_integer_value(json_object_get(j, "not_before"));
-        queued[n++] = j;
     }
-    k = policy_fifo(q, n, &c, unix_s(), out);
-    for (int x = 0; x < k; x++)
-        start_attempt(s, queued[out[x].job], &out[x]);
+    q = calloc((size_t)n + 1, sizeof(*q));
+    out = calloc((size_t)n + 1, sizeof(*out));
+    if (q == NULL || out == NULL) {
+        s->next_due = now + 1;
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        q[i] = (struct policy_job){queued[i].min_workers, queued[i].max_workers,
+                                   queued[i].gpus_per_worker, queued[i].priority,
+                                   queued[i].not_before};
+        if (queued[i].not_before > now && queued[i].not_before < s->next_due)
+            s->next_due = queued[i].not_before;
+    }
+    k = policy_fifo(q, n, &c, now, out);
+    for (int x = 0; x < k; x++) {
+        json_t *job;
+        if (store_job_active(s->st, queued[out[x].job].id, &job, &err) < 0) {
+            log_job("error", queued[out[x].job].id, "cannot read the job to start it: %s",
+                    err.text);
+            continue;
+        }
+        start_attempt(s, job, &out[x]);
+        json_decref(job);
+    }
 done:
     free(q);
     free(out);
     free(queued);
-    json_decref(jobs);
 }
 
 /* 1 when process group pgid is still led by a ringrun (a recycled pid must not be killed). */
@@ -485,11 +503,18 @@ static void recover(struct scheduler *s)
     json_decref(jobs);
 }
 
+/*
+ * The loop passes over the queue only when something could change the outcome: a
+ * submission or resume (scheduler_wake), an attempt that ended, a cancel or stop, or the
+ * end of a backoff. An idle daemon with a long queue that does not fit costs nothing.
+ */
 static void *main_loop(void *arg)
 {
     struct scheduler *s = arg;
+    s->next_due = 0; /* a first pass at start */
     for (;;) {
         struct timespec until;
+        int woken, changed;
         pthread_mutex_lock(&s->mu);
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += TICK_MS * 1000000L;
@@ -500,16 +525,18 @@ static void *main_loop(void *arg)
         while (!s->stop && !s->wake && s->requests == NULL &&
                pthread_cond_timedwait(&s->cv, &s->mu, &until) == 0)
             ;
+        woken = s->wake;
         s->wake = 0;
         if (s->stop) {
             pthread_mutex_unlock(&s->mu);
             break;
         }
         pthread_mutex_unlock(&s->mu);
-        serve_requests(s);
-        reap(s);
+        changed = serve_requests(s);
+        changed += reap(s);
         enforce_kills(s);
-        schedule(s);
+        if (woken || changed || unix_s() >= s->next_due)
+            schedule(s);
     }
     return NULL;
 }

@@ -34,17 +34,18 @@ START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 4);
+    ck_assert_int_eq(store_schema_version(st), 5);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 4);
+    ck_assert_int_eq(store_schema_version(again), 5);
     store_close(again);
     unlink(path);
 }
 END_TEST
 
-/* A database from before migration 4 gets every job's document, equal to a fresh one's. */
-START_TEST(migration_4_backfills_documents)
+/* A database from before migrations 4 and 5 gets every job's document, equal to a fresh
+ * one's, and its scheduling columns from the spec. */
+START_TEST(migrations_4_and_5_backfill)
 {
     struct store *st = open_fresh();
     struct error err;
@@ -54,22 +55,43 @@ START_TEST(migration_4_backfills_documents)
     sqlite3 *db;
     int created;
 
+    json_object_set_new(s, "workers", json_pack("{s:i, s:i}", "min", 2, "max", 4));
+    json_object_set_new(s, "gpus_per_worker", json_integer(1));
+    json_object_set_new(s, "priority", json_integer(7));
+
     ck_assert_int_eq(store_job_create(st, "alice", s, NULL, "h", &job, &created, &err), 0);
     id = json_string_value(json_object_get(job, "id"));
     ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &before, NULL, &err), 0);
     store_close(st);
     /* back to schema 3 */
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE jobs DROP COLUMN doc; PRAGMA user_version = 3",
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "ALTER TABLE jobs DROP COLUMN doc;"
+                                  "ALTER TABLE jobs DROP COLUMN min_workers;"
+                                  "ALTER TABLE jobs DROP COLUMN max_workers;"
+                                  "ALTER TABLE jobs DROP COLUMN gpus_per_worker;"
+                                  "ALTER TABLE jobs DROP COLUMN priority;"
+                                  "PRAGMA user_version = 3",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), 4);
+    ck_assert_int_eq(store_schema_version(st), 5);
     ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &after, NULL, &err), 0);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);
+    {
+        struct store_queued *q;
+        int n;
+        ck_assert_int_eq(store_jobs_queued(st, &q, &n, &err), 0);
+        ck_assert_int_eq(n, 1);
+        ck_assert_int_eq(q[0].min_workers, 2);
+        ck_assert_int_eq(q[0].max_workers, 4);
+        ck_assert_int_eq(q[0].gpus_per_worker, 1);
+        ck_assert_int_eq(q[0].priority, 7);
+        free(q);
+    }
     json_decref(job);
     json_decref(s);
     store_close(st);
@@ -346,7 +368,7 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {migrations_run_once,
-                            migration_4_backfills_documents,
+                            migrations_4_and_5_backfill,
                             create_get_and_owner_scoping,
                             idempotency_keys,
                             paging_and_filters,
