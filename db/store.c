@@ -402,18 +402,18 @@ static json_t *row_json(sqlite3_stmt *s)
                      store__col(s, 6));
 }
 
-int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
-                  struct error *err)
+int store__get_one(struct store *st, sqlite3_stmt *s, const char *id, const char *owner,
+                   json_t *(*conv)(sqlite3_stmt *), json_t **out, struct error *err)
 {
-    sqlite3_stmt *s = st->stmt[S_JOB_GET];
     int rc;
 
+    *out = NULL;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     if (owner)
         sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
-        *out = row_json(s);
+        *out = conv(s);
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     if (rc == SQLITE_DONE)
@@ -423,6 +423,12 @@ int store_job_get(struct store *st, const char *id, const char *owner, json_t **
     if (*out == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
     return 0;
+}
+
+int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
+                  struct error *err)
+{
+    return store__get_one(st, st->stmt[S_JOB_GET], id, owner, row_json, out, err);
 }
 
 /* A growing text buffer; a failed append leaves ok = 0. */

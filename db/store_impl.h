@@ -67,6 +67,10 @@ const char *store__col(sqlite3_stmt *s, int i);
 int store__begin(struct store *st, struct error *err);
 int store__commit(struct store *st, struct error *err);
 int store__rollback(struct store *st);
+/* Runs s (?1 the id, ?2 the owner when not NULL) for its one row, converted by conv into
+ * *out; ENOENT when there is none. */
+int store__get_one(struct store *st, sqlite3_stmt *s, const char *id, const char *owner,
+                   json_t *(*conv)(sqlite3_stmt *), json_t **out, struct error *err);
 /* Appends an event to job id. */
 int store__event(struct store *st, const char *id, const char *now, const char *type,
                  const char *state, const char *message, struct error *err);

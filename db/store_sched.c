@@ -84,19 +84,7 @@ int store_jobs_active(struct store *st, json_t **out, struct error *err)
 
 int store_job_active(struct store *st, const char *id, json_t **out, struct error *err)
 {
-    sqlite3_stmt *s = st->stmt[S_JOB_ACTIVE];
-    int rc;
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *out = active_json(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc == SQLITE_DONE)
-        return errno = ENOENT, errprintf(err, "job %s not found", id);
-    if (rc != SQLITE_ROW)
-        return store__fail(st, rc, err, "job lookup");
-    return *out ? 0 : (errno = ENOMEM, errprintf(err, "out of memory"));
+    return store__get_one(st, st->stmt[S_JOB_ACTIVE], id, NULL, active_json, out, err);
 }
 
 int store_jobs_queued(struct store *st, struct store_queued **out, int *n, struct error *err)
