@@ -82,8 +82,8 @@ if [ "$peer" = 1 ]; then
     "$here/../../contrib/slurm/testcluster.sh" start "$work/slurm" --rest >&2
     # shellcheck disable=SC1091
     . "$work/slurm/env"
-    sh_user="X-SLURM-USER-NAME: $SLURM_USER"
-    sh_token="X-SLURM-USER-TOKEN: $SLURM_JWT"
+    sh_user="X-SLURM-USER-NAME: $SLURMRESTD_USER"
+    sh_token="X-SLURM-USER-TOKEN: $SLURMRESTD_TOKEN"
     # A job that may begin only tomorrow: it stays queued, like ringd's behind their holder.
     export SLURM_SUBMIT_BODY='{"job":{"name":"bench","partition":"debug",
         "current_working_directory":"/tmp","environment":{"PATH":"/bin:/usr/bin"},

@@ -10,7 +10,8 @@
 #   contrib/slurm/testcluster.sh env DIR              print the exports to use it
 #
 # After start, DIR/env holds SLURM_CONF (for sinfo, sbatch, srun...) and, with --rest,
-# SLURMRESTD_URL, SLURM_JWT and SLURM_USER for REST clients.
+# SLURMRESTD_URL, SLURMRESTD_USER and SLURMRESTD_TOKEN (a JWT) for REST clients, which send
+# them as X-SLURM-USER-NAME and X-SLURM-USER-TOKEN.
 set -euo pipefail
 
 usage() { echo "usage: $0 start DIR [--rest] | stop DIR | env DIR" >&2; exit 2; }
@@ -149,8 +150,10 @@ CONF
         wait_for slurmrestd 20 bash -c "echo >/dev/tcp/127.0.0.1/$port"
         {
             echo "export SLURMRESTD_URL=http://127.0.0.1:$port"
-            echo "export SLURM_USER=root"
-            echo "export $(scontrol token username=root lifespan=86400)"
+            echo "export SLURMRESTD_USER=root"
+            # Not SLURM_JWT: with that set, srun and sbatch would authenticate by JWT too,
+            # which slurmd does not accept.
+            echo "export SLURMRESTD_TOKEN=$(scontrol token username=root lifespan=86400 | cut -d= -f2-)"
         } >>"$dir/env"
     fi
     echo "testcluster: up in $dir (source $dir/env)" >&2
