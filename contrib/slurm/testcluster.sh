@@ -21,10 +21,12 @@ dir=$(mkdir -p "$2" && cd "$2" && pwd)
 rest=0
 [ "${3:-}" = --rest ] && rest=1
 
-free_port() { # a TCP port nobody listens on
-    local p
+free_port() { # a TCP port nobody listens on, below the kernel's ephemeral range
+    local p low
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 12000 ] || low=32768
     for _ in $(seq 50); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((10000 + RANDOM % (low - 10000)))
         (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
     done
     echo "testcluster: no free port" >&2; exit 1

@@ -7,6 +7,19 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringtest.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 passed=0
 
+# A TCP port nobody listens on, below the kernel's ephemeral range: a port the kernel may
+# hand to some outgoing connection at any moment cannot be relied on for a restart.
+free_port() {
+    local low p
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 12000 ] || low=32768
+    for _ in $(seq 50); do
+        p=$((10000 + RANDOM % (low - 10000)))
+        (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo "$p"; return 0; }
+    done
+    fail "no free TCP port below $low"
+}
+
 fail() {
     echo "FAIL: $*" >&2
     exit 1

@@ -9,10 +9,7 @@
 DATA=$WORK/data
 CLIENTS=${CLIENTS:-4}
 PER_CLIENT=${PER_CLIENT:-125}
-for _ in $(seq 20); do # a free port, so restarts keep the address
-    PORT=$((20000 + RANDOM % 40000))
-    (echo >/dev/tcp/127.0.0.1/$PORT) 2>/dev/null || break
-done
+PORT=$(free_port) # fixed, so that restarts keep the address
 start_ringd() {
     # One slot and a first job that holds it: the rest stay queued, so the test measures the
     # API and the store, not hundreds of launches.
@@ -22,9 +19,11 @@ start_ringd() {
 }
 trap 'kill -9 $(cat "$WORK/pid") 2>/dev/null || true; pkill -9 -f "$WORK" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 start_ringd
-for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+[ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd did not start"; }
 URL="http://127.0.0.1:$PORT"
-curl -sf -d '{"name":"holder","command":["/bin/sleep","600"]}' "$URL/v1/jobs" >/dev/null
+curl -sf -d '{"name":"holder","command":["/bin/sleep","600"]}' "$URL/v1/jobs" >/dev/null ||
+    { cat "$WORK/ringd.log" >&2; fail "the first submission failed"; }
 
 client() { # client N: submits PER_CLIENT jobs, retrying each key until it gets a 201
     local c=$1 i code

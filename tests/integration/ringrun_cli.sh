@@ -78,7 +78,7 @@ ok "a missing program exits 127, a non-executable one 126"
 
 # Hold a port with one ringrun, then ask a second for the same one.
 for _ in $(seq 20); do
-    port=$((20000 + RANDOM % 40000))
+    port=$(free_port)
     "$RINGRUN" -np 1 --port $port sleep 3 >/dev/null 2>&1 &
     holder=$!
     sleep 0.3
