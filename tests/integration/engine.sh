@@ -49,6 +49,14 @@ run -np 4 "$ENGINE_CHECK" grouped
 expect_in out "engine_check grouped: ok"
 ok "grouped allreduce"
 
+for np in 2 3; do
+    run -np $np "$ENGINE_CHECK" blocking
+    expect_in out "engine_check blocking: ok"
+done
+grep 'names to the coordinator after warm-up' "$WORK/out"
+ok "blocking calls: repeated ones run on the cache, changed ones renegotiate, mismatches" \
+    "fail everywhere, two threads of different kinds interleave freely"
+
 run -np 4 "$ENGINE_CHECK" cache
 expect_in out "after warm-up: 0 names to the coordinator"
 grep 'after warm-up' "$WORK/out"

@@ -16,10 +16,15 @@
  *   cache            30 steps of the same 20 tensors: after warm-up rank 0's coordinator
  *                    must receive no names
  *   grouped          grouped allreduce, submitted in different orders around other tensors
+ *   blocking         repeated blocking calls run on the cache (no names to the coordinator);
+ *                    changed arguments are negotiated again; a blocking count mismatch
+ *                    fails on every rank; two threads make blocking calls of different
+ *                    kinds at once, interleaved differently on each rank
  *
  * Prints "engine_check MODE: ok" on rank 0 and exits 0 when the scenario held.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,6 +416,73 @@ static void mode_cache(void)
     }
 }
 
+/* ---- blocking ---- */
+
+static void *broadcasts(void *arg)
+{
+    int *failed = arg;
+    for (int i = 0; i < 40; i++) {
+        int v = rank == 0 ? i : -1;
+        if (ring_broadcast(&v, 1, RING_INT32, 0) != 0 || v != i) {
+            *failed = 1;
+            break;
+        }
+        if (rank % 2)
+            usleep(50); /* a different interleaving with the other thread on odd ranks */
+    }
+    return NULL;
+}
+
+static void mode_blocking(void)
+{
+    enum { WARMUP = 2, REPEAT = 20 };
+    struct ring_engine_stats s0 = {0}, s1;
+    float buf[32];
+    pthread_t th;
+    int failed = 0, rc;
+
+    for (int step = 0; step < WARMUP + REPEAT; step++) {
+        if (step == WARMUP)
+            OK(ring_engine_stats(&s0), "stats");
+        for (int i = 0; i < 16; i++)
+            buf[i] = (float)rank;
+        OK(ring_allreduce(RING_IN_PLACE, buf, 16, RING_FLOAT32, RING_SUM), "allreduce");
+        CHECK(buf[0] == (float)(size * (size - 1) / 2), "sum %g", buf[0]);
+    }
+    OK(ring_engine_stats(&s1), "stats");
+    if (rank == 0) {
+        printf("blocking: %llu names to the coordinator after warm-up, %llu cache hits\n",
+               (unsigned long long)(s1.coordinator_names - s0.coordinator_names),
+               (unsigned long long)(s1.cache_hits - s0.cache_hits));
+        CHECK(s1.coordinator_names == s0.coordinator_names, "repeated calls were negotiated");
+    }
+    CHECK(s1.cache_hits - s0.cache_hits >= REPEAT, "cache hits %llu",
+          (unsigned long long)(s1.cache_hits - s0.cache_hits));
+
+    /* other arguments: negotiated again, and right */
+    for (int i = 0; i < 32; i++)
+        buf[i] = 1;
+    OK(ring_allreduce(RING_IN_PLACE, buf, 32, RING_FLOAT32, RING_MAX), "allreduce 32 max");
+    CHECK(buf[31] == 1, "max %g", buf[31]);
+
+    /* a mismatch in a blocking call still names both values on every rank */
+    rc = ring_allreduce(RING_IN_PLACE, buf, rank == size - 1 ? 8 : 16, RING_FLOAT32, RING_SUM);
+    CHECK(rc == RING_EMISMATCH && strstr(ring_last_error(), "allreduce.noname"),
+          "mismatch gave %s: %s", ring_err_name(rc), ring_last_error());
+
+    /* two kinds at once from two threads */
+    CHECK(pthread_create(&th, NULL, broadcasts, &failed) == 0, "pthread_create");
+    for (int i = 0; i < 40; i++) {
+        buf[0] = 1;
+        OK(ring_allreduce(RING_IN_PLACE, buf, 1, RING_FLOAT32, RING_SUM), "allreduce (thread)");
+        CHECK(buf[0] == (float)size, "sum %g", buf[0]);
+        if (rank % 2 == 0)
+            usleep(50);
+    }
+    pthread_join(th, NULL);
+    CHECK(!failed, "a broadcast in the other thread failed: %s", ring_last_error());
+}
+
 /* ---- grouped ---- */
 
 static void mode_grouped(void)
@@ -482,6 +554,8 @@ int main(int argc, char **argv)
         mode_cache();
     else if (strcmp(mode, "grouped") == 0)
         mode_grouped();
+    else if (strcmp(mode, "blocking") == 0)
+        mode_blocking();
     else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

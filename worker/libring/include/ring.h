@@ -17,8 +17,11 @@
  * named tensors every rank has submitted, fuses small allreduces into one, and runs them in
  * one order on all ranks. Ranks may submit tensors in any order. When ranks disagree on a
  * tensor (dtype, count, op...), every rank gets RING_EMISMATCH with a message naming the
- * tensor, the ranks and both values. The blocking calls submit under generated names
- * ("allreduce.noname.17") and wait; every rank must make the same sequence of blocking calls.
+ * tensor, the ranks and both values. The blocking calls submit under a name per kind
+ * ("allreduce.noname") and wait: every rank must make the same sequence of blocking calls of
+ * each kind, and two threads of one process may not run the same kind at once (the second
+ * gets RING_EINVAL, a duplicate name in flight). Repeating a call with the same arguments
+ * hits the response cache.
  *
  * Threads: the calls are thread safe; ring_init and ring_finalize must not race with them.
  *

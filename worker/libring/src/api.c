@@ -12,11 +12,13 @@
 #include "engine.h"
 
 /*
- * Blocking calls are named "<op>.noname.<generation>.<seq>". Ranks make the same blocking
- * calls in the same order, so the names match -- except around ring_join, where ranks make
- * different numbers of calls on purpose; every rank starts a new generation after a join.
+ * A blocking call is named after its kind alone ("allreduce.noname"): a rank has at most one
+ * in flight per kind (a second one from another thread is refused as a duplicate name), so
+ * the names match across ranks whatever the threads' interleaving, and a program that
+ * repeats the same call hits the response cache (one bit-vector allreduce to agree) instead
+ * of negotiating through the coordinator each time. A call whose arguments changed misses
+ * the cache and is negotiated, and validated, in full.
  */
-static atomic_ullong noname_seq, noname_gen;
 
 /* The engine, or NULL with *rc set. */
 static struct ring__engine *engine(int *rc)
@@ -329,8 +331,7 @@ static int barrier_async(const char *name, ring_process_set_t ps, ring_handle_t 
 
 static void noname(char *buf, size_t len, const char *what)
 {
-    snprintf(buf, len, "%s.noname.%llu", what,
-             (unsigned long long)atomic_fetch_add(&noname_seq, 1));
+    snprintf(buf, len, "%s.noname", what);
 }
 
 #define BLOCKING(what, call)                                                                       \
@@ -426,12 +427,7 @@ int ring_join(void)
     struct ring__engine *e = engine(&rc);
     if (e == NULL)
         return rc;
-    rc = ring__engine_join(e);
-    if (rc >= 0) {
-        atomic_fetch_add(&noname_gen, 1);
-        atomic_store(&noname_seq, 0);
-    }
-    return rc;
+    return ring__engine_join(e);
 }
 
 int ring_process_set_create(const int *ranks, int n, ring_process_set_t *ps)
