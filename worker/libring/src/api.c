@@ -78,14 +78,19 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
     return 0;
 }
 
-static int check_reduce(const char *what, const char *name, ring_dtype_t dtype, ring_op_t op,
-                        double prescale, double postscale)
+/* Checks a reduction's op and scale factors and puts them in r (after base_request). */
+static int reduce_args(struct ring__request *r, const char *name, ring_dtype_t dtype,
+                       ring_op_t op, double prescale, double postscale)
 {
     if (!ring__op_valid(dtype, op, prescale, postscale))
         return ring__err(RING_EINVAL,
                          "%s '%s': invalid op %d or scale factors %g/%g for %s (MIN and MAX "
                          "take no scaling; factors must be finite)",
-                         what, name, (int)op, prescale, postscale, ring_dtype_name(dtype));
+                         ring__optype_name(r->type), name, (int)op, prescale, postscale,
+                         ring_dtype_name(dtype));
+    r->op = (int)op;
+    r->prescale = prescale;
+    r->postscale = postscale;
     return 0;
 }
 
@@ -107,16 +112,13 @@ int ring_allreduce_async(const char *name, const void *sendbuf, void *recvbuf, s
     if (e == NULL)
         return rc;
     if ((rc = base_request(e, &r, RING__ALLREDUCE, name, dtype, ps, &sr, &ss)) < 0 ||
-        (rc = check_reduce("allreduce", name, dtype, op, prescale, postscale)) < 0)
+        (rc = reduce_args(&r, name, dtype, op, prescale, postscale)) < 0)
         return rc;
     if (sendbuf == RING_IN_PLACE)
         sendbuf = recvbuf;
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "allreduce '%s': NULL buffer with count %zu", name, count);
-    r.op = (int)op;
     r.count = count;
-    r.prescale = prescale;
-    r.postscale = postscale;
     return submit1(e, &r, sendbuf, recvbuf, handle);
 }
 
@@ -146,13 +148,12 @@ int ring_grouped_allreduce_async(const char *name, int n, const void *const *sen
         snprintf(member, sizeof(member), "%s/%d", name, i);
         if ((rc = base_request(e, &subs[i].req, RING__ALLREDUCE, member, dtype, ps, &sr, &ss)) <
                 0 ||
-            (rc = check_reduce("allreduce", member, dtype, op, 1.0, 1.0)) < 0)
+            (rc = reduce_args(&subs[i].req, member, dtype, op, 1.0, 1.0)) < 0)
             break;
         if (counts[i] > 0 && (sb == NULL || recvbufs[i] == NULL)) {
             rc = ring__err(RING_EINVAL, "grouped allreduce '%s': NULL buffer", member);
             break;
         }
-        subs[i].req.op = (int)op;
         subs[i].req.count = counts[i];
         subs[i].req.group_size = n;
         subs[i].sendbuf = sb;
@@ -246,17 +247,14 @@ int ring_reducescatter_async(const char *name, const void *sendbuf, void *recvbu
     if (e == NULL)
         return rc;
     if ((rc = base_request(e, &r, RING__REDUCESCATTER, name, dtype, ps, &sr, &ss)) < 0 ||
-        (rc = check_reduce("reducescatter", name, dtype, op, prescale, postscale)) < 0)
+        (rc = reduce_args(&r, name, dtype, op, prescale, postscale)) < 0)
         return rc;
     if (sendbuf == RING_IN_PLACE)
         return ring__err(RING_EINVAL, "reducescatter '%s' does not take RING_IN_PLACE", name);
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "reducescatter '%s': NULL buffer with count %zu", name,
                          count);
-    r.op = (int)op;
     r.count = count;
-    r.prescale = prescale;
-    r.postscale = postscale;
     return submit1(e, &r, sendbuf, recvbuf, handle);
 }
 
