@@ -237,7 +237,7 @@ int store__fail(struct store *st, int rc, struct error *err, const char *what)
                      st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
 }
 
-void store__now_iso(char *buf, size_t len)
+void store_now_iso(char *buf, size_t len)
 {
     struct timespec ts;
     struct tm tm;
@@ -581,7 +581,7 @@ static void create_one(struct store *st, struct store_submission *sub)
         }
     }
     new_job_id(sub->id, sizeof(sub->id));
-    store__now_iso(now, sizeof(now));
+    store_now_iso(now, sizeof(now));
     text = json_dumps(sub->spec, JSON_COMPACT | JSON_SORT_KEYS);
     if (text == NULL) {
         errno = ENOMEM;
@@ -792,7 +792,7 @@ int store_token_create(struct store *st, const char *id, const char *name, const
 {
     sqlite3_stmt *s = st->stmt[S_TOKEN_INSERT];
     char now[40];
-    store__now_iso(now, sizeof(now));
+    store_now_iso(now, sizeof(now));
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, hash, -1, SQLITE_STATIC);
@@ -865,7 +865,7 @@ int store_token_revoke(struct store *st, const char *id, const char *name, struc
 {
     sqlite3_stmt *s = st->stmt[S_TOKEN_REVOKE];
     char now[40];
-    store__now_iso(now, sizeof(now));
+    store_now_iso(now, sizeof(now));
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     if (name)
         sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);

@@ -57,8 +57,6 @@ extern int store__background_checkpoints;
 
 /* Maps a SQLite result code to errno, records the message and returns -1. */
 int store__fail(struct store *st, int rc, struct error *err, const char *what);
-/* The current UTC time as ISO 8601 with milliseconds. */
-void store__now_iso(char *buf, size_t len);
 /* Runs a statement that returns no rows, then resets it. Returns 0 or -1. */
 int store__step_done(struct store *st, sqlite3_stmt *s, struct error *err, const char *what);
 /* Column i as text ("" for NULL). */

@@ -28,7 +28,7 @@ int store_job_transition(struct store *st, const char *id, const char *state, co
                          const char *message, const struct store_sched *sched, struct error *err)
 {
     char now[40];
-    store__now_iso(now, sizeof(now));
+    store_now_iso(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     if (store__set_state(st, id, state, now, err) < 0 ||
@@ -45,7 +45,7 @@ int store_job_transition_if(struct store *st, const char *id, const char *expect
                             const char *type, const char *message, struct error *err)
 {
     char now[40];
-    store__now_iso(now, sizeof(now));
+    store_now_iso(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     if (store__set_state_if(st, id, expect, state, now, err) < 0 ||
@@ -127,7 +127,7 @@ int store_attempt_start(struct store *st, const char *id, const struct store_att
 {
     sqlite3_stmt *s = st->stmt[S_ATTEMPT_INSERT];
     char now[40], msg[256];
-    store__now_iso(now, sizeof(now));
+    store_now_iso(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
@@ -156,7 +156,7 @@ int store_attempt_end(struct store *st, const char *id, int number, int exit_sta
 {
     sqlite3_stmt *s = st->stmt[S_ATTEMPT_END];
     char now[40];
-    store__now_iso(now, sizeof(now));
+    store_now_iso(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);

@@ -181,15 +181,11 @@ static const char *header(void *conn, const char *key)
 
 static void log_line(const char *method, const char *url, int status, const char *owner)
 {
-    struct timespec ts;
-    struct tm tm;
-    char date[32];
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+    char now[40];
+    store_now_iso(now, sizeof(now));
     /* One fprintf per line: stderr is unbuffered, so lines from threads do not mix. */
-    fprintf(stderr, "ts=%s.%03dZ level=info msg=request method=%s path=%s status=%d owner=%s\n",
-            date, (int)(ts.tv_nsec / 1000000) % 1000, method, url, status, owner ? owner : "-");
+    fprintf(stderr, "ts=%s level=info msg=request method=%s path=%s status=%d owner=%s\n", now,
+            method, url, status, owner ? owner : "-");
 }
 
 static enum MHD_Result send_json(struct MHD_Connection *c, struct api_response *r)
