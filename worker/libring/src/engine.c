@@ -411,6 +411,17 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
     return 0;
 }
 
+/* Blocks until h is done. A program that waits has submitted what it had: the burst is
+ * over (see settle() in engine_cycle.c). */
+static void await_handle(struct ring__engine *e, struct ring_handle *h)
+{
+    pthread_mutex_lock(&e->mu);
+    e->burst_over = 1;
+    while (!h->done)
+        pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+}
+
 int ring_wait(ring_handle_t *h)
 {
     struct ring__ctx *ctx = ring__ctx();
@@ -420,11 +431,7 @@ int ring_wait(ring_handle_t *h)
     if (h == NULL || e == NULL)
         return ring__err(h == NULL ? RING_EINVAL : RING_ENOTINIT, "ring_wait: %s",
                          h == NULL ? "NULL handle" : "libring is not initialized");
-    pthread_mutex_lock(&e->mu);
-    e->burst_over = 1; /* a program that waits has submitted what it had (see settle()) */
-    while (!h->done)
-        pthread_cond_wait(&e->cv, &e->mu);
-    pthread_mutex_unlock(&e->mu);
+    await_handle(e, h);
     status = h->status;
     if (h->stop_seen)
         atomic_store(&stop_visible, 1);
@@ -466,11 +473,7 @@ int ring__engine_join(struct ring__engine *e)
     e->join_handle = h;
     pthread_mutex_unlock(&e->mu);
     ring__engine_wake(e);
-    pthread_mutex_lock(&e->mu);
-    e->burst_over = 1; /* a program that waits has submitted what it had (see settle()) */
-    while (!h->done)
-        pthread_cond_wait(&e->cv, &e->mu);
-    pthread_mutex_unlock(&e->mu);
+    await_handle(e, h);
     status = h->status;
     last = h->join_last;
     if (status != 0)
