@@ -459,83 +459,57 @@ static void text_add(struct text *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
-/* Appends s as a JSON string. Text from SQLite is UTF-8, which JSON carries as it is. */
-static void text_add_string(struct text *t, const char *s)
+/* s as a JSON string literal, quotes included (malloc'ed; NULL when out of memory). */
+static char *json_quote(const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    const char *run = s;
-    text_add(t, "\"", 1);
-    for (;; s++) {
-        unsigned char ch;
-        char esc[6] = {'\\', 0};
-        size_t n = 2;
-        while ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
-            s++; /* the common case: nothing to escape */
-        if ((ch = (unsigned char)*s) == '\0')
-            break;
-        text_add(t, run, (size_t)(s - run));
-        run = s + 1;
-        switch (ch) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        default:
-            memcpy(esc, "\\u00", 4);
-            esc[4] = hex[ch >> 4];
-            esc[5] = hex[ch & 15];
-            n = 6;
-        }
-        text_add(t, esc, n);
-    }
-    text_add(t, run, (size_t)(s - run));
-    text_add(t, "\"", 1);
+    json_t *v = json_string_nocheck(s);
+    char *q = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+    json_decref(v);
+    return q;
+}
+
+/* Appends s as a JSON string. */
+static void text_add_quoted(struct text *t, const char *s)
+{
+    char *q = json_quote(s);
+    if (q == NULL)
+        t->ok = 0;
+    else
+        text_add(t, q, strlen(q));
+    free(q);
 }
 
 /*
  * Appends the API's job object without its closing brace: the stored document doc (n bytes)
- * with checkpoint_dir added (ckpt, or by default ckpt_prefix followed by the id).
+ * with checkpoint_dir added: ckpt, or by default the prefix followed by the id. prefix_q is
+ * the prefix as a JSON string (json_quote), quoted once per request rather than per row.
  */
 static void render_doc(struct text *t, const char *doc, size_t n, const char *id, const char *ckpt,
-                       const char *ckpt_prefix)
+                       const char *prefix_q)
 {
     if (n > 1 && doc[n - 1] == '}') {
         text_add(t, doc, n - 1);
         text_add(t, ",", 1);
     } else { /* no document: a row written outside ringd; at least its id */
         text_add(t, "{\"id\":", 6);
-        text_add_string(t, id);
+        text_add_quoted(t, id);
         text_add(t, ",", 1);
     }
     text_add(t, "\"checkpoint_dir\":", 17);
-    if (ckpt == NULL) {
-        /* the default: the prefix and the id, which has nothing to escape */
-        text_add_string(t, ckpt_prefix);
-        if (t->ok)
-            t->len--; /* reopen the string */
+    if (ckpt == NULL) { /* the id has nothing to escape */
+        text_add(t, prefix_q, strlen(prefix_q) - 1);
         text_add(t, id, strlen(id));
         text_add(t, "\"", 1);
     } else {
-        text_add_string(t, ckpt);
+        text_add_quoted(t, ckpt);
     }
 }
 
 /* render_doc for the row under s (JOB_COLUMNS). */
-static void render_row(struct text *t, sqlite3_stmt *s, const char *ckpt_prefix)
+static void render_row(struct text *t, sqlite3_stmt *s, const char *prefix_q)
 {
     render_doc(t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0), store__col(s, 1),
-               sqlite3_column_type(s, 2) == SQLITE_NULL ? NULL : store__col(s, 2), ckpt_prefix);
+               sqlite3_column_type(s, 2) == SQLITE_NULL ? NULL : store__col(s, 2), prefix_q);
 }
 
 /*
@@ -610,15 +584,17 @@ static void create_one(struct store *st, struct store_submission *sub)
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) { /* the new job as the API shows it, answered without a read */
         struct text t = {.ok = 1};
-        render_doc(&t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0), sub->id,
-                   json_string_value(json_object_get(sub->spec, "checkpoint_dir")),
-                   sub->ckpt_prefix ? sub->ckpt_prefix : "");
+        char *prefix_q = json_quote(sub->ckpt_prefix ? sub->ckpt_prefix : "");
+        if (prefix_q != NULL)
+            render_doc(&t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0), sub->id,
+                       json_string_value(json_object_get(sub->spec, "checkpoint_dir")), prefix_q);
         text_add(&t, ",\"attempts\":[]}", 15);
-        if (!t.ok) {
+        if (prefix_q == NULL || !t.ok) {
             free(t.p);
             t.p = NULL;
         }
         sub->job_text = t.p;
+        free(prefix_q);
         rc = sqlite3_step(s);
     }
     sqlite3_reset(s);
@@ -704,17 +680,20 @@ int store_job_render(struct store *st, const char *id, const char *owner, const 
 {
     sqlite3_stmt *s = st->stmt[S_JOB_RENDER];
     struct text t = {.ok = 1};
+    char *prefix_q = json_quote(ckpt_prefix);
     int rc;
 
     *out = NULL;
     if (last_run_dir)
         *last_run_dir = NULL;
+    if (prefix_q == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     if (owner)
         sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        render_row(&t, s, ckpt_prefix);
+        render_row(&t, s, prefix_q);
         text_add(&t, ",\"attempts\":", 12);
         text_add(&t, store__col(s, 3), (size_t)sqlite3_column_bytes(s, 3));
         text_add(&t, "}", 1);
@@ -723,6 +702,7 @@ int store_job_render(struct store *st, const char *id, const char *owner, const 
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
+    free(prefix_q);
     if (rc == SQLITE_DONE)
         return errno = ENOENT, errprintf(err, "job %s not found", id);
     if (rc != SQLITE_ROW || !t.ok) {
@@ -744,8 +724,9 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
 {
     sqlite3_stmt *s = st->stmt[S_JOB_LIST];
     struct text t = {.ok = 1};
+    char *prefix_q = json_quote(ckpt_prefix);
     int64_t last = 0;
-    int rc, n = 0;
+    int rc = SQLITE_DONE, n = 0;
 
     sqlite3_bind_int64(s, 1, cursor);
     if (f->owner)
@@ -759,14 +740,14 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
     /* One more than asked: it tells whether a next page exists. */
     sqlite3_bind_int(s, 6, limit + 1);
     t.p = malloc(t.cap = (size_t)limit * 640 + 64); /* a typical job is 400-600 bytes */
-    t.ok = t.p != NULL;
+    t.ok = t.p != NULL && prefix_q != NULL;
     text_add(&t, "[", 1);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while (t.ok && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == limit)
             break;
         if (n > 0)
             text_add(&t, ",", 1);
-        render_row(&t, s, ckpt_prefix);
+        render_row(&t, s, prefix_q);
         text_add(&t, "}", 1);
         last = sqlite3_column_int64(s, 3);
         n++;
@@ -775,6 +756,7 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
     *next = rc == SQLITE_ROW ? last : 0;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
+    free(prefix_q);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         free(t.p);
         return store__fail(st, rc, err, "job list");

@@ -79,8 +79,8 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
 }
 
 /* Checks a reduction's op and scale factors and puts them in r (after base_request). */
-static int reduce_args(struct ring__request *r, const char *name, ring_dtype_t dtype,
-                       ring_op_t op, double prescale, double postscale)
+static int reduce_args(struct ring__request *r, const char *name, ring_dtype_t dtype, ring_op_t op,
+                       double prescale, double postscale)
 {
     if (!ring__op_valid(dtype, op, prescale, postscale))
         return ring__err(RING_EINVAL,
