@@ -28,6 +28,8 @@ struct api_config {
     struct scheduler *sched; /* woken on submissions; carries out cancels */
 };
 
+struct api_submit;
+
 struct api_request {
     const char *method;
     const char *path;
@@ -40,12 +42,17 @@ struct api_request {
     const char *owner;   /* who is calling (the token's name) */
     int admin;           /* an admin acts on every owner's jobs */
     struct store *store; /* this thread's connection */
+    /* Where POST /v1/jobs leaves a checked submission for the server to commit with others
+     * (then resp->deferred is set); NULL: the handler stores it itself. */
+    struct api_submit *defer;
 };
 
 struct api_response {
     int status;
     json_t *body; /* owned; NULL for no body */
     int problem;  /* body is application/problem+json */
+    int deferred; /* no answer yet: req->defer holds a submission to commit, then
+                   * api_submit_end answers */
     char location[128];
     char allow[64];  /* for 405 */
     char *json_text; /* owned; a JSON body already rendered (job reads), instead of body */
@@ -67,7 +74,8 @@ void api_handle(const struct api_config *cfg, const struct api_request *req,
  *   with resp filled (a problem);
  * - api_submit_end answers from s->sub's result (201 with the job, or a problem) and
  *   releases what begin took.
- * api_handle runs both around a batch of one.
+ * POST /v1/jobs through api_handle runs both around a batch of one, unless the request
+ * gives a place to defer the submission to (api_request.defer).
  */
 struct api_submit {
     struct store_submission sub;

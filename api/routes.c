@@ -234,17 +234,23 @@ void api_submit_end(const struct api_config *cfg, const struct api_request *req,
         snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%s", s->sub.id);
 }
 
+/* POST /v1/jobs: checked here; stored here (a batch of one), or later by the server's group
+ * committer when it gave a place for the submission (req->defer). */
 static void job_create(const struct api_config *cfg, const struct api_request *req,
                        const char *param, struct api_response *resp)
 {
-    struct api_submit s;
-    struct store_submission *one = &s.sub;
+    struct api_submit own, *s = req->defer ? req->defer : &own;
+    struct store_submission *one = &s->sub;
     struct error err;
 
-    if (!api_submit_begin(cfg, req, &s, resp))
+    if (!api_submit_begin(cfg, req, s, resp))
         return;
+    if (req->defer) {
+        resp->deferred = 1;
+        return;
+    }
     store_job_create_batch(req->store, &one, 1, &err);
-    api_submit_end(cfg, req, &s, resp);
+    api_submit_end(cfg, req, s, resp);
 }
 
 static void job_get(const struct api_config *cfg, const struct api_request *req, const char *param,

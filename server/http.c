@@ -388,10 +388,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req.conn = c;
     req.owner = owner;
     req.admin = admin;
-    if (!strcmp(method, "POST") && !strcmp(url, "/v1/jobs")) {
-        /* Validated here; stored by the committer with other submissions in one commit. */
-        if (!api_submit_begin(h->api, &req, &rq->submit, &resp))
-            goto send;
+    req.defer = &rq->submit;
+    api_handle(h->api, &req, &resp);
+    if (resp.deferred) {
+        /* A checked submission: the committer stores it with others in one commit. */
         rq->queued = 1;
         rq->conn = c;
         rq->item.sub = &rq->submit.sub;
@@ -400,7 +400,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         committer_push(h->committer, &rq->item);
         return MHD_YES;
     }
-    api_handle(h->api, &req, &resp);
 send:
     if (reading)
         store_read_end(req.store);
