@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +37,9 @@ struct req {
     char *body;
     size_t len;
     int too_big;
-    /* POST /v1/jobs: queued for the group committer while the connection is suspended */
+    /* POST /v1/jobs: queued for the group committer while the connection is suspended; the
+     * handler runs again only after on_committed resumed it */
     int queued;
-    atomic_int committed;
     struct MHD_Connection *conn;
     struct api_submit submit;
     struct commit_item item;
@@ -50,7 +49,6 @@ struct req {
 static void on_committed(void *arg)
 {
     struct req *rq = arg;
-    atomic_store(&rq->committed, 1);
     MHD_resume_connection(rq->conn);
 }
 
@@ -301,7 +299,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         goto send;
     }
     req.store = thread_store(h, &err);
-    if (req.store != NULL && rq->queued && atomic_load(&rq->committed)) {
+    if (req.store != NULL && rq->queued) {
         /* back from the committer: answer with the stored job */
         snprintf(owner, sizeof(owner), "%s", rq->submit.owner);
         req.method = method;
