@@ -605,72 +605,107 @@ static size_t sse_data(const char *p, size_t n, void *arg)
     return n;
 }
 
+/*
+ * Follows a stream for as long as job id runs: attempt() opens it once (a stream_get); a
+ * stream that broke is opened again a second later, for up to RECONNECT_S without ringd.
+ * Returns 0 once the job has finished (its state in state), or an exit status.
+ */
+static int follow_job(const char *id, int (*attempt)(void *arg), void *arg, char *state, size_t len)
+{
+    time_t down_since = 0;
+    for (;;) {
+        int rc = attempt(arg);
+        if (rc > 0)
+            return rc;
+        if (rc == 0 && job_state(id, state, len) == 0 && finished(state))
+            return 0;
+        if (rc == 0) {
+            down_since = 0;
+        } else if (down_since == 0) {
+            down_since = time(NULL);
+        } else if (time(NULL) - down_since > RECONNECT_S) {
+            fprintf(stderr, "ringctl: lost ringd at %s for %d s\n", base_url, RECONNECT_S);
+            return EXIT_UNAVAILABLE;
+        }
+        sleep(1);
+    }
+}
+
+struct events_follow {
+    char path[256];
+    struct sse_reader r;
+};
+
+/* One attempt at the event stream, resuming after the last event seen. */
+static int events_open(void *arg)
+{
+    struct events_follow *f = arg;
+    return stream_get(f->path, "text/event-stream", f->r.last_id[0] ? f->r.last_id : NULL, sse_data,
+                      &f->r);
+}
+
 static int cmd_events(const char *id, int follow)
 {
-    char path[256], state[32] = "";
-    struct sse_reader r = {0};
+    struct events_follow f = {0};
+    char state[32] = "";
     json_t *j, *e;
     size_t i;
     int rc;
-    time_t down_since = 0;
 
+    snprintf(f.path, sizeof(f.path), "/v1/jobs/%s/events", id);
     if (!follow) {
-        snprintf(path, sizeof(path), "/v1/jobs/%s/events", id);
-        if ((rc = call("GET", path, NULL, NULL, &j)) != 0)
+        if ((rc = call("GET", f.path, NULL, NULL, &j)) != 0)
             return rc;
         json_array_foreach(json_object_get(j, "events"), i, e) print_event(e);
         json_decref(j);
         return 0;
     }
-    /* Streamed until the job ends; a broken stream resumes after the last event seen. */
-    snprintf(path, sizeof(path), "/v1/jobs/%s/events", id);
-    for (;;) {
-        rc = stream_get(path, "text/event-stream", r.last_id[0] ? r.last_id : NULL, sse_data, &r);
-        if (rc > 0)
-            break;
-        if (rc == 0 && job_state(id, state, sizeof(state)) == 0 && finished(state))
-            break;
-        if (rc < 0) {
-            if (down_since == 0)
-                down_since = time(NULL);
-            else if (time(NULL) - down_since > RECONNECT_S) {
-                fprintf(stderr, "ringctl: lost ringd at %s for %d s\n", base_url, RECONNECT_S);
-                rc = EXIT_UNAVAILABLE;
-                break;
-            }
-        } else {
-            down_since = 0;
-        }
-        sleep(1);
-    }
-    free(r.line.data);
-    return rc > 0 ? rc : end_status(state);
+    rc = follow_job(id, events_open, &f, state, sizeof(state));
+    free(f.r.line.data);
+    return rc != 0 ? rc : end_status(state);
 }
 
-/* Followed output goes straight to stdout; offset counts what arrived, to resume. */
+/* logs -f: where the stream goes on from, and how far it has come. */
+struct logs_follow {
+    const char *id, *stream;
+    int rank;
+    long long offset; /* bytes of the log printed so far */
+};
+
+/* Followed output goes straight to stdout; the offset counts it, to resume. */
 static size_t log_data(const char *p, size_t n, void *arg)
 {
-    long long *offset = arg;
+    struct logs_follow *f = arg;
     if (fwrite(p, 1, n, stdout) != n)
         return 0;
     fflush(stdout);
-    *offset += (long long)n;
+    f->offset += (long long)n;
     return n;
 }
 
+/* One attempt at logs?follow=1, from the byte reached. */
+static int logs_open(void *arg)
+{
+    struct logs_follow *f = arg;
+    char path[512];
+    snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&follow=1&offset=%lld", f->id,
+             f->rank, f->stream, f->offset);
+    return stream_get(path, NULL, NULL, log_data, f);
+}
+
 /* logs -f: the last tail lines (all when tail < 0), then the output as ringd streams it
- * (follow=1) until the job ends, reconnecting from the byte reached if the stream breaks. */
+ * until the job ends. */
 static int follow_logs(const char *id, int rank, const char *stream, int tail)
 {
-    char path[512], state[32];
-    long long offset = 0;
-    time_t down_since = 0;
-    int rc;
+    struct logs_follow f = {id, stream, rank, 0};
+    char state[32];
+    int rc = 0;
 
     if (tail >= 0) { /* where the last tail lines start */
         struct buf b = {0};
         long status = 0;
         long long next = -1;
+        char path[512];
         snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&tail=%d", id, rank, stream,
                  tail);
         if ((rc = request("GET", path, NULL, NULL, &b, &status, &next)) != 0)
@@ -678,32 +713,13 @@ static int follow_logs(const char *id, int rank, const char *stream, int tail)
         if (status < 400 && next >= 0) {
             if (b.len > 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
                 rc = EXIT_REFUSED;
-            offset = next;
+            f.offset = next;
         }
         free(b.data);
         if (rc != 0)
             return rc;
     }
-    for (;;) {
-        snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&follow=1&offset=%lld", id,
-                 rank, stream, offset);
-        rc = stream_get(path, NULL, NULL, log_data, &offset);
-        if (rc > 0)
-            return rc;
-        if (rc == 0 && job_state(id, state, sizeof(state)) == 0 && finished(state))
-            return 0;
-        if (rc < 0) {
-            if (down_since == 0)
-                down_since = time(NULL);
-            else if (time(NULL) - down_since > RECONNECT_S) {
-                fprintf(stderr, "ringctl: lost ringd at %s for %d s\n", base_url, RECONNECT_S);
-                return EXIT_UNAVAILABLE;
-            }
-        } else {
-            down_since = 0;
-        }
-        sleep(1);
-    }
+    return follow_job(id, logs_open, &f, state, sizeof(state));
 }
 
 static int cmd_logs(int argc, char **argv)
