@@ -36,7 +36,10 @@ expect_rc 0 "$C" logs "$fid" --tail 1 -f # a finished job: its last line, and do
 expect_rc 0 "$C" --json events "$fid" -f
 jq -e -s 'map(.type) | first == "submitted" and last == "succeeded"' "$WORK/out" >/dev/null ||
     fail "events -f --json: $(cat "$WORK/out")"
-ok "logs -f and events -f stream until the job ends"
+expect_rc 3 "$C" events j-0000000000000000 -f
+expect_in err "there is no job j-0000000000000000"
+expect_rc 3 "$C" logs j-0000000000000000 -f
+ok "logs -f and events -f stream until the job ends; a missing job exits 3"
 
 # A follower outlives a ringd restart: it reconnects and resumes after the last event seen.
 expect_rc 0 "$C" submit -n 2 -- "$TRAIN" --epochs 40 --step-sleep-ms 2
