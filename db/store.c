@@ -643,16 +643,24 @@ int store_job_create_batch(struct store *st, struct store_submission *const *sub
         create_one(st, subs[i]);
     if (store__commit(st, err) == 0)
         return 0;
-failed: /* nothing of the batch is stored: every submission fails with the reason */
-    for (int i = 0; i < n; i++) {
-        free(subs[i]->job_text);
-        subs[i]->job_text = NULL;
-        subs[i]->rc = -1;
-        subs[i]->errnum = errno;
-        subs[i]->created = 0;
-        subs[i]->err = *err;
-    }
+failed : /* nothing of the batch is stored: every submission fails with the reason */
+{
+    int e = errno;
+    for (int i = 0; i < n; i++)
+        store_submission_fail(subs[i], e, err);
+    errno = e;
+}
     return -1;
+}
+
+void store_submission_fail(struct store_submission *sub, int errnum, const struct error *why)
+{
+    free(sub->job_text);
+    sub->job_text = NULL;
+    sub->rc = -1;
+    sub->errnum = errnum;
+    sub->created = 0;
+    sub->err = *why;
 }
 
 int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,

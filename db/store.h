@@ -65,6 +65,8 @@ struct store_submission {
 };
 int store_job_create_batch(struct store *st, struct store_submission *const *subs, int n,
                            struct error *err);
+/* Marks sub failed with errno errnum and the reason why (its job_text, if any, freed). */
+void store_submission_fail(struct store_submission *sub, int errnum, const struct error *why);
 /* The job as JSON (new reference), or ENOENT. owner NULL matches any owner (admin). */
 int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
                   struct error *err);

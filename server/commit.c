@@ -20,14 +20,6 @@ struct committer {
     char db_path[4200];
 };
 
-static void fail(struct commit_item *item, int errnum, const struct error *why)
-{
-    item->sub->rc = -1;
-    item->sub->errnum = errnum;
-    item->sub->created = 0;
-    item->sub->err = *why;
-}
-
 static void *run(void *arg)
 {
     struct committer *c = arg;
@@ -55,7 +47,7 @@ static void *run(void *arg)
         if (st == NULL && store_open(c->db_path, &st, &err) < 0) {
             int e = errno;
             for (int i = 0; i < n; i++)
-                fail(batch[i], e, &err);
+                store_submission_fail(batch[i]->sub, e, &err);
         } else {
             store_job_create_batch(st, subs, n, &err);
         }
@@ -93,7 +85,7 @@ void committer_push(struct committer *c, struct commit_item *item)
         struct error why;
         pthread_mutex_unlock(&c->mu);
         errprintf(&why, "ringd is shutting down; retry the submission");
-        fail(item, EBUSY, &why);
+        store_submission_fail(item->sub, EBUSY, &why);
         c->done(item->arg);
         return;
     }
