@@ -697,10 +697,9 @@ static void token_revoke(const struct api_config *cfg, const struct api_request 
                          const char *param, struct api_response *resp)
 {
     struct error err;
-    json_t *tokens, *t;
-    size_t i;
+    json_t *token;
 
-    if (store_token_revoke(req->store, param, req->admin ? NULL : req->owner, &err) < 0) {
+    if (store_token_revoke(req->store, param, req->admin ? NULL : req->owner, &token, &err) < 0) {
         if (errno == ENOENT)
             api_problem(resp, 404, "token-not-found", "Not Found", req->path,
                         "there is no token %s (or it is not yours); see GET /v1/tokens", param);
@@ -710,21 +709,8 @@ static void token_revoke(const struct api_config *cfg, const struct api_request 
     }
     if (cfg->token_revoked != NULL)
         cfg->token_revoked();
-    if (store_token_list(req->store, req->admin ? NULL : req->owner, &tokens, &err) < 0) {
-        store_problem(resp, req->path, &err);
-        return;
-    }
-    json_array_foreach(tokens, i, t)
-    {
-        if (strcmp(json_string_value(json_object_get(t, "id")), param) == 0) {
-            resp->status = 200;
-            resp->body = json_incref(t);
-            break;
-        }
-    }
-    json_decref(tokens);
-    if (resp->body == NULL)
-        api_problem(resp, 404, "token-not-found", "Not Found", req->path, "no token %s", param);
+    resp->status = 200;
+    resp->body = token;
 }
 
 static void healthz(const struct api_config *cfg, const struct api_request *req, const char *param,

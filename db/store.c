@@ -141,7 +141,8 @@ static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
 static const char SQL_TOKEN_LIST[] = "SELECT id, name, admin, created_at, revoked_at FROM tokens"
                                      " WHERE ?1 IS NULL OR name = ?1 ORDER BY created_at, id";
 static const char SQL_TOKEN_REVOKE[] = "UPDATE tokens SET revoked_at = coalesce(revoked_at, ?3)"
-                                       " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)";
+                                       " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)"
+                                       " RETURNING id, name, admin, created_at, revoked_at";
 static const char SQL_JOB_STATE[] = "UPDATE jobs SET state = ?2, updated_at = ?3,"
                                     " doc = json_set(doc, '$.state', ?2, '$.updated_at', ?3)"
                                     " WHERE id = ?1 AND (?4 IS NULL OR state = ?4)";
@@ -824,6 +825,16 @@ int store_token_count(struct store *st, int *count, struct error *err)
     return 0;
 }
 
+/* The token row under s (SQL_TOKEN_LIST's columns) as JSON; never its hash. */
+static json_t *token_json(sqlite3_stmt *s)
+{
+    json_t *t = json_pack("{s:s, s:s, s:b, s:s}", "id", store__col(s, 0), "name", store__col(s, 1),
+                          "admin", sqlite3_column_int(s, 2), "created_at", store__col(s, 3));
+    if (t != NULL && sqlite3_column_type(s, 4) != SQLITE_NULL)
+        json_object_set_new(t, "revoked_at", json_string(store__col(s, 4)));
+    return t;
+}
+
 int store_token_list(struct store *st, const char *name, json_t **out, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_TOKEN_LIST];
@@ -833,14 +844,8 @@ int store_token_list(struct store *st, const char *name, json_t **out, struct er
         return errno = ENOMEM, errprintf(err, "out of memory");
     if (name)
         sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *t =
-            json_pack("{s:s, s:s, s:b, s:s}", "id", store__col(s, 0), "name", store__col(s, 1),
-                      "admin", sqlite3_column_int(s, 2), "created_at", store__col(s, 3));
-        if (sqlite3_column_type(s, 4) != SQLITE_NULL)
-            json_object_set_new(t, "revoked_at", json_string(store__col(s, 4)));
-        json_array_append_new(arr, t);
-    }
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        json_array_append_new(arr, token_json(s));
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     if (rc != SQLITE_DONE) {
@@ -851,19 +856,38 @@ int store_token_list(struct store *st, const char *name, json_t **out, struct er
     return 0;
 }
 
-int store_token_revoke(struct store *st, const char *id, const char *name, struct error *err)
+int store_token_revoke(struct store *st, const char *id, const char *name, json_t **out,
+                       struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_TOKEN_REVOKE];
+    json_t *t = NULL;
     char now[40];
+    int rc;
+
     store_now_iso(now, sizeof(now));
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     if (name)
         sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
-    if (store__step_done(st, s, err, "revoke token") < 0)
-        return -1;
-    if (sqlite3_changes(st->db) == 0)
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        t = token_json(s);
+        rc = sqlite3_step(s);
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_NOTFOUND;
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc == SQLITE_NOTFOUND)
         return errno = ENOENT, errprintf(err, "no token %s", id);
+    if (rc != SQLITE_DONE) {
+        json_decref(t);
+        return store__fail(st, rc, err, "revoke token");
+    }
+    if (out != NULL)
+        *out = t;
+    else
+        json_decref(t);
     return 0;
 }
 

@@ -107,8 +107,10 @@ int store_token_find(struct store *st, const char *id, char hash[65], char *name
  * name's when name is not NULL. Neither secrets nor hashes. */
 int store_token_list(struct store *st, const char *name, json_t **out, struct error *err);
 /* Revokes token id (when name is not NULL, only if it is name's); revoking twice keeps the
- * first time. ENOENT when there is no such token (of name). */
-int store_token_revoke(struct store *st, const char *id, const char *name, struct error *err);
+ * first time. *out (when not NULL) gets the token as store_token_list shows it. ENOENT when
+ * there is no such token (of name). */
+int store_token_revoke(struct store *st, const char *id, const char *name, json_t **out,
+                       struct error *err);
 /* Number of tokens ever created (revoked ones included). */
 int store_token_count(struct store *st, int *count, struct error *err);
 

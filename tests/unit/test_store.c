@@ -354,10 +354,10 @@ START_TEST(tokens)
         json_decref(list);
     }
     /* bob cannot revoke alice's token; an admin (NULL) can, and twice is fine */
-    ck_assert_int_eq(store_token_revoke(st, "abc", "bob", &err), -1);
+    ck_assert_int_eq(store_token_revoke(st, "abc", "bob", NULL, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
-    ck_assert_int_eq(store_token_revoke(st, "abc", NULL, &err), 0);
-    ck_assert_int_eq(store_token_revoke(st, "abc", NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "abc", NULL, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "abc", NULL, NULL, &err), 0);
     ck_assert_int_eq(store_token_find(st, "abc", hash, name, sizeof(name), &admin, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
     store_close(st);
