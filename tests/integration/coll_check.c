@@ -191,21 +191,38 @@ static void check_allreduce(size_t count, ring_dtype_t t, ring_op_t op, int in_p
     free(out);
 }
 
-static void check_reducescatter(size_t count, ring_dtype_t t, ring_op_t op)
+/*
+ * Out of place, or in place (RING_IN_PLACE: recvbuf holds the whole input and gets this
+ * rank's part at its start), with or without scaling.
+ */
+static void check_reducescatter(size_t count, ring_dtype_t t, ring_op_t op, int in_place,
+                                double pre, double post)
 {
     size_t es = ring_dtype_size(t), off, mine = ring_reducescatter_count(count, size, rank, &off);
-    char *in = malloc(count * es + 1), *out = malloc(mine * es + 1);
-    char what[128];
+    char *in = malloc(count * es + 1), *out = malloc((in_place ? count : mine) * es + 1);
+    char what[160];
 
     for (size_t i = 0; i < count; i++)
         put(in, i, t, input(rank, i, t, op));
-    check_rc(ring_reducescatter(in, out, count, t, op), "reducescatter");
-    snprintf(what, sizeof(what), "reducescatter %s %s count %zu", ring_dtype_name(t),
-             ring_op_name(op), count);
+    if (in_place) {
+        memcpy(out, in, count * es);
+        check_rc(ring_reducescatter_scaled(RING_IN_PLACE, out, count, t, op, pre, post),
+                 "reducescatter");
+    } else {
+        check_rc(ring_reducescatter_scaled(in, out, count, t, op, pre, post), "reducescatter");
+    }
+    snprintf(what, sizeof(what), "reducescatter %s %s count %zu %s pre %g post %g",
+             ring_dtype_name(t), ring_op_name(op), count, in_place ? "in-place" : "out-of-place",
+             pre, post);
     for (size_t i = 0; i < mine; i++) {
-        double want = reference(off + i, t, op, 1.0, 1.0), got = get(out, i, t);
+        double want = reference(off + i, t, op, pre, post), got = get(out, i, t);
         if (!close_enough(got, want, t, op))
             fail(what, i, got, want);
+    }
+    /* out of place, the input is left as it was */
+    for (size_t i = 0; !in_place && i < count; i++) {
+        if (get(in, i, t) != input(rank, i, t, op))
+            fail("reducescatter changed its sendbuf", i, get(in, i, t), input(rank, i, t, op));
     }
     checks++;
     free(in);
@@ -335,8 +352,11 @@ int main(void)
                 check_allreduce(n, t, op, 1, RING__ALGO_RING, 1.0, 1.0);
                 check_allreduce(n, t, op, 0, RING__ALGO_RD, 1.0, 1.0);
                 check_allreduce(n, t, op, 1, RING__ALGO_AUTO, 1.0, 1.0);
-                check_reducescatter(n, t, op);
+                check_reducescatter(n, t, op, 0, 1.0, 1.0);
+                check_reducescatter(n, t, op, 1, 1.0, 1.0);
                 if (op == RING_SUM) {
+                    check_reducescatter(n, t, op, 0, 0.5, 2.0);
+                    check_reducescatter(n, t, op, 1, 0.5, 2.0);
                     check_allreduce(n, t, op, 0, RING__ALGO_RING, 0.5, 2.0);
                     check_allreduce(n, t, op, 0, RING__ALGO_RD, 0.5, 2.0);
                 }
@@ -361,7 +381,9 @@ int main(void)
     for (size_t n = 0; n <= (size_t)size + 1; n++) {
         check_allreduce(n, RING_INT32, RING_SUM, 0, RING__ALGO_RING, 1.0, 1.0);
         check_allreduce(n, RING_FLOAT32, RING_MAX, 0, RING__ALGO_RD, 1.0, 1.0);
-        check_reducescatter(n, RING_INT64, RING_SUM);
+        check_reducescatter(n, RING_INT64, RING_SUM, 0, 1.0, 1.0);
+        check_reducescatter(n, RING_INT64, RING_SUM, 1, 1.0, 1.0);
+        check_reducescatter(n, RING_FLOAT64, RING_AVERAGE, 1, 1.0, 1.0);
     }
     check_rc(ring_barrier(), "barrier");
     if (rank == 0)

@@ -7,15 +7,20 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "unit.h"
 #include "ring.h"
+#include "world.h"
 
 START_TEST(error_names_and_messages)
 {
@@ -91,7 +96,6 @@ START_TEST(invalid_arguments)
     ck_assert_int_eq(ring_broadcast(x, 4, RING_FLOAT32, 1), RING_EINVAL);
     ck_assert_int_eq(ring_broadcast(x, 4, RING_FLOAT32, -1), RING_EINVAL);
     ck_assert_int_eq(ring_alltoall(RING_IN_PLACE, x, 1, RING_FLOAT32), RING_EINVAL);
-    ck_assert_int_eq(ring_reducescatter(RING_IN_PLACE, x, 1, RING_FLOAT32, RING_SUM), RING_EINVAL);
     ck_assert_int_eq(ring_allgatherv(x, 2, x, counts, RING_FLOAT32), RING_EINVAL);
     ck_assert_int_eq(ring_allgatherv(x, 2, x, NULL, RING_FLOAT32), RING_EINVAL);
     ck_assert_int_eq(ring_alltoallv(x, NULL, x, counts, RING_FLOAT32), RING_EINVAL);
@@ -167,6 +171,68 @@ START_TEST(unreachable_rendezvous_times_out)
 }
 END_TEST
 
+/* An error wrapped around another one says each thing once. */
+START_TEST(rendezvous_error_says_it_once)
+{
+    char want[160];
+    int port = closed_port();
+    set_world(port);
+    ck_assert_int_eq(ring_init(), RING_EBOOTSTRAP);
+    snprintf(want, sizeof(want),
+             "cannot reach the rendezvous (RING_RENDEZVOUS): connect to 127.0.0.1:%d: "
+             "Connection refused",
+             port);
+    ck_assert_str_eq(ring_last_error(), want);
+}
+END_TEST
+
+/*
+ * After a peer dies, the first error names this rank once, and a later call's RING_EBROKEN
+ * repeats that text once, with no second rank prefix or error name inside.
+ */
+static int broken_rank(int rank, void *arg)
+{
+    char first[256];
+    float x = 1;
+    int rc;
+
+    if (ring_init() != 0)
+        return 10;
+    if (rank == 1)
+        _exit(0); /* dies without a word: rank 0 sees the connection close */
+    rc = ring_allreduce(RING_IN_PLACE, &x, 1, RING_FLOAT32, RING_SUM);
+    if (rc != RING_EPEER)
+        return 11;
+    snprintf(first, sizeof(first), "%s", ring_last_error());
+    if (strncmp(first, "rank 0: ", 8) != 0 || strstr(first + 8, "rank 0:") != NULL ||
+        strstr(first, "RING_E") != NULL) {
+        fprintf(stderr, "first error: '%s'\n", first);
+        return 12;
+    }
+    if (ring_barrier() != RING_EBROKEN)
+        return 13;
+    {
+        char want[300];
+        snprintf(want, sizeof(want), "%s; the communicator stays broken", first);
+        if (strcmp(ring_last_error(), want) != 0) {
+            fprintf(stderr, "broken: '%s', want '%s'\n", ring_last_error(), want);
+            return 14;
+        }
+    }
+    ring_finalize();
+    return 0;
+}
+
+START_TEST(broken_communicator_says_it_once)
+{
+    int status[2];
+    const char *env[] = {"RING_OP_TIMEOUT_SECONDS=5", NULL};
+    world_run(2, broken_rank, NULL, env, 8, status);
+    ck_assert_msg(world_exit_code(status[1]) == 0, "rank 1: status %#x", status[1]);
+    ck_assert_msg(world_exit_code(status[0]) == 0, "rank 0: status %#x", status[0]);
+}
+END_TEST
+
 START_TEST(silent_rendezvous_times_out)
 {
     /* Accepts connections (the kernel does, via the backlog) but never answers. */
@@ -201,9 +267,181 @@ START_TEST(request_stop_without_signal)
 }
 END_TEST
 
-START_TEST(version_string)
+static atomic_int program_sigterms;
+
+static void program_handler(int sig)
 {
-    ck_assert_str_eq(ring_version(), RING_VERSION_STRING);
+    atomic_fetch_add(&program_sigterms, 1);
+}
+
+static void install_program_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = program_handler;
+    sigemptyset(&sa.sa_mask);
+    ck_assert_int_eq(sigaction(SIGTERM, &sa, NULL), 0);
+}
+
+static void *current_handler(void)
+{
+    struct sigaction sa;
+    ck_assert_int_eq(sigaction(SIGTERM, NULL, &sa), 0);
+    return (void *)sa.sa_handler;
+}
+
+/* The program's own handler comes back with ring_finalize, and gets SIGTERM again. */
+START_TEST(finalize_restores_the_programs_handler)
+{
+    install_program_handler();
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_ptr_ne(current_handler(), (void *)program_handler);
+    raise(SIGTERM);
+    ck_assert_int_eq(atomic_load(&program_sigterms), 0);
+    ck_assert_int_eq(ring_finalize(), 0);
+    ck_assert_ptr_eq(current_handler(), (void *)program_handler);
+    raise(SIGTERM);
+    ck_assert_int_eq(atomic_load(&program_sigterms), 1);
+}
+END_TEST
+
+/* With no handler of the program's, SIGTERM after ring_finalize terminates the process. */
+START_TEST(sigterm_after_finalize_is_not_swallowed)
+{
+    int status;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        if (ring_init() != 0 || ring_finalize() != 0)
+            _exit(2);
+        raise(SIGTERM);
+        _exit(0); /* reached only when the signal was swallowed */
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+                  "the child %s %d instead of dying of SIGTERM",
+                  WIFEXITED(status) ? "exited" : "died of signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+END_TEST
+
+/* A stop belongs to one job: after finalize and a new init nothing has asked to stop. */
+START_TEST(stop_request_does_not_outlive_finalize)
+{
+    ck_assert_int_eq(ring_init(), 0);
+    raise(SIGTERM);
+    ck_assert_int_eq(ring_stop_requested(), 1);
+    ck_assert_int_eq(ring_finalize(), 0);
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_int_eq(ring_stop_requested(), 0);
+    ring_request_stop();
+    ck_assert_int_eq(ring_stop_requested(), 1);
+    ck_assert_int_eq(ring_finalize(), 0);
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_int_eq(ring_stop_requested(), 0);
+    ck_assert_int_eq(ring_finalize(), 0);
+}
+END_TEST
+
+static atomic_int storm_over;
+
+static void *sigterm_storm(void *arg)
+{
+    while (!atomic_load(&storm_over)) {
+        kill(getpid(), SIGTERM);
+        sched_yield();
+    }
+    return NULL;
+}
+
+/*
+ * SIGTERM arriving on any thread while libring starts and stops, over and over: the
+ * handler must never touch what finalize frees (ASan and UBSan watch this in CI) and
+ * every signal lands in libring's handler or the program's, never in the default action.
+ */
+START_TEST(sigterm_during_init_and_finalize)
+{
+    pthread_t th;
+    install_program_handler();
+    ck_assert_int_eq(pthread_create(&th, NULL, sigterm_storm, NULL), 0);
+    for (int i = 0; i < 200; i++) {
+        ck_assert_int_eq(ring_init(), 0);
+        ck_assert_int_eq(ring_finalize(), 0);
+    }
+    atomic_store(&storm_over, 1);
+    pthread_join(th, NULL);
+    {
+        int n = atomic_load(&program_sigterms);
+        raise(SIGTERM); /* libring is gone: this one is the program's */
+        ck_assert_int_eq(atomic_load(&program_sigterms), n + 1);
+    }
+}
+END_TEST
+
+/* ring_version() is what ring.h's version macros say, so a release bumps both. */
+START_TEST(version_matches_the_header)
+{
+    char want[32];
+    snprintf(want, sizeof(want), "%d.%d.%d", RING_VERSION_MAJOR, RING_VERSION_MINOR,
+             RING_VERSION_PATCH);
+    ck_assert_str_eq(ring_version(), want);
+}
+END_TEST
+
+/* In place, recvbuf holds the whole vector and gets this rank's part at its start. */
+START_TEST(reducescatter_in_place_single_rank)
+{
+    int32_t v[5] = {1, 2, 3, 4, 5};
+    double d[3] = {1, 2, 3};
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_int_eq(ring_reducescatter(RING_IN_PLACE, v, 5, RING_INT32, RING_SUM), 0);
+    ck_assert_int_eq(v[0], 1);
+    ck_assert_int_eq(v[4], 5);
+    ck_assert_int_eq(ring_reducescatter_scaled(d, d, 3, RING_FLOAT64, RING_SUM, 2.0, 0.25), 0);
+    ck_assert(d[0] == 0.5 && d[2] == 1.5);
+    ring_finalize();
+}
+END_TEST
+
+/* count x dtype size that no buffer can hold is refused at every public entry. */
+START_TEST(counts_that_overflow_are_refused)
+{
+    const size_t huge = SIZE_MAX / 4 + 1; /* x 4 bytes wraps to 0 */
+    const size_t big = (size_t)PTRDIFF_MAX / 2 + 1;
+    size_t two[2] = {SIZE_MAX, 2}, one_big[1] = {huge};
+    float x[4] = {0};
+    const void *sb[2] = {x, x};
+    void *rb[2] = {x, x};
+    ring_handle_t *h;
+
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_int_eq(ring_allreduce(x, x, huge, RING_FLOAT32, RING_SUM), RING_EINVAL);
+    ck_assert_str_eq(ring_last_error(),
+                     "allreduce 'allreduce.noname': 4611686018427387904 x 1 elements of float32 (4 "
+                     "bytes each) exceed the largest possible buffer (9223372036854775807 bytes); "
+                     "the count is wrong");
+    ck_assert_int_eq(ring_allreduce(x, x, big * 2, RING_INT8, RING_SUM), RING_EINVAL);
+    ck_assert_int_eq(
+        ring_allreduce_async("g", x, x, huge, RING_FLOAT64, RING_SUM, 1, 1, RING_GLOBAL, &h),
+        RING_EINVAL);
+    ck_assert_int_eq(ring_broadcast(x, huge, RING_INT32, 0), RING_EINVAL);
+    ck_assert_int_eq(ring_reducescatter(x, x, huge, RING_FLOAT32, RING_SUM), RING_EINVAL);
+    ck_assert_int_eq(ring_allgather(x, huge, x, RING_INT32), RING_EINVAL);
+    ck_assert_int_eq(ring_alltoall(x, x + 1, huge, RING_FLOAT32), RING_EINVAL);
+    ck_assert(strstr(ring_last_error(), "alltoall") != NULL);
+    ck_assert_int_eq(ring_allgatherv(x, huge, x, one_big, RING_FLOAT32), RING_EINVAL);
+    ck_assert_int_eq(ring_alltoallv(x, one_big, x + 1, one_big, RING_FLOAT32), RING_EINVAL);
+    ck_assert_int_eq(
+        ring_grouped_allreduce_async("grp", 2, sb, rb, two, RING_UINT8, RING_SUM, RING_GLOBAL, &h),
+        RING_EINVAL);
+    ck_assert_str_eq(ring_last_error(), "grouped allreduce 'grp': the counts add up past SIZE_MAX "
+                                        "at index 1; the counts are wrong");
+    /* the edge itself: PTRDIFF_MAX bytes pass the check (and then fail for NULL buffers) */
+    ck_assert_int_eq(ring_allreduce(NULL, NULL, (size_t)PTRDIFF_MAX, RING_UINT8, RING_SUM),
+                     RING_EINVAL);
+    ck_assert(strstr(ring_last_error(), "NULL buffer") != NULL);
+    ring_finalize();
 }
 END_TEST
 
@@ -218,10 +456,18 @@ int main(void)
         malformed_environment,
         bad_log_level_is_not_fatal,
         unreachable_rendezvous_times_out,
+        rendezvous_error_says_it_once,
+        broken_communicator_says_it_once,
         silent_rendezvous_times_out,
         sigterm_requests_a_stop,
         request_stop_without_signal,
-        version_string,
+        finalize_restores_the_programs_handler,
+        sigterm_after_finalize_is_not_swallowed,
+        stop_request_does_not_outlive_finalize,
+        sigterm_during_init_and_finalize,
+        version_matches_the_header,
+        reducescatter_in_place_single_rank,
+        counts_that_overflow_are_refused,
         NULL,
     };
     return unit_main("api", tests, 10);

@@ -174,7 +174,11 @@ RING_API int ring_local_size(void);
 RING_API int ring_cross_rank(void);
 RING_API int ring_cross_size(void);
 
-/* Pass as sendbuf to reduce or gather in place, in recvbuf. sendbuf == recvbuf also works. */
+/*
+ * Pass as sendbuf to reduce or gather in place, in recvbuf: allreduce, reducescatter,
+ * allgather(v) (see each for where the data lies). sendbuf == recvbuf means the same.
+ * broadcast is always in place; alltoall(v) never is (RING_EINVAL).
+ */
 #define RING_IN_PLACE ((const void *)1)
 
 /*
@@ -191,6 +195,9 @@ RING_API int ring_allreduce_scaled(const void *sendbuf, void *recvbuf, size_t co
 
 /*
  * Allgather: recvbuf receives size blocks of sendcount elements, rank order.
+ * Counts: every count, times the set size for allgather and alltoall, must fit in a buffer
+ * (count x dtype size <= PTRDIFF_MAX bytes, also summed over the v-variants' counts and a
+ * group's tensors); larger ones give RING_EINVAL with the numbers in ring_last_error().
  * Allgatherv: rank i contributes recvcounts[i] elements (sendcount must equal
  * recvcounts[rank]); blocks are packed in rank order without gaps.
  * With RING_IN_PLACE, the rank's own block is already in recvbuf.
@@ -206,7 +213,13 @@ RING_API int ring_broadcast(void *buf, size_t count, ring_dtype_t dtype, int roo
 /*
  * Reducescatter: reduces count elements across ranks and leaves rank r's part in recvbuf.
  * The parts are split as evenly as possible, the first count % size ranks getting one more
- * element (ring_reducescatter_count() tells how many). prescale/postscale as in allreduce.
+ * element (ring_reducescatter_count() tells how many, and where the part starts in the
+ * full vector). prescale/postscale as in allreduce.
+ * Out of place, sendbuf holds count elements and recvbuf room for this rank's part.
+ * In place (RING_IN_PLACE, or sendbuf == recvbuf), recvbuf holds all count elements on
+ * entry; on return this rank's part is at the start of recvbuf (elements
+ * 0 .. ring_reducescatter_count(count, size, rank, NULL) - 1), as with MPI_IN_PLACE, and
+ * the rest of recvbuf holds partial results of no use.
  */
 RING_API int ring_reducescatter(const void *sendbuf, void *recvbuf, size_t count,
                                 ring_dtype_t dtype, ring_op_t op);
@@ -296,6 +309,10 @@ RING_API int ring_join(void);
  * Process sets. Every rank of the world calls ring_process_set_create with the same ranks, in
  * the same order of calls; ranks are world ranks, listed once each. Returns 0 and the set's
  * id in *ps, or RING_EINVAL (bad list) or RING_EMISMATCH (the ranks passed different lists).
+ * Rank order: a set's ranks follow the world ranks in ascending order, whatever the order of
+ * the list: set rank i is the i-th smallest world rank in it. So {5, 2, 7} and {2, 5, 7}
+ * make the same set, in which world rank 2 is rank 0, 5 is rank 1 and 7 is rank 2. Roots,
+ * allgather blocks and reducescatter parts on a set are in this order.
  */
 RING_API int ring_process_set_create(const int *ranks, int n, ring_process_set_t *ps);
 /* This rank's rank in the set, or -1 when it is not a member (or no such set). */

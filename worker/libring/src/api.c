@@ -4,6 +4,7 @@
  * engine. The blocking calls are a submission under a generated name and a wait.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,39 @@ static int check_dtype(const char *what, ring_dtype_t dtype)
     if ((unsigned)dtype >= RING_DTYPE_COUNT)
         return ring__err(RING_EINVAL, "%s: invalid dtype %d", what, (int)dtype);
     return 0;
+}
+
+/*
+ * Refuses counts whose buffer no process could hold: n elements of dtype, times mult (the
+ * set size for allgather and alltoall), must fit in PTRDIFF_MAX bytes, the largest object C
+ * allows. Checked once here, so that nothing below multiplies counts into a wrapped size.
+ */
+static int check_bytes(const char *what, const char *name, size_t n, size_t mult,
+                       ring_dtype_t dtype)
+{
+    size_t es = ring_dtype_size(dtype), bytes;
+    if (__builtin_mul_overflow(n, mult, &bytes) || __builtin_mul_overflow(bytes, es, &bytes) ||
+        bytes > (size_t)PTRDIFF_MAX)
+        return ring__err(RING_EINVAL,
+                         "%s '%s': %zu x %zu elements of %s (%zu bytes each) exceed the largest "
+                         "possible buffer (%td bytes); the count is wrong",
+                         what, name, n, mult, ring_dtype_name(dtype), es, PTRDIFF_MAX);
+    return 0;
+}
+
+/* The sum of n counts, or RING_EINVAL when it (as bytes of dtype) overflows. */
+static int check_counts(const char *what, const char *name, const size_t *counts, int n,
+                        ring_dtype_t dtype)
+{
+    size_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (__builtin_add_overflow(sum, counts[i], &sum))
+            return ring__err(RING_EINVAL,
+                             "%s '%s': the counts add up past SIZE_MAX at index %d; "
+                             "the counts are wrong",
+                             what, name, i);
+    }
+    return check_bytes(what, name, sum, 1, dtype);
 }
 
 /* Fills the fields every request has and checks the process set; sets *set_rank/size. */
@@ -114,6 +148,8 @@ int ring_allreduce_async(const char *name, const void *sendbuf, void *recvbuf, s
     if ((rc = base_request(e, &r, RING__ALLREDUCE, name, dtype, ps, &sr, &ss)) < 0 ||
         (rc = reduce_args(&r, name, dtype, op, prescale, postscale)) < 0)
         return rc;
+    if ((rc = check_bytes("allreduce", name, count, 1, dtype)) < 0)
+        return rc;
     if (sendbuf == RING_IN_PLACE)
         sendbuf = recvbuf;
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
@@ -139,6 +175,8 @@ int ring_grouped_allreduce_async(const char *name, int n, const void *const *sen
         return rc;
     if (strlen(name) + 7 > RING__NAME_MAX)
         return ring__err(RING_EINVAL, "grouped allreduce '%s': name too long", name);
+    if ((rc = check_counts("grouped allreduce", name, counts, n, dtype)) < 0)
+        return rc;
     subs = calloc((size_t)n, sizeof(*subs));
     if (subs == NULL)
         return ring__err(RING_ENOMEM, "grouped allreduce: out of memory");
@@ -179,6 +217,8 @@ int ring_allgatherv_async(const char *name, const void *sendbuf, size_t sendcoun
         return rc;
     if (recvcounts == NULL || recvbuf == NULL || (sendbuf == NULL && sendcount > 0))
         return ring__err(RING_EINVAL, "allgatherv '%s': NULL buffer or recvcounts", name);
+    if ((rc = check_counts("allgatherv", name, recvcounts, ss, dtype)) < 0)
+        return rc;
     if (recvcounts[sr] != sendcount)
         return ring__err(RING_EINVAL,
                          "allgatherv '%s': sendcount %zu differs from "
@@ -208,6 +248,8 @@ int ring_allgather_async(const char *name, const void *sendbuf, size_t sendcount
         return rc;
     if ((rc = base_request(e, &r, RING__ALLGATHER, name, dtype, ps, &sr, &ss)) < 0)
         return rc;
+    if ((rc = check_bytes("allgather", name, sendcount, (size_t)ss, dtype)) < 0)
+        return rc;
     if (sendcount > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "allgather '%s': NULL buffer with count %zu", name,
                          sendcount);
@@ -229,6 +271,8 @@ int ring_broadcast_async(const char *name, void *buf, size_t count, ring_dtype_t
     if (root < 0 || root >= ss)
         return ring__err(RING_EINVAL, "broadcast '%s': root %d is not a rank of a set of %d", name,
                          root, ss);
+    if ((rc = check_bytes("broadcast", name, count, 1, dtype)) < 0)
+        return rc;
     if (count > 0 && buf == NULL)
         return ring__err(RING_EINVAL, "broadcast '%s': NULL buffer with count %zu", name, count);
     r.count = count;
@@ -249,8 +293,12 @@ int ring_reducescatter_async(const char *name, const void *sendbuf, void *recvbu
     if ((rc = base_request(e, &r, RING__REDUCESCATTER, name, dtype, ps, &sr, &ss)) < 0 ||
         (rc = reduce_args(&r, name, dtype, op, prescale, postscale)) < 0)
         return rc;
+    if ((rc = check_bytes("reducescatter", name, count, 1, dtype)) < 0)
+        return rc;
+    /* In place, recvbuf holds all count elements and gets this rank's block at its start
+     * (ring.h); the data plane takes sendbuf == recvbuf for that. */
     if (sendbuf == RING_IN_PLACE)
-        return ring__err(RING_EINVAL, "reducescatter '%s' does not take RING_IN_PLACE", name);
+        sendbuf = recvbuf;
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "reducescatter '%s': NULL buffer with count %zu", name,
                          count);
@@ -273,6 +321,11 @@ static int alltoall_common(const char *name, const void *sendbuf, const size_t *
         return rc;
     if (sendbuf == RING_IN_PLACE)
         return ring__err(RING_EINVAL, "alltoall '%s' does not take RING_IN_PLACE", name);
+    if (v && ((rc = check_counts("alltoallv", name, sendcounts, ss, dtype)) < 0 ||
+              (rc = check_counts("alltoallv", name, recvcounts, ss, dtype)) < 0))
+        return rc;
+    if (!v && (rc = check_bytes("alltoall", name, count, (size_t)ss, dtype)) < 0)
+        return rc;
     if ((v || count > 0) && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "alltoall '%s': NULL buffer", name);
     r.count = count;

@@ -148,9 +148,14 @@ int ring__reducescatter(const struct ring__comm *c, const void *sendbuf, void *r
                         double postscale)
 {
     size_t esize = ring_dtype_size(dtype), *b, mine;
+    int rc, in_place = sendbuf == recvbuf;
     char *work;
-    int rc;
 
+    if (c->size == 1) {
+        ring__scale(recvbuf, sendbuf, count, dtype, prescale);
+        ring__scale(recvbuf, recvbuf, count, dtype, postscale);
+        return 0;
+    }
     if ((rc = layout(c->size, NULL, 0, esize, &b)) < 0)
         return rc;
     for (int i = 0; i < c->size; i++) {
@@ -159,26 +164,28 @@ int ring__reducescatter(const struct ring__comm *c, const void *sendbuf, void *r
         b[c->size + i] *= esize;
     }
     mine = b[c->size + c->rank];
-    if (c->size == 1) {
-        ring__scale(recvbuf, sendbuf, count, dtype, prescale);
-        ring__scale(recvbuf, recvbuf, count, dtype, postscale);
-        free(b);
-        return 0;
-    }
     /* The ring passes partial sums of every chunk through this rank, so it needs a
-     * full-size work buffer; only this rank's chunk is copied out at the end. */
-    work = malloc(count * esize > 0 ? count * esize : 1);
-    if (work == NULL) {
-        free(b);
-        return ring__err(RING_ENOMEM, "reducescatter: cannot allocate %zu bytes", count * esize);
-    }
-    if (prescale != 1.0) {
-        ring__scale(work, sendbuf, count, dtype, prescale);
-        sendbuf = work;
+     * full-size work buffer: in place that is recvbuf itself, which holds the whole input;
+     * otherwise a copy, so that sendbuf stays untouched. */
+    if (in_place) {
+        work = recvbuf;
+        if (prescale != 1.0)
+            ring__scale(work, work, count, dtype, prescale);
+    } else {
+        work = malloc(count * esize > 0 ? count * esize : 1);
+        if (work == NULL) {
+            free(b);
+            return ring__err(RING_ENOMEM, "reducescatter: cannot allocate %zu bytes",
+                             count * esize);
+        }
+        if (prescale != 1.0) {
+            ring__scale(work, sendbuf, count, dtype, prescale);
+            sendbuf = work;
+        }
     }
     {
         char *recv[1] = {work};
-        const char *send[1] = {sendbuf};
+        const char *send[1] = {in_place ? work : sendbuf};
         size_t start[2] = {0, count * esize};
         struct ring__bufv bv = {1, recv, send, start};
         struct ring__pipe p = {
@@ -194,9 +201,11 @@ int ring__reducescatter(const struct ring__comm *c, const void *sendbuf, void *r
         };
         rc = ring__pipe_run(c, &p);
     }
+    /* This rank's block goes to the start of recvbuf, in place too (ring.h). */
     if (rc == 0 && mine > 0)
-        memcpy(recvbuf, work + b[c->rank], mine);
-    free(work);
+        memmove(recvbuf, work + b[c->rank], mine);
+    if (!in_place)
+        free(work);
     free(b);
     return rc;
 }

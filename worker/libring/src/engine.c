@@ -51,6 +51,11 @@ void ring__engine_wake(struct ring__engine *e)
         return; /* the counter is saturated: the thread is awake anyway */
 }
 
+int ring__engine_wake_fd(const struct ring__engine *e)
+{
+    return e->wake_fd;
+}
+
 /* ---- completing work (engine thread) ---- */
 
 void ring__eng_finish_handle(struct ring__engine *e, struct ring_handle *h, int status,
@@ -187,9 +192,11 @@ static void *engine_main(void *arg)
         if (rc == 1)
             break;
         if (rc < 0) {
+            /* The code travels beside the text, which names this rank already. Copied,
+             * since failing the handles may record errors of its own. */
             if (rc != RING_ESTALL) {
                 char msg[384];
-                snprintf(msg, sizeof(msg), "%s: %s", ring_err_name(rc), ring_last_error());
+                snprintf(msg, sizeof(msg), "%s", ring_last_error());
                 ring__eng_fail_all(e, rc, msg);
             }
             break;
@@ -200,7 +207,8 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&e->mu);
     if (e->failed == 0) {
         e->failed = RING_ESHUTDOWN;
-        snprintf(e->failed_msg, sizeof(e->failed_msg), "the engine has shut down");
+        snprintf(e->failed_msg, sizeof(e->failed_msg), "rank %d: the engine has shut down",
+                 e->ctx->rank);
     }
     pthread_mutex_unlock(&e->mu);
     if (e->npending > 0)
@@ -217,6 +225,9 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
 
     if (e == NULL)
         return RING_ENOMEM;
+    /* A stop agreed by an earlier job (before a ring_finalize and a new ring_init) is not
+     * this one's. */
+    atomic_store(&stop_visible, 0);
     e->ctx = ctx;
     e->world = ring__world(ctx);
     e->wake_fd = -1;
@@ -335,11 +346,13 @@ int ring__engine_stop(struct ring__engine *e)
 /* ---- what user threads call ---- */
 
 /* The error for work submitted after the engine stopped (called under mu). A transport
- * failure leaves the world broken for good; a stall or a shutdown keeps its own code. */
+ * failure leaves the world broken for good; a stall or a shutdown keeps its own code. The
+ * stored text already says which rank saw what, so it is repeated as is, not re-prefixed. */
 static int refuse(struct ring__engine *e)
 {
-    int code = e->failed == RING_ESTALL || e->failed == RING_ESHUTDOWN ? e->failed : RING_EBROKEN;
-    return ring__err(code, "rank %d: %s", e->ctx->rank, e->failed_msg);
+    if (e->failed == RING_ESTALL || e->failed == RING_ESHUTDOWN)
+        return ring__err(e->failed, "%s", e->failed_msg);
+    return ring__err(RING_EBROKEN, "%s; the communicator stays broken", e->failed_msg);
 }
 
 int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs, int n,

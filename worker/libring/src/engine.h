@@ -256,8 +256,13 @@ int ring__engine_pset_info(struct ring__engine *e, int id, int *rank, int *size)
 int ring__engine_join(struct ring__engine *e);
 int ring__engine_timeline(struct ring__engine *e, const char *path);
 void ring__engine_stats(struct ring__engine *e, struct ring_engine_stats *out);
-/* Wakes the engine thread; async-signal-safe (for the SIGTERM handler). */
+/* Wakes the engine thread. */
 void ring__engine_wake(struct ring__engine *e);
+/*
+ * The eventfd that wakes the engine thread: writing an 8-byte 1 to it is what
+ * ring__engine_wake does, and is async-signal-safe. Valid until ring__engine_stop.
+ */
+int ring__engine_wake_fd(const struct ring__engine *e);
 /* The agreed stop flag as the caller's completed operations have seen it. */
 int ring__engine_stop_seen(void);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* error.c - error names and messages, and the detail text behind ring_last_error(). */
 #include <stdio.h>
+#include <string.h>
 
 #include "ring_internal.h"
 
@@ -43,10 +44,15 @@ const char *ring_last_error(void)
 
 int ring__err(int err, const char *fmt, ...)
 {
+    char text[sizeof(error_detail)];
     va_list ap;
+
+    /* Formatted apart first: a caller may pass ring_last_error() itself as an argument, and
+     * formatting into the buffer being read repeats the new prefix instead of the old text. */
     va_start(ap, fmt);
-    vsnprintf(error_detail, sizeof(error_detail), fmt, ap);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    memcpy(error_detail, text, sizeof(text));
     ring__log(RING_LOG_DEBUG, "%s: %s", ring_err_name(err), error_detail);
     return err;
 }

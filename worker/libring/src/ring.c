@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ring.c - ring_init/ring_finalize, the worker contract getters and stop requests. */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -11,7 +13,8 @@
 
 static struct ring__ctx ctx;
 static int initialized;
-static volatile sig_atomic_t stop_flag;
+/* This rank's own stop request; read by the engine thread, set by the SIGTERM handler. */
+static atomic_int stop_flag;
 
 /*
  * Defaults. The 30 s timeouts match Horovod's start timeout: long enough for a slow
@@ -53,19 +56,40 @@ struct ring__comm ring__world(struct ring__ctx *c)
 
 int ring__stop_local(void)
 {
-    return stop_flag != 0;
+    return atomic_load(&stop_flag) != 0;
 }
+
+/*
+ * SIGTERM. The handler may run on any thread at any moment, also while ring_finalize tears
+ * the engine down, so it touches only atomics: it sets stop_flag and writes to the eventfd
+ * published in sig_wake_fd (write() is async-signal-safe). Finalize first puts the
+ * program's previous handler back, so no new invocation starts, then unpublishes the fd
+ * and waits until no invocation is between reading sig_wake_fd and its write(): only then
+ * may the engine close the fd. The handler counts itself in before it reads the fd and
+ * finalize unpublishes before it reads the count, so with sequentially consistent atomics
+ * one of them always sees the other. (libuv's signal.c guards its handler state with a
+ * lock the handler itself can take; one signal and one fd need only this counter.)
+ */
+static atomic_int sig_wake_fd = -1;
+static atomic_int sig_in_handler;
+static struct sigaction sig_prev;
+static int sig_installed;
 
 static void on_sigterm(int sig)
 {
-    int saved = errno;
-    stop_flag = 1;
-    if (initialized)
-        ring__engine_wake(ctx.engine); /* a write() to an eventfd: async-signal-safe */
+    int saved = errno, fd;
+    uint64_t one = 1;
+
+    atomic_fetch_add(&sig_in_handler, 1);
+    atomic_store(&stop_flag, 1);
+    fd = atomic_load(&sig_wake_fd);
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
+        fd = -1; /* the counter is saturated: the engine is awake anyway */
+    atomic_fetch_sub(&sig_in_handler, 1);
     errno = saved;
 }
 
-static int install_sigterm(void)
+static int install_sigterm(int wake_fd)
 {
     struct sigaction sa;
     long handle;
@@ -77,9 +101,27 @@ static int install_sigterm(void)
     sa.sa_handler = on_sigterm;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, NULL) < 0)
-        return ring__err(RING_ESYS, "sigaction(SIGTERM) failed");
+    atomic_store(&sig_wake_fd, wake_fd);
+    if (sigaction(SIGTERM, &sa, &sig_prev) < 0) {
+        atomic_store(&sig_wake_fd, -1);
+        return ring__err(RING_ESYS, "sigaction(SIGTERM): %s", strerror(errno));
+    }
+    sig_installed = 1;
     return 0;
+}
+
+/* Puts the program's own SIGTERM disposition back and waits out running handlers. */
+static void uninstall_sigterm(void)
+{
+    if (!sig_installed)
+        return;
+    if (sigaction(SIGTERM, &sig_prev, NULL) < 0)
+        ring__log(RING_LOG_WARNING, "cannot restore the previous SIGTERM handler: %s",
+                  strerror(errno));
+    sig_installed = 0;
+    atomic_store(&sig_wake_fd, -1);
+    while (atomic_load(&sig_in_handler) > 0)
+        sched_yield();
 }
 
 /* Reads RING_RANK and friends; all absent means a world of one. */
@@ -183,13 +225,15 @@ int ring_init(void)
         ring__tp_set_spin(c.tp, spin_us(&c));
     }
     ctx = c;
+    /* A new job: nothing asked this one to stop yet, whatever the last one was told. */
+    atomic_store(&stop_flag, 0);
     if ((rc = ring__engine_start(&ctx, &ctx.engine)) < 0) {
         ring__tp_destroy(ctx.tp);
         memset(&ctx, 0, sizeof(ctx));
         return rc;
     }
     initialized = 1;
-    if ((rc = install_sigterm()) < 0) {
+    if ((rc = install_sigterm(ring__engine_wake_fd(ctx.engine))) < 0) {
         ring_finalize();
         return rc;
     }
@@ -202,6 +246,7 @@ int ring_finalize(void)
 {
     if (!initialized)
         return RING_ENOTINIT;
+    uninstall_sigterm();
     /* Agrees on the shutdown with the other ranks, so none closes sockets that another
      * still needs for a collective in flight. */
     ring__engine_stop(ctx.engine);
@@ -231,7 +276,7 @@ GETTER(ring_cross_size, cross_size)
 
 void ring_request_stop(void)
 {
-    stop_flag = 1;
+    atomic_store(&stop_flag, 1);
 }
 
 int ring_stop_requested(void)
@@ -239,6 +284,6 @@ int ring_stop_requested(void)
     /* A world of one agrees with itself at once; larger worlds see the stop after the
      * same operation on every rank (engine.c). */
     if (initialized && ctx.size == 1)
-        return stop_flag != 0;
+        return atomic_load(&stop_flag) != 0;
     return ring__engine_stop_seen();
 }

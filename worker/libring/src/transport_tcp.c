@@ -153,8 +153,9 @@ int ring__tp_create(int rank, int size, const char *rendezvous, int setup_timeou
     if ((rc = listen_any(sockbuf, &lfd, &lport)) < 0)
         goto error;
     if ((rc = ring__net_connect(host, port, 0, deadline, &rdv)) < 0) {
+        /* ring__net_connect's text names the address already. */
         rc = ring__err(rc == RING_ETIMEDOUT ? rc : RING_EBOOTSTRAP,
-                       "cannot reach the rendezvous at %s: %s", rendezvous, ring_last_error());
+                       "cannot reach the rendezvous (RING_RENDEZVOUS): %s", ring_last_error());
         goto error;
     }
     if ((rc = local_ip(rdv, ip, sizeof(ip))) < 0)
