@@ -21,11 +21,17 @@ struct api_config {
     int gpus;                /* GPUs on this host */
     /* Creates an API token (the server owns the hashing): writes the secret token into
      * token (at least 128 bytes). Returns 0 or -1 with err. */
-    int (*token_create)(struct store *st, const char *name, int admin, char *token,
-                        struct error *err);
+    int (*token_create)(struct store *st, const char *name, int admin, const char *unix_user,
+                        char *token, struct error *err);
     /* Called after a token is revoked: the server drops the tokens it had checked. */
     void (*token_revoked)(void);
     struct scheduler *sched; /* woken on submissions; carries out cancels */
+    /*
+     * Who jobs run as. As root: a token's Unix user, else default_user; a job with neither
+     * is refused. Otherwise every job runs as ringd's own user, and tokens may only name
+     * that user.
+     */
+    const char *default_user; /* NULL or "": none */
 };
 
 struct api_submit;
@@ -40,6 +46,7 @@ struct api_request {
     const char *(*header)(void *conn, const char *key);
     void *conn;
     const char *owner;   /* who is calling (the token's name) */
+    const char *user;    /* the token's Unix user; NULL when it has none */
     int admin;           /* an admin acts on every owner's jobs */
     struct store *store; /* this thread's connection */
     /* Where POST /v1/jobs leaves a checked submission for the server to commit with others
@@ -82,6 +89,7 @@ struct api_submit {
     char owner[128];
     char key[256];
     char hash[32];
+    char run_as[64]; /* the Unix user the job will run as */
 };
 int api_submit_begin(const struct api_config *cfg, const struct api_request *req,
                      struct api_submit *s, struct api_response *resp);

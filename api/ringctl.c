@@ -7,7 +7,7 @@
  *   ringctl ls [--state S] [--label k=v]      ringctl show ID
  *   ringctl cancel|stop|resume|rm ID          ringctl events ID [-f]
  *   ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]
- *   ringctl cluster                           ringctl token create NAME [--admin]
+ *   ringctl cluster                           ringctl token create NAME [--admin] [--user U]
  *   ringctl token list                        ringctl token revoke ID
  *
  * RINGMASTER_URL (default http://127.0.0.1:8080) and RINGMASTER_TOKEN configure it. Output
@@ -805,7 +805,8 @@ static int cmd_cluster(void)
 
 static int token_usage(void)
 {
-    fprintf(stderr, "usage: ringctl token create NAME [--admin] | token list | token revoke ID\n");
+    fprintf(stderr, "usage: ringctl token create NAME [--admin] [--user UNIX_USER] | token list | "
+                    "token revoke ID\n");
     return EXIT_USAGE;
 }
 
@@ -817,8 +818,19 @@ static int cmd_token(int argc, char **argv)
     int rc;
 
     if (argc >= 3 && !strcmp(argv[1], "create")) {
-        int admin = argc > 3 && !strcmp(argv[3], "--admin");
+        int admin = 0;
+        const char *user = NULL;
+        for (int a = 3; a < argc; a++) {
+            if (!strcmp(argv[a], "--admin"))
+                admin = 1;
+            else if (!strcmp(argv[a], "--user") && a + 1 < argc)
+                user = argv[++a];
+            else
+                return token_usage();
+        }
         t = json_pack("{s:s, s:b}", "name", argv[2], "admin", admin);
+        if (t != NULL && user != NULL)
+            json_object_set_new(t, "user", json_string(user));
         body = json_dumps(t, JSON_COMPACT);
         json_decref(t);
         rc = call("POST", "/v1/tokens", body, NULL, &t);
@@ -840,13 +852,14 @@ static int cmd_token(int argc, char **argv)
             json_decref(t);
             return 0;
         }
-        printf("%-14s %-20s %-6s %-25s %s\n", "ID", "NAME", "ADMIN", "CREATED", "REVOKED");
+        printf("%-14s %-20s %-6s %-12s %-25s %s\n", "ID", "NAME", "ADMIN", "USER", "CREATED",
+               "REVOKED");
         list = json_object_get(t, "tokens");
         json_array_foreach(list, i, tok)
         {
-            printf("%-14s %-20.20s %-6s %-25s %s\n", str(tok, "id"), str(tok, "name"),
+            printf("%-14s %-20.20s %-6s %-12.12s %-25s %s\n", str(tok, "id"), str(tok, "name"),
                    json_is_true(json_object_get(tok, "admin")) ? "yes" : "no",
-                   str(tok, "created_at"),
+                   json_object_get(tok, "user") ? str(tok, "user") : "-", str(tok, "created_at"),
                    json_object_get(tok, "revoked_at") ? str(tok, "revoked_at") : "-");
         }
         json_decref(t);
@@ -878,7 +891,7 @@ static void usage(FILE *f)
                "  events ID [-f]\n"
                "  logs ID [--rank R] [--stderr] [--tail N] [-f]\n"
                "  cluster\n"
-               "  token create NAME [--admin] | token list | token revoke ID\n"
+               "  token create NAME [--admin] [--user UNIX_USER] | token list | token revoke ID\n"
                "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN.\n"
                "Exit status: 0 ok, 1 refused, 2 usage, 3 not found, 4 conflict, 5 not "
                "authorized,\n69 ringd unreachable or failing, 70 a followed job FAILED or was "

@@ -3,9 +3,7 @@
  * routes.c - the route table of REST API v1 and its handlers. A path that exists with
  * another method gets 405 with Allow; an unknown path gets 404.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +11,8 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "backend_local.h"
+#include "jobfs.h"
 #include "jobspec.h"
 
 #define PAGE_SIZE_DEFAULT 100
@@ -118,10 +118,18 @@ static char *progress_text(const char *run_dir)
     char path[4400];
     json_error_t jerr;
     json_t *progress;
-    char *text;
+    char *text, buf[16384];
+    FILE *f;
+    size_t n;
 
     snprintf(path, sizeof(path), "%s/progress.json", run_dir);
-    progress = json_load_file(path, 0, &jerr);
+    if ((f = jobfs_fopen(path)) == NULL)
+        return NULL;
+    /* Rank 0 rewrites it in a few hundred bytes; anything far larger is not a progress
+     * report, and is not worth a thread's time or memory. */
+    n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    progress = n < sizeof(buf) ? json_loadb(buf, n, 0, &jerr) : NULL;
     if (progress == NULL)
         return NULL;
     text = json_dumps(progress, JSON_COMPACT);
@@ -168,6 +176,61 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
+/* 1 when path is dir or lies under it, by the text alone (the paths are absolute). */
+static int path_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * Who the job runs as, into s->run_as: the token's Unix user, else the configured default
+ * user; as root one of them is required. The job's own directories may not lie in ringd's
+ * data directory, which jobs never see. Returns 1, or 0 with a problem in resp.
+ */
+static int submit_user(const struct api_config *cfg, const struct api_request *req, json_t *spec,
+                       struct api_submit *s, struct api_response *resp)
+{
+    const char *user = req->user;
+    const char *dirs[] = {"working_dir", "checkpoint_dir"};
+    struct local_identity id;
+    struct error err;
+
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        const char *d = json_string_value(json_object_get(spec, dirs[i]));
+        if (d != NULL && cfg->data_dir != NULL &&
+            (path_within(d, cfg->data_dir) || strstr(d, "/../") != NULL ||
+             (strlen(d) >= 3 && strcmp(d + strlen(d) - 3, "/..") == 0))) {
+            json_t *p = api_problem(resp, 422, "validation-error", "Invalid JobSpec", req->path,
+                                    "%s must be outside ringd's data directory and must not "
+                                    "contain '..'",
+                                    dirs[i]);
+            json_object_set_new(p, "errors",
+                                json_pack("[{s:s, s:s}]", "field", dirs[i], "detail",
+                                          "inside ringd's data directory, or contains '..'"));
+            return 0;
+        }
+    }
+    if (user == NULL && cfg->default_user != NULL && cfg->default_user[0] != '\0')
+        user = cfg->default_user;
+    if (user == NULL && geteuid() == 0) {
+        api_problem(resp, 403, "no-unix-user", "Forbidden", req->path,
+                    "ringd runs as root and token '%s' is not mapped to a Unix user, so its "
+                    "jobs have no account to run as; an admin creates a token with "
+                    "{\"user\": \"NAME\"} or sets ringd's default_user",
+                    req->owner);
+        return 0;
+    }
+    if (local_identity_lookup(user, &id, &err) < 0) {
+        api_problem(resp, 403, "no-unix-user", "Forbidden", req->path, "%s", err.text);
+        return 0;
+    }
+    snprintf(s->run_as, sizeof(s->run_as), "%s", id.name);
+    return 1;
+}
+
 int api_submit_begin(const struct api_config *cfg, const struct api_request *req,
                      struct api_submit *s, struct api_response *resp)
 {
@@ -195,8 +258,13 @@ int api_submit_begin(const struct api_config *cfg, const struct api_request *req
     canon = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
     snprintf(s->hash, sizeof(s->hash), "%016llx", canon ? (unsigned long long)fnv1a(canon) : 0ull);
     free(canon);
+    if (!submit_user(cfg, req, spec, s, resp)) {
+        json_decref(spec);
+        return 0;
+    }
     snprintf(s->owner, sizeof(s->owner), "%s", req->owner);
     s->sub.owner = s->owner;
+    s->sub.run_as = s->run_as;
     s->sub.ckpt_prefix = cfg->ckpt_prefix;
     s->sub.spec = spec;
     s->sub.req_hash = s->hash;
@@ -357,18 +425,6 @@ static void job_resume(const struct api_config *cfg, const struct api_request *r
     reply_job(cfg, req, param, 200, resp);
 }
 
-static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (flag == FTW_DP ? rmdir : unlink)(path);
-    return 0; /* go on: remove what can be removed */
-}
-
-/* rm -rf path, not following symbolic links. */
-static void remove_tree(const char *path)
-{
-    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void job_delete(const struct api_config *cfg, const struct api_request *req,
                        const char *param, struct api_response *resp)
 {
@@ -397,10 +453,10 @@ static void job_delete(const struct api_config *cfg, const struct api_request *r
     /* The job's files: what a later job could never use. The id came from the database,
      * so it names a directory under ours and nothing else. */
     snprintf(path, sizeof(path), "%s/runs/%s", cfg->data_dir, param);
-    remove_tree(path);
+    jobfs_remove_tree(path);
     if (own_ckpt) {
         snprintf(path, sizeof(path), "%s%s", cfg->ckpt_prefix, param);
-        remove_tree(path);
+        jobfs_remove_tree(path);
     }
     resp->status = 204;
 }
@@ -480,7 +536,7 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
                  json_array_get(attempts, json_array_size(attempts) - 1), "run_dir")),
              rank, stream);
     json_decref(attempts);
-    f = fopen(path, "r");
+    f = jobfs_fopen(path);
     if (f == NULL) {
         api_problem(resp, 404, "no-logs", "Not Found", req->path,
                     "no %s for rank %ld of job %s (is the rank in range?)", stream, rank, param);
@@ -628,15 +684,30 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     }
 }
 
-/* POST /v1/tokens {"name": "alice", "admin": false}: admins create tokens for users. */
+/* A token's name: what owns its jobs, shown in lists and logs. */
+static int token_name_ok(const char *n)
+{
+    return n != NULL && *n != '\0' && strlen(n) <= 64 &&
+           strspn(n, "abcdefghijklmnopqrstuvwxyz"
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789._-") == strlen(n);
+}
+
+/*
+ * POST /v1/tokens {"name": "alice", "admin": false, "user": "alice"}: admins create tokens
+ * for users. "user" is the Unix account the token's jobs run as (when ringd runs as root);
+ * it must exist here, and a ringd that is not root accepts only its own account.
+ */
 static void token_create(const struct api_config *cfg, const struct api_request *req,
                          const char *param, struct api_response *resp)
 {
     json_error_t jerr;
-    json_t *body, *name, *admin;
+    json_t *body, *admin, *user;
     char token[128];
     struct error err;
-    const char *n;
+    struct local_identity id;
+    const char *n, *key, *u = NULL;
+    json_t *v;
 
     if (!req->admin) {
         api_problem(resp, 403, "forbidden", "Forbidden", req->path,
@@ -646,26 +717,40 @@ static void token_create(const struct api_config *cfg, const struct api_request 
     body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &jerr);
     if (body == NULL || !json_is_object(body)) {
         api_problem(resp, 400, "malformed-json", "Malformed JSON", req->path,
-                    "want {\"name\": \"...\", \"admin\": false}");
+                    "want {\"name\": \"...\", \"admin\": false, \"user\": \"...\"}");
         json_decref(body);
         return;
     }
-    name = json_object_get(body, "name");
+    json_object_foreach(body, key, v)
+    {
+        if (strcmp(key, "name") && strcmp(key, "admin") && strcmp(key, "user")) {
+            api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
+                        "unknown field '%.64s'; a token has name, admin and user", key);
+            json_decref(body);
+            return;
+        }
+    }
+    n = json_string_value(json_object_get(body, "name"));
     admin = json_object_get(body, "admin");
-    n = json_string_value(name);
-    if (n == NULL || *n == '\0' || strlen(n) > 64 ||
-        strspn(n, "abcdefghijklmnopqrstuvwxyz"
-                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                  "0123456789._-") != strlen(n) ||
-        (admin != NULL && !json_is_boolean(admin)) || json_object_size(body) > 2 ||
-        (json_object_size(body) == 2 && admin == NULL)) {
+    user = json_object_get(body, "user");
+    if (!token_name_ok(n) || (admin != NULL && !json_is_boolean(admin)) ||
+        (user != NULL && (!json_is_string(user) || !token_name_ok(json_string_value(user))))) {
         api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
-                    "name must be 1..64 letters, digits, '.', '_' or '-'; admin a boolean; "
-                    "nothing else");
+                    "name (and user) must be 1..64 letters, digits, '.', '_' or '-'; admin a "
+                    "boolean");
         json_decref(body);
         return;
     }
-    if (cfg->token_create(req->store, n, json_is_true(admin), token, &err) < 0) {
+    if (user != NULL) {
+        u = json_string_value(user);
+        if (local_identity_lookup(u, &id, &err) < 0) {
+            api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
+                        "user: %s", err.text);
+            json_decref(body);
+            return;
+        }
+    }
+    if (cfg->token_create(req->store, n, json_is_true(admin), u, token, &err) < 0) {
         store_problem(resp, req->path, &err);
         json_decref(body);
         return;
@@ -674,6 +759,8 @@ static void token_create(const struct api_config *cfg, const struct api_request 
     /* The id is the token's public part ("ringd_<id>_<secret>"): what list and revoke use. */
     resp->body = json_pack("{s:s%, s:s, s:b, s:s}", "id", token + 6, (size_t)12, "name", n, "admin",
                            json_is_true(admin), "token", token);
+    if (resp->body != NULL && u != NULL)
+        json_object_set_new(resp->body, "user", json_string(u));
     json_decref(body);
 }
 

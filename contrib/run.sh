@@ -13,8 +13,10 @@ train=$(realpath "$build/worker/examples/train")
 mkdir -p "$data"
 rm -f "$data/ringd.addr"
 # 4 slots, so the example runs 4 workers even on a 2-core machine (oversubscribed, fine here).
+# Jobs run as you (under sudo, as the user who called sudo), never as ringd itself.
+user=${SUDO_USER:-$(id -un)}
 RINGD_SLOTS=${RINGD_SLOTS:-4} "$build/server/ringd" --listen "$listen" --data-dir "$data" \
-    --no-auth >>"$data/ringd.log" 2>&1 &
+    --no-auth --default-user "$user" >>"$data/ringd.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; echo; echo "ringd stopped."' EXIT
 for _ in $(seq 100); do

@@ -92,14 +92,20 @@ static const char *const migrations[] = {
     " max_workers = coalesce(json_extract(spec, '$.workers.max'), 1),"
     " gpus_per_worker = coalesce(json_extract(spec, '$.gpus_per_worker'), 0),"
     " priority = coalesce(json_extract(spec, '$.priority'), 0);",
+    /* 6: who a job runs as. A token maps to a Unix user (the admin chooses it); a job keeps
+     * the user it was submitted for, so that a later change of the mapping does not move a
+     * running job to another account. Older jobs (NULL) ran as ringd's own user. */
+    "ALTER TABLE tokens ADD COLUMN unix_user TEXT;"
+    "ALTER TABLE jobs ADD COLUMN run_as TEXT;"
+    "UPDATE jobs SET doc = json_set(doc, '$.user', run_as);",
 };
 
 static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir, doc,"
-    " min_workers, max_workers, gpus_per_worker, priority)"
+    " min_workers, max_workers, gpus_per_worker, priority, run_as)"
     " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5, ?6, json_object('id', ?1, 'name', ?2, 'owner',"
-    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5),"
-    " ?7, ?8, ?9, ?10)"
+    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5, 'user', ?11),"
+    " ?7, ?8, ?9, ?10, ?11)"
     " RETURNING doc";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO events (job_id, time, type, state, message) VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -134,15 +140,18 @@ static const char SQL_JOB_LIST[] =
     " AND (?4 IS NULL OR json_extract(j.spec, '$.labels.' || json_quote(?4)) = ?5)"
     " ORDER BY j.seq LIMIT ?6";
 static const char SQL_TOKEN_INSERT[] =
-    "INSERT INTO tokens (id, name, hash, admin, created_at) VALUES (?1, ?2, ?3, ?4, ?5)";
+    "INSERT INTO tokens (id, name, hash, admin, created_at, unix_user)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 static const char SQL_TOKEN_FIND[] =
-    "SELECT hash, name, admin FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
+    "SELECT hash, name, admin, unix_user FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
 static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
-static const char SQL_TOKEN_LIST[] = "SELECT id, name, admin, created_at, revoked_at FROM tokens"
-                                     " WHERE ?1 IS NULL OR name = ?1 ORDER BY created_at, id";
-static const char SQL_TOKEN_REVOKE[] = "UPDATE tokens SET revoked_at = coalesce(revoked_at, ?3)"
-                                       " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)"
-                                       " RETURNING id, name, admin, created_at, revoked_at";
+static const char SQL_TOKEN_LIST[] =
+    "SELECT id, name, admin, created_at, revoked_at, unix_user FROM tokens"
+    " WHERE ?1 IS NULL OR name = ?1 ORDER BY created_at, id";
+static const char SQL_TOKEN_REVOKE[] =
+    "UPDATE tokens SET revoked_at = coalesce(revoked_at, ?3)"
+    " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)"
+    " RETURNING id, name, admin, created_at, revoked_at, unix_user";
 static const char SQL_JOB_STATE[] = "UPDATE jobs SET state = ?2, updated_at = ?3,"
                                     " doc = json_set(doc, '$.state', ?2, '$.updated_at', ?3)"
                                     " WHERE id = ?1 AND (?4 IS NULL OR state = ?4)";
@@ -153,11 +162,11 @@ static const char SQL_JOBS_QUEUED[] =
     "SELECT id, min_workers, max_workers, gpus_per_worker, priority, not_before FROM jobs"
     " WHERE state = 'QUEUED' ORDER BY seq";
 static const char SQL_JOB_ACTIVE[] =
-    "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner FROM jobs"
-    " WHERE id = ?1";
+    "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner, run_as"
+    " FROM jobs WHERE id = ?1";
 static const char SQL_JOBS_ACTIVE[] =
-    "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner FROM jobs"
-    " WHERE state IN ('QUEUED', 'STARTING', 'RUNNING', 'STOPPING') ORDER BY seq";
+    "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner, run_as"
+    " FROM jobs WHERE state IN ('QUEUED', 'STARTING', 'RUNNING', 'STOPPING') ORDER BY seq";
 static const char SQL_ATTEMPT_INSERT[] =
     "INSERT INTO attempts (job_id, number, world_size, hosts, gpus, backend_id, run_dir,"
     " started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
@@ -582,6 +591,7 @@ static void create_one(struct store *st, struct store_submission *sub)
         sqlite3_bind_int64(s, 9, json_integer_value(json_object_get(sub->spec, "gpus_per_worker")));
         sqlite3_bind_int64(s, 10, json_integer_value(json_object_get(sub->spec, "priority")));
     }
+    sqlite3_bind_text(s, 11, sub->run_as, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) { /* the new job as the API shows it, answered without a read */
         struct text t = {.ok = 1};
@@ -779,7 +789,7 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
 }
 
 int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
-                       int admin, struct error *err)
+                       int admin, const char *unix_user, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_TOKEN_INSERT];
     char now[40];
@@ -789,20 +799,22 @@ int store_token_create(struct store *st, const char *id, const char *name, const
     sqlite3_bind_text(s, 3, hash, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 4, admin);
     sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, unix_user, -1, SQLITE_STATIC);
     return store__step_done(st, s, err, "insert token");
 }
 
-int store_token_find(struct store *st, const char *id, char hash[65], char *name, size_t namelen,
-                     int *admin, struct error *err)
+int store_token_find(struct store *st, const char *id, struct store_token *out, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_TOKEN_FIND];
     int rc;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        snprintf(hash, 65, "%s", store__col(s, 0));
-        snprintf(name, namelen, "%s", store__col(s, 1));
-        *admin = sqlite3_column_int(s, 2);
+        snprintf(out->hash, sizeof(out->hash), "%s", store__col(s, 0));
+        snprintf(out->name, sizeof(out->name), "%s", store__col(s, 1));
+        out->admin = sqlite3_column_int(s, 2);
+        snprintf(out->user, sizeof(out->user), "%s",
+                 sqlite3_column_type(s, 3) == SQLITE_NULL ? "" : store__col(s, 3));
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
@@ -832,6 +844,8 @@ static json_t *token_json(sqlite3_stmt *s)
                           "admin", sqlite3_column_int(s, 2), "created_at", store__col(s, 3));
     if (t != NULL && sqlite3_column_type(s, 4) != SQLITE_NULL)
         json_object_set_new(t, "revoked_at", json_string(store__col(s, 4)));
+    if (t != NULL && sqlite3_column_type(s, 5) != SQLITE_NULL)
+        json_object_set_new(t, "user", json_string(store__col(s, 5)));
     return t;
 }
 

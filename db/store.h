@@ -54,6 +54,7 @@ struct store_submission {
     const char *idem_key; /* NULL: none */
     const char *req_hash;
     const char *ckpt_prefix; /* for job_text: the default checkpoint_dir's prefix */
+    const char *run_as;      /* the Unix user the job runs as (NULL: ringd's own) */
     /* out */
     int rc;      /* 0 or -1 */
     int errnum;  /* errno when rc is -1 */
@@ -94,16 +95,22 @@ struct store_filter {
 int store_job_list(struct store *st, const struct store_filter *f, int64_t cursor, int limit,
                    const char *ckpt_prefix, char **out, int64_t *next, struct error *err);
 
-/* Tokens: hash is the hex SHA-256 of the secret; the secret itself is never stored. */
-int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
-                       int admin, struct error *err);
 /*
- * Finds the live token id: copies its stored hash (65 bytes) and name (at most namelen) and
- * sets *admin, or fails with ENOENT (unknown or revoked).
+ * Tokens: hash is the hex SHA-256 of the secret; the secret itself is never stored.
+ * unix_user (NULL: none) is the account the token's jobs run as when ringd is root.
  */
-int store_token_find(struct store *st, const char *id, char hash[65], char *name, size_t namelen,
-                     int *admin, struct error *err);
-/* Tokens as a new array of {id, name, admin, created_at, revoked_at?}, oldest first; only
+int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
+                       int admin, const char *unix_user, struct error *err);
+/* A live token as store_token_find gives it. */
+struct store_token {
+    char hash[65];
+    char name[128]; /* its owner's name */
+    char user[64];  /* its Unix user, "" when it has none */
+    int admin;
+};
+/* Finds the live token id into *out, or fails with ENOENT (unknown or revoked). */
+int store_token_find(struct store *st, const char *id, struct store_token *out, struct error *err);
+/* Tokens as a new array of {id, name, admin, user?, created_at, revoked_at?}, oldest first; only
  * name's when name is not NULL. Neither secrets nor hashes. */
 int store_token_list(struct store *st, const char *name, json_t **out, struct error *err);
 /* Revokes token id (when name is not NULL, only if it is name's); revoking twice keeps the
@@ -140,7 +147,7 @@ int store_job_transition(struct store *st, const char *id, const char *state, co
 int store_job_transition_if(struct store *st, const char *id, const char *expect, const char *state,
                             const char *type, const char *message, struct error *err);
 /* Jobs not finished (QUEUED, STARTING, RUNNING, STOPPING) in creation order, as a new array
- * of {id, state, spec, attempts, failures, not_before, stop_requested, owner}. */
+ * of {id, state, spec, attempts, failures, not_before, stop_requested, owner, user?}. */
 int store_jobs_active(struct store *st, json_t **out, struct error *err);
 /* One job's record as store_jobs_active gives it (a new reference), or ENOENT. */
 int store_job_active(struct store *st, const char *id, json_t **out, struct error *err);

@@ -59,11 +59,15 @@ static json_t *active_json(sqlite3_stmt *s)
 {
     json_error_t jerr;
     json_t *spec = json_loads(store__col(s, 2), 0, &jerr);
-    return json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", store__col(s, 0), "state",
-                     store__col(s, 1), "spec", spec ? spec : json_object(), "attempts",
-                     sqlite3_column_int(s, 3), "failures", sqlite3_column_int(s, 4), "not_before",
-                     (json_int_t)sqlite3_column_int64(s, 5), "stop_requested",
-                     sqlite3_column_int(s, 6), "owner", store__col(s, 7));
+    json_t *j = json_pack(
+        "{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", store__col(s, 0), "state",
+        store__col(s, 1), "spec", spec ? spec : json_object(), "attempts", sqlite3_column_int(s, 3),
+        "failures", sqlite3_column_int(s, 4), "not_before", (json_int_t)sqlite3_column_int64(s, 5),
+        "stop_requested", sqlite3_column_int(s, 6), "owner", store__col(s, 7));
+    /* The Unix user the job runs as; absent for jobs stored before users were mapped. */
+    if (j != NULL && sqlite3_column_type(s, 8) != SQLITE_NULL)
+        json_object_set_new(j, "user", json_string(store__col(s, 8)));
+    return j;
 }
 
 int store_jobs_active(struct store *st, json_t **out, struct error *err)

@@ -2,6 +2,11 @@
 /*
  * backend_local.h - runs an attempt on this host: ringrun in a process group of its own,
  * with the worker contract, each rank pinned to its GPUs, logs in the attempt's run dir.
+ *
+ * ringd never forks itself into a job. It builds everything (argument vector, environment,
+ * the user's identity) first, then posix_spawns ringd-exec with an empty environment;
+ * ringd-exec isolates the job from ringd's data directory, becomes the job's user and
+ * execs ringrun (see ringd_exec.c for the steps and why).
  */
 #ifndef RINGD_BACKEND_LOCAL_H
 #define RINGD_BACKEND_LOCAL_H
@@ -11,8 +16,29 @@
 
 #include "error.h"
 
+/* Who a job runs as. */
+struct local_identity {
+    int switch_user; /* 1: ringd is root and the job's user is someone else */
+    uid_t uid;
+    gid_t gid;
+    int ngroups;
+    gid_t groups[256];
+    char name[64];
+    char home[1024];
+    char shell[256];
+};
+
+/*
+ * Looks up user (NULL: ringd's own user). As root, any existing user; otherwise only
+ * ringd's own user, since switching users needs root. Returns 0, or -1 with errno ENOENT
+ * (no such user) or EPERM (ringd cannot run jobs as that user) and err saying what to do.
+ * Thread-safe (getpwnam_r).
+ */
+int local_identity_lookup(const char *user, struct local_identity *id, struct error *err);
+
 struct local_launch {
-    const char *ringrun; /* path of ringrun */
+    const char *ringrun;     /* path of ringrun */
+    const char *exec_helper; /* path of ringd-exec */
     const char *job_id;
     int attempt;
     int workers;
@@ -20,12 +46,26 @@ struct local_launch {
     int gpus_per_worker;
     const char *run_dir;        /* created by the caller; logs and progress.json go here */
     const char *checkpoint_dir; /* RING_CHECKPOINT_DIR */
+    int checkpoint_in_data_dir; /* 1: ringd's default (created by the caller, inside
+                                 * hide_dir); 0: the user named it (created as the user) */
+    const char *hide_dir;       /* the data directory, hidden from the job; NULL: no isolation */
+    const char *user;           /* the job's Unix user; NULL: ringd's own */
     json_t *spec;               /* borrowed: command, env, working_dir */
 };
 
-/* Starts the attempt. Returns the pid of ringrun (also its process group), or -1 with err. */
+/*
+ * Starts the attempt. Returns the pid of ringrun (also its process group), or -1 with err.
+ * The run directory (and the default checkpoint directory) are given to the job's user.
+ * Errors that happen after the spawn (isolation, the user switch, exec) end the attempt
+ * with status 126 or 127 and a "ringd-exec:" line in the run directory's ringrun.log.
+ */
 pid_t local_launch(const struct local_launch *l, struct error *err);
 /* Sends sig to the attempt's process group. Returns 0, or -1 when it is gone. */
 int local_signal(pid_t pgid, int sig);
+/*
+ * Whether ringd-exec can hide dir from jobs on this host (a private mount namespace; a
+ * user namespace too when not root). Returns 1, or 0 with err saying why not.
+ */
+int local_isolation_works(const char *exec_helper, const char *dir, struct error *err);
 
 #endif /* RINGD_BACKEND_LOCAL_H */

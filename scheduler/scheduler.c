@@ -304,6 +304,7 @@ static void start_attempt(struct scheduler *s, json_t *job, const struct policy_
     struct local_launch l;
     struct error err;
     struct run *r;
+    const char *user;
     size_t gl = 0;
     pid_t pid;
 
@@ -318,15 +319,29 @@ static void start_attempt(struct scheduler *s, json_t *job, const struct policy_
         log_job("error", id, "cannot record STARTING: %s", err.text);
         return;
     }
-    if (mkdirs(run_dir) < 0 || mkdirs(ckpt_dir) < 0) {
+    /* A checkpoint directory the user named is created by the job itself, as its user. */
+    if (mkdirs(run_dir) < 0 || (ckpt == NULL && mkdirs(ckpt_dir) < 0)) {
         char msg[300];
         snprintf(msg, sizeof(msg), "cannot create the run or checkpoint directory: %s",
                  strerror(errno));
         store_job_transition(s->st, id, "FAILED", "failed", msg, &sched, &err);
         return;
     }
+    user = json_string_value(json_object_get(job, "user"));
+    if (user == NULL && geteuid() == 0) /* a job stored before users were mapped */
+        user = s->cfg.default_user && s->cfg.default_user[0] ? s->cfg.default_user : NULL;
+    if (user == NULL && geteuid() == 0) {
+        store_job_transition(s->st, id, "FAILED", "failed",
+                             "the job has no Unix user to run as and ringd has no default_user",
+                             &sched, &err);
+        return;
+    }
     l = (struct local_launch){
         .ringrun = s->cfg.ringrun,
+        .exec_helper = s->cfg.exec_helper,
+        .checkpoint_in_data_dir = ckpt == NULL,
+        .hide_dir = s->cfg.isolate ? s->cfg.data_dir : NULL,
+        .user = user,
         .job_id = id,
         .attempt = sched.attempts,
         .workers = ps->workers,

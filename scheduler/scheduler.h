@@ -12,8 +12,11 @@
 
 struct scheduler_config {
     const char *db_path;
-    const char *data_dir; /* runs/<job>/<attempt> and checkpoints/<job> live here */
-    const char *ringrun;  /* the launcher's path */
+    const char *data_dir;     /* runs/<job>/<attempt> and checkpoints/<job> live here */
+    const char *ringrun;      /* the launcher's path */
+    const char *exec_helper;  /* ringd-exec's path: isolates a job and becomes its user */
+    int isolate;              /* hide data_dir from jobs (a private mount namespace) */
+    const char *default_user; /* as root, the user of jobs stored without one */
     int slots, gpus;
     int kill_grace_s; /* after SIGTERM, SIGKILL the attempt's group */
 };

@@ -21,7 +21,8 @@ static void hash_hex(const char *secret, char out[65])
     sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
-int auth_token_create(struct store *st, const char *name, int admin, char *token, struct error *err)
+int auth_token_create(struct store *st, const char *name, int admin, const char *unix_user,
+                      char *token, struct error *err)
 {
     unsigned char idb[6], sb[32];
     char id[13], secret[65], hash[65];
@@ -31,7 +32,7 @@ int auth_token_create(struct store *st, const char *name, int admin, char *token
     sodium_bin2hex(id, sizeof(id), idb, sizeof(idb));
     sodium_bin2hex(secret, sizeof(secret), sb, sizeof(sb));
     hash_hex(secret, hash);
-    if (store_token_create(st, id, name, hash, admin, err) < 0)
+    if (store_token_create(st, id, name, hash, admin, unix_user, err) < 0)
         return -1;
     snprintf(token, AUTH_TOKEN_LEN, "ringd_%s_%s", id, secret);
     sodium_memzero(secret, sizeof(secret));
@@ -50,10 +51,10 @@ unsigned auth_generation(void)
     return atomic_load(&generation);
 }
 
-int auth_check(struct store *st, const char *header, char *owner, size_t ownerlen, int *admin,
-               struct error *err)
+int auth_check(struct store *st, const char *header, struct auth_identity *who, struct error *err)
 {
-    char id[13], secret[65], want[65], got[65];
+    struct store_token tok;
+    char id[13], secret[65], got[65];
     const char *t;
 
     if (header == NULL)
@@ -69,14 +70,18 @@ int auth_check(struct store *st, const char *header, char *owner, size_t ownerle
     id[12] = '\0';
     memcpy(secret, t + 19, 64);
     secret[64] = '\0';
-    if (store_token_find(st, id, want, owner, ownerlen, admin, err) < 0) {
+    if (store_token_find(st, id, &tok, err) < 0) {
+        sodium_memzero(secret, sizeof(secret));
         if (errno == ENOENT)
             errprintf(err, "the bearer token is unknown or revoked");
         return -1;
     }
     hash_hex(secret, got);
     sodium_memzero(secret, sizeof(secret));
-    if (sodium_memcmp(got, want, 64) != 0)
+    if (sodium_memcmp(got, tok.hash, 64) != 0)
         return errno = EACCES, errprintf(err, "the bearer token is unknown or revoked");
+    snprintf(who->owner, sizeof(who->owner), "%s", tok.name);
+    snprintf(who->user, sizeof(who->user), "%s", tok.user);
+    who->admin = tok.admin;
     return 0;
 }

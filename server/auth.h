@@ -17,14 +17,18 @@
 int auth_init(void);
 /*
  * Creates a token named name and stores its hash; writes the full token (shown once) into
- * token (AUTH_TOKEN_LEN bytes). Returns 0 or -1 with err.
+ * token (AUTH_TOKEN_LEN bytes). unix_user (NULL: none) is the account its jobs run as.
+ * Returns 0 or -1 with err.
  */
-int auth_token_create(struct store *st, const char *name, int admin, char *token,
-                      struct error *err);
-/*
- * Checks an Authorization header value ("Bearer ringd_..."). Returns 0 and fills owner
- * (the token's name) and *admin, or -1 (err says why, without echoing the secret).
- */
+int auth_token_create(struct store *st, const char *name, int admin, const char *unix_user,
+                      char *token, struct error *err);
+/* Who a checked token speaks for. */
+struct auth_identity {
+    char owner[128]; /* the token's name: the jobs it submits are owner's */
+    char user[64];   /* its Unix user; "" when it has none (ringd's default user applies) */
+    int admin;
+};
+
 /*
  * Servers may remember tokens they checked for a while; auth_generation() changes whenever
  * a token is revoked (auth_revoked()), so that whatever was remembered before is checked
@@ -32,7 +36,11 @@ int auth_token_create(struct store *st, const char *name, int admin, char *token
  */
 void auth_revoked(void);
 unsigned auth_generation(void);
-int auth_check(struct store *st, const char *header, char *owner, size_t ownerlen, int *admin,
-               struct error *err);
+/*
+ * Checks an Authorization header value ("Bearer ringd_..."). Returns 0 and fills *who, or -1
+ * with errno EACCES/ENOENT (err says why, without echoing the secret) or another errno when
+ * the store failed.
+ */
+int auth_check(struct store *st, const char *header, struct auth_identity *who, struct error *err);
 
 #endif /* RINGD_AUTH_H */

@@ -50,6 +50,23 @@ static int detect_gpus(void)
     return n;
 }
 
+/* ringd-exec next to this ringd. Never from PATH: ringd runs it with root's privileges. */
+static void find_exec_helper(char *out, size_t len)
+{
+    char self[1900];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *slash;
+    if (n <= 0) {
+        snprintf(out, len, "ringd-exec");
+        return;
+    }
+    self[n] = '\0';
+    slash = strrchr(self, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    snprintf(out, len, "%s/ringd-exec", self);
+}
+
 /* ringrun next to this ringd (installed), in the build tree, or on PATH. */
 static void find_ringrun(char *out, size_t len)
 {
@@ -133,6 +150,21 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
              snprintf(c->ringrun, sizeof(c->ringrun), "%s", v) > 0;
     else if (!strcmp(key, "kill_grace"))
         ok = parse_int(v, 0, 3600, &c->kill_grace_s) == 0;
+    else if (!strcmp(key, "default_user"))
+        ok = strlen(v) < sizeof(c->default_user) &&
+             snprintf(c->default_user, sizeof(c->default_user), "%s", v) >= 0;
+    else if (!strcmp(key, "isolation"))
+        ok = (!strcmp(v, "auto") && (c->isolation = ISOLATION_AUTO, 1)) ||
+             (!strcmp(v, "namespace") && (c->isolation = ISOLATION_NAMESPACE, 1)) ||
+             (!strcmp(v, "none") && (c->isolation = ISOLATION_NONE, 1));
+    else if (!strcmp(key, "tls_cert"))
+        ok = strlen(v) < sizeof(c->tls_cert) &&
+             snprintf(c->tls_cert, sizeof(c->tls_cert), "%s", v) >= 0;
+    else if (!strcmp(key, "tls_key"))
+        ok = strlen(v) < sizeof(c->tls_key) &&
+             snprintf(c->tls_key, sizeof(c->tls_key), "%s", v) >= 0;
+    else if (!strcmp(key, "allow_insecure_http"))
+        ok = parse_bool(v, &c->insecure_http) == 0;
     else
         return errprintf(err, "%s: unknown setting '%s' (see ringd --help)", where, key);
     if (!ok)
@@ -184,6 +216,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ringd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--no-auth]\n"
+            "             [--default-user NAME] [--isolation auto|namespace|none]\n"
+            "             [--tls-cert FILE --tls-key FILE] [--allow-insecure-http]\n"
             "             [--print-config] [--version] [--help]\n"
             "\n"
             "The Ringmaster job service: a REST API (see /v1/openapi.json) over a SQLite store.\n"
@@ -200,6 +234,12 @@ static void usage(FILE *f)
             "  connection_timeout       -                30 seconds\n"
             "  ringrun                  RINGD_RINGRUN    next to ringd, else on PATH\n"
             "  kill_grace               -                10 seconds (SIGTERM, then SIGKILL)\n"
+            "  default_user             RINGD_DEFAULT_USER  none: the Unix user of --no-auth jobs\n"
+            "                                            and of tokens without one (as root)\n"
+            "  isolation                RINGD_ISOLATION  auto: hide data_dir from jobs in a\n"
+            "                                            private mount namespace when possible\n"
+            "  tls_cert, tls_key        RINGD_TLS_CERT, RINGD_TLS_KEY  none: serve HTTPS (PEM)\n"
+            "  allow_insecure_http      -                false: tokens in clear text off loopback\n"
             "\n"
             "Exit status: 0 after SIGTERM/SIGINT, 64 bad configuration, 69 address in use or\n"
             "data directory held by another ringd, 70 internal error.\n");
@@ -208,15 +248,27 @@ static void usage(FILE *f)
 int config_load(struct config *c, int argc, char **argv, struct error *err)
 {
     static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'}, {"data-dir", required_argument, NULL, 'd'},
-        {"config", required_argument, NULL, 'c'}, {"no-auth", no_argument, NULL, 'n'},
-        {"print-config", no_argument, NULL, 'p'}, {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"listen", required_argument, NULL, 'l'},
+        {"data-dir", required_argument, NULL, 'd'},
+        {"config", required_argument, NULL, 'c'},
+        {"no-auth", no_argument, NULL, 'n'},
+        {"print-config", no_argument, NULL, 'p'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {"default-user", required_argument, NULL, 'u'},
+        {"isolation", required_argument, NULL, 'i'},
+        {"tls-cert", required_argument, NULL, 'C'},
+        {"tls-key", required_argument, NULL, 'K'},
+        {"allow-insecure-http", no_argument, NULL, 'I'},
+        {NULL, 0, NULL, 0},
     };
     static const char *const envs[][2] = {
-        {"RINGD_LISTEN", "listen"},   {"RINGD_DATA_DIR", "data_dir"}, {"RINGD_NO_AUTH", "no_auth"},
-        {"RINGD_SLOTS", "slots"},     {"RINGD_GPUS", "gpus"},         {"RINGD_THREADS", "threads"},
-        {"RINGD_RINGRUN", "ringrun"},
+        {"RINGD_LISTEN", "listen"},       {"RINGD_DATA_DIR", "data_dir"},
+        {"RINGD_NO_AUTH", "no_auth"},     {"RINGD_SLOTS", "slots"},
+        {"RINGD_GPUS", "gpus"},           {"RINGD_THREADS", "threads"},
+        {"RINGD_RINGRUN", "ringrun"},     {"RINGD_DEFAULT_USER", "default_user"},
+        {"RINGD_ISOLATION", "isolation"}, {"RINGD_TLS_CERT", "tls_cert"},
+        {"RINGD_TLS_KEY", "tls_key"},
     };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int o, print = 0;
@@ -255,6 +307,25 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
             break;
         case 'c':
             break; /* read above */
+        case 'u':
+            if (set(c, "default_user", optarg, "--default-user", err) < 0)
+                return -1;
+            break;
+        case 'i':
+            if (set(c, "isolation", optarg, "--isolation", err) < 0)
+                return -1;
+            break;
+        case 'C':
+            if (set(c, "tls_cert", optarg, "--tls-cert", err) < 0)
+                return -1;
+            break;
+        case 'K':
+            if (set(c, "tls_key", optarg, "--tls-key", err) < 0)
+                return -1;
+            break;
+        case 'I':
+            c->insecure_http = 1;
+            break;
         case 'n':
             c->no_auth = 1;
             break;
@@ -278,6 +349,9 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
         c->gpus = detect_gpus();
     if (c->ringrun[0] == '\0')
         find_ringrun(c->ringrun, sizeof(c->ringrun));
+    find_exec_helper(c->exec_helper, sizeof(c->exec_helper));
+    if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0'))
+        return errprintf(err, "tls_cert and tls_key go together: give both, or neither");
     if (print) {
         config_print(c, stdout);
         return 1;
@@ -290,7 +364,13 @@ void config_print(const struct config *c, FILE *f)
     fprintf(f,
             "listen = %s\ndata_dir = %s\nno_auth = %s\nslots = %d\ngpus = %d\nthreads = %d\n"
             "connection_limit = %d\nper_ip_connection_limit = %d\nconnection_timeout = %d\n"
-            "ringrun = %s\nkill_grace = %d\n",
+            "ringrun = %s\nkill_grace = %d\ndefault_user = %s\nisolation = %s\n"
+            "tls_cert = %s\ntls_key = %s\nallow_insecure_http = %s\n",
             c->listen, c->data_dir, c->no_auth ? "true" : "false", c->slots, c->gpus, c->threads,
-            c->connection_limit, c->per_ip_limit, c->timeout_s, c->ringrun, c->kill_grace_s);
+            c->connection_limit, c->per_ip_limit, c->timeout_s, c->ringrun, c->kill_grace_s,
+            c->default_user,
+            c->isolation == ISOLATION_NAMESPACE ? "namespace"
+            : c->isolation == ISOLATION_NONE    ? "none"
+                                                : "auto",
+            c->tls_cert, c->tls_key, c->insecure_http ? "true" : "false");
 }

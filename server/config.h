@@ -12,18 +12,26 @@
 #include "error.h"
 
 struct config {
-    char listen[300];     /* listen = HOST:PORT            RINGD_LISTEN */
-    char data_dir[2048];  /* data_dir = DIR                RINGD_DATA_DIR */
-    int no_auth;          /* no_auth = true|false           RINGD_NO_AUTH */
-    int slots;            /* slots = N (workers without GPUs; default: CPUs) */
-    int gpus;             /* gpus = N (default: nvidia-smi's count, else 0) */
-    int threads;          /* threads = N (HTTP thread pool; default: CPUs) */
-    int connection_limit; /* connection_limit = N */
-    int per_ip_limit;     /* per_ip_connection_limit = N */
-    int timeout_s;        /* connection_timeout = seconds */
-    char ringrun[2048];   /* ringrun = PATH (default: next to ringd, or on PATH) */
-    int kill_grace_s;     /* kill_grace = seconds after SIGTERM before SIGKILL */
+    char listen[300];       /* listen = HOST:PORT            RINGD_LISTEN */
+    char data_dir[2048];    /* data_dir = DIR                RINGD_DATA_DIR */
+    int no_auth;            /* no_auth = true|false           RINGD_NO_AUTH */
+    int slots;              /* slots = N (workers without GPUs; default: CPUs) */
+    int gpus;               /* gpus = N (default: nvidia-smi's count, else 0) */
+    int threads;            /* threads = N (HTTP thread pool; default: CPUs) */
+    int connection_limit;   /* connection_limit = N */
+    int per_ip_limit;       /* per_ip_connection_limit = N */
+    int timeout_s;          /* connection_timeout = seconds */
+    char ringrun[2048];     /* ringrun = PATH (default: next to ringd, or on PATH) */
+    int kill_grace_s;       /* kill_grace = seconds after SIGTERM before SIGKILL */
+    char exec_helper[2048]; /* ringd-exec next to ringd (not configurable: root runs it) */
+    char default_user[64];  /* default_user = NAME   RINGD_DEFAULT_USER */
+    int isolation;          /* isolation = auto|namespace|none   RINGD_ISOLATION */
+    char tls_cert[2048];    /* tls_cert = PEM file   RINGD_TLS_CERT */
+    char tls_key[2048];     /* tls_key = PEM file    RINGD_TLS_KEY */
+    int insecure_http;      /* allow_insecure_http = true: tokens over plain HTTP off loopback */
 };
+
+enum { ISOLATION_AUTO, ISOLATION_NAMESPACE, ISOLATION_NONE };
 
 /* Parses argv (after defaults, the file and the environment). Returns 0, 1 when the program
  * should exit 0 (--help, --version, --print-config done), or -1 with err. */

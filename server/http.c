@@ -63,8 +63,7 @@ static void on_committed(void *arg)
 
 static _Thread_local struct auth_hit {
     char header[160];
-    char owner[128];
-    int admin;
+    struct auth_identity who;
     int64_t expires;
     unsigned generation;
 } auth_cache[AUTH_CACHE_SIZE];
@@ -77,7 +76,7 @@ static int64_t mono_ms(void)
 }
 
 /* auth_check through the thread's cache. */
-static int authorize(struct store *st, const char *header, char *owner, size_t len, int *admin,
+static int authorize(struct store *st, const char *header, struct auth_identity *who,
                      struct error *err)
 {
     int64_t now = mono_ms();
@@ -87,20 +86,18 @@ static int authorize(struct store *st, const char *header, char *owner, size_t l
         for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
             if (auth_cache[i].expires > now && auth_cache[i].generation == gen &&
                 strcmp(auth_cache[i].header, header) == 0) {
-                snprintf(owner, len, "%s", auth_cache[i].owner);
-                *admin = auth_cache[i].admin;
+                *who = auth_cache[i].who;
                 return 0;
             }
             if (auth_cache[i].expires < auth_cache[slot].expires)
                 slot = i;
         }
     }
-    if (auth_check(st, header, owner, len, admin, err) < 0)
+    if (auth_check(st, header, who, err) < 0)
         return -1;
     if (header != NULL && strlen(header) < sizeof(auth_cache[0].header)) {
         snprintf(auth_cache[slot].header, sizeof(auth_cache[slot].header), "%s", header);
-        snprintf(auth_cache[slot].owner, sizeof(auth_cache[slot].owner), "%s", owner);
-        auth_cache[slot].admin = *admin;
+        auth_cache[slot].who = *who;
         auth_cache[slot].expires = now + AUTH_CACHE_MS;
         auth_cache[slot].generation = gen;
     }
@@ -262,8 +259,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct api_response resp = {0};
     struct api_request req = {0};
     struct error err;
-    char owner[128] = "local";
-    int admin = 1, reading = 0;
+    struct auth_identity who = {.owner = "local", .admin = 1};
+    int reading = 0;
     enum MHD_Result ret;
 
     if (rq == NULL) { /* first call: headers only */
@@ -301,10 +298,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req.store = thread_store(h, &err);
     if (req.store != NULL && rq->queued) {
         /* back from the committer: answer with the stored job */
-        snprintf(owner, sizeof(owner), "%s", rq->submit.owner);
+        snprintf(who.owner, sizeof(who.owner), "%s", rq->submit.owner);
         req.method = method;
         req.path = url;
-        req.owner = owner;
+        req.owner = who.owner;
         req.conn = c;
         req.query = query;
         req.header = header;
@@ -318,8 +315,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     reading = !strcmp(method, "GET") && store_read_begin(req.store, &err) == 0;
     if (!h->cfg->no_auth && !public_path(url)) {
-        if (authorize(req.store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), owner, sizeof(owner),
-                      &admin, &err) < 0) {
+        if (authorize(req.store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), &who, &err) < 0) {
             if (errno == EACCES || errno == ENOENT)
                 api_problem(&resp, 401, "unauthorized", "Unauthorized", url, "%s", err.text);
             else
@@ -345,9 +341,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             job_path(url, "/events", id, sizeof(id))) {
             const char *last = header(c, "Last-Event-ID");
             const char *after = query(c, "after");
-            if (!stream_allowed(&req, id, admin ? NULL : owner, reading, url, &resp))
+            if (!stream_allowed(&req, id, who.admin ? NULL : who.owner, reading, url, &resp))
                 goto send;
-            log_line(method, url, 200, owner);
+            log_line(method, url, 200, who.owner);
             return sse_respond(h->sse, c, id,
                                atoll(last    ? last
                                      : after ? after
@@ -370,9 +366,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                             "rank must be a non-negative integer and stream stdout or stderr");
                 goto send;
             }
-            if (!stream_allowed(&req, id, admin ? NULL : owner, reading, url, &resp))
+            if (!stream_allowed(&req, id, who.admin ? NULL : who.owner, reading, url, &resp))
                 goto send;
-            log_line(method, url, 200, owner);
+            log_line(method, url, 200, who.owner);
             return sse_follow_log(h->sse, c, id, (int)rank, stream, off_s ? atoll(off_s) : 0,
                                   stream_store, h);
         }
@@ -384,8 +380,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req.query = query;
     req.header = header;
     req.conn = c;
-    req.owner = owner;
-    req.admin = admin;
+    req.owner = who.owner;
+    req.user = who.user[0] ? who.user : NULL;
+    req.admin = who.admin;
     req.defer = &rq->submit;
     api_handle(h->api, &req, &resp);
     if (resp.deferred) {
@@ -402,7 +399,7 @@ send:
     if (reading)
         store_read_end(req.store);
     metrics_count_request(resp.status);
-    log_line(method, url, resp.status, owner);
+    log_line(method, url, resp.status, who.owner);
     ret = send_json(c, &resp);
     json_decref(resp.body);
     free(resp.json_text);

@@ -21,11 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "auth.h"
+#include "backend_local.h"
 #include "config.h"
 #include "http.h"
 #include "scheduler.h"
@@ -101,6 +103,82 @@ static int lock_data_dir(const char *dir)
     return fd; /* held open, and so locked, until exit */
 }
 
+/*
+ * The data directory holds every token's hash, every job's environment and the admin
+ * token: it is ringd's alone (0700). One that belongs to another user is refused rather
+ * than taken over.
+ */
+static int data_dir_private(const char *dir)
+{
+    struct stat sb;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        say("error", "cannot create data directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+        say("error", "data directory %s is not a directory", dir);
+        return -1;
+    }
+    if (sb.st_uid != geteuid()) {
+        say("error",
+            "data directory %s belongs to uid %u, but ringd runs as uid %u; give it "
+            "to ringd's user or pick another --data-dir",
+            dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if ((sb.st_mode & 077) != 0) {
+        if (chmod(dir, 0700) < 0) {
+            say("error", "cannot make data directory %s private (0700): %s", dir, strerror(errno));
+            return -1;
+        }
+        say("info", "data directory %s was mode %03o; made it 0700", dir,
+            (unsigned)(sb.st_mode & 0777));
+    }
+    return 0;
+}
+
+/*
+ * Whether jobs run in a private mount namespace that hides the data directory (1) or not
+ * (0); -1 when ringd must not start. Without it, a job running as ringd's own user could
+ * read the database and the admin token, and one running as another user could not reach
+ * its run directory inside the 0700 data directory.
+ */
+static int choose_isolation(const struct config *cfg)
+{
+    struct error err;
+    if (cfg->isolation == ISOLATION_NONE) {
+        if (geteuid() == 0) {
+            /* Job users must pass through to their own (0700) run directories. */
+            if (chmod(cfg->data_dir, 0711) < 0) {
+                say("error", "cannot open %s for traversal: %s", cfg->data_dir, strerror(errno));
+                return -1;
+            }
+            say("warning", "isolation is off: the data directory is 0711 so that jobs reach "
+                           "their run directories; its files stay 0600");
+        } else {
+            say("warning", "isolation is off: jobs run as ringd's user and can read %s",
+                cfg->data_dir);
+        }
+        return 0;
+    }
+    if (local_isolation_works(cfg->exec_helper, cfg->data_dir, &err))
+        return 1;
+    if (cfg->isolation == ISOLATION_NAMESPACE || geteuid() == 0 || !cfg->no_auth) {
+        say("error",
+            "cannot hide the data directory from jobs: %s. Jobs would be able to read "
+            "the database and the admin token. Allow unprivileged user namespaces "
+            "(sysctl kernel.unprivileged_userns_clone=1), run ringd as root, or accept "
+            "the risk with isolation = none",
+            err.text);
+        return -1;
+    }
+    say("warning",
+        "cannot hide the data directory from jobs (%s); with --no-auth every job is "
+        "the local user's anyway",
+        err.text);
+    return 0;
+}
+
 /* On the first start, an admin token, shown once and kept in a 0600 file. */
 static int first_token(struct store *st, const char *dir)
 {
@@ -114,7 +192,7 @@ static int first_token(struct store *st, const char *dir)
     }
     if (n > 0)
         return 0;
-    if (auth_token_create(st, "admin", 1, token, &err) < 0) {
+    if (auth_token_create(st, "admin", 1, NULL, token, &err) < 0) {
         say("error", "cannot create the admin token: %s", err.text);
         return -1;
     }
@@ -146,9 +224,15 @@ int main(int argc, char **argv)
     struct scheduler *sched = NULL;
     struct scheduler_config scfg;
     char db_path[2200], addr_path[2200], checkpoints[2200], ckpt_prefix[2200];
-    int rc, port = 0, lock_fd, sig;
+    int rc, port = 0, lock_fd, sig, isolate;
     sigset_t set;
 
+    /*
+     * Jobs may run as ringd's own user (always, when ringd is not root). Without this, such
+     * a job could read ringd's memory and open files, and its files through
+     * /proc/<ringd>/root, around the mount namespace that hides the data directory.
+     */
+    prctl(PR_SET_DUMPABLE, 0);
     rc = config_load(&cfg, argc, argv, &err);
     if (rc != 0) {
         if (rc < 0)
@@ -162,10 +246,32 @@ int main(int argc, char **argv)
             cfg.listen);
         return EXIT_CONFIG;
     }
-    if (mkdir(cfg.data_dir, 0700) < 0 && errno != EEXIST) {
-        say("error", "cannot create data directory %s: %s", cfg.data_dir, strerror(errno));
+    if (!cfg.no_auth && !cfg.insecure_http && cfg.tls_cert[0] == '\0' && !loopback(cfg.listen)) {
+        say("error",
+            "ringd would take bearer tokens in clear text on %s; give --tls-cert and --tls-key, "
+            "listen on loopback behind a TLS proxy, or accept the risk with "
+            "--allow-insecure-http",
+            cfg.listen);
         return EXIT_CONFIG;
     }
+    if (geteuid() == 0 && cfg.no_auth && cfg.default_user[0] == '\0') {
+        say("error", "ringd runs as root with --no-auth: every local user could run commands as "
+                     "root; set --default-user NAME (the account jobs run as), or run ringd as "
+                     "a normal user");
+        return EXIT_CONFIG;
+    }
+    if (cfg.default_user[0] != '\0') {
+        struct local_identity id;
+        if (local_identity_lookup(cfg.default_user, &id, &err) < 0) {
+            say("error", "default_user: %s", err.text);
+            return EXIT_CONFIG;
+        }
+        if (id.uid == 0)
+            say("warning", "default_user is root: jobs without a mapped user run as root, with "
+                           "no isolation that root could not undo");
+    }
+    if (data_dir_private(cfg.data_dir) < 0)
+        return EXIT_CONFIG;
     {
         /* Absolute from here on: attempts run in their own directories. */
         char abs[PATH_MAX];
@@ -182,6 +288,8 @@ int main(int argc, char **argv)
     }
     if ((lock_fd = lock_data_dir(cfg.data_dir)) < 0)
         return lock_fd == -2 ? EXIT_UNAVAILABLE : EXIT_CONFIG;
+    if ((isolate = choose_isolation(&cfg)) < 0)
+        return EXIT_CONFIG;
     if (auth_init() < 0) {
         say("error", "libsodium failed to initialize");
         return EXIT_SOFTWARE;
@@ -205,8 +313,18 @@ int main(int argc, char **argv)
     api.gpus = cfg.gpus;
     api.token_create = auth_token_create;
     api.token_revoked = auth_revoked;
-    scfg = (struct scheduler_config){db_path,   cfg.data_dir, cfg.ringrun,
-                                     cfg.slots, cfg.gpus,     cfg.kill_grace_s};
+    api.default_user = cfg.default_user;
+    scfg = (struct scheduler_config){
+        .db_path = db_path,
+        .data_dir = cfg.data_dir,
+        .ringrun = cfg.ringrun,
+        .exec_helper = cfg.exec_helper,
+        .isolate = isolate,
+        .default_user = cfg.default_user,
+        .slots = cfg.slots,
+        .gpus = cfg.gpus,
+        .kill_grace_s = cfg.kill_grace_s,
+    };
 
     /* Signals go to sigwait below, not to the server threads, which inherit this mask. */
     sigemptyset(&set);

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "jobfs.h"
 #include "sse.h"
 
 /* How often suspended streams look for new events, and how often an idle stream sends a
@@ -185,7 +186,7 @@ static int fill_log(struct stream *st)
     st->len = st->off = 0;
     if (st->run_dir[0] != '\0') {
         snprintf(path, sizeof(path), "%s/rank.%d/%s", st->run_dir, st->rank, st->which);
-        f = fopen(path, "r");
+        f = jobfs_fopen(path);
         if (f != NULL) {
             st->pending = malloc(65536);
             if (st->pending != NULL && fseek(f, st->after, SEEK_SET) == 0)

@@ -42,6 +42,7 @@ trap cleanup EXIT
 
 # One slot held by a long job: submissions queue instead of launching thousands of attempts.
 RINGD_SLOTS=1 "$build/server/ringd" --listen 127.0.0.1:0 --data-dir "$work/data" \
+    --default-user "$(id -un)" \
     >"$work/ringd.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -s "$work/data/ringd.addr" ] && break; sleep 0.05; done

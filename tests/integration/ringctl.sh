@@ -116,11 +116,14 @@ expect_rc 3 "$C" show "$id"
 [ ! -e "$DATA/runs/$id" ] && [ ! -e "$DATA/checkpoints/$id" ] || fail "rm left the job's files"
 ok "cluster, cancel, rm; 4 for a conflict, 3 for a missing job"
 
-expect_rc 0 "$C" token create bob
+expect_rc 0 "$C" token create bob --user "$(id -un)"
 BOB=$(cat "$WORK/out")
 RINGMASTER_TOKEN=$BOB expect_rc 3 "$C" show "$long"
 expect_rc 0 "$C" token list
 expect_in out "bob"
+grep "bob" "$WORK/out" | grep -qw "$(id -un)" || fail "token list lacks bob's Unix user"
+expect_rc 1 "$C" token create carol --user no-such-user-here
+expect_in err "no Unix user 'no-such-user-here'"
 BOB_ID=$(cut -d_ -f2 <<<"$BOB")
 expect_rc 0 "$C" token revoke "$BOB_ID"
 expect_in out "revoked $BOB_ID (bob)"

@@ -34,18 +34,18 @@ START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 5);
+    ck_assert_int_eq(store_schema_version(st), 6);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 5);
+    ck_assert_int_eq(store_schema_version(again), 6);
     store_close(again);
     unlink(path);
 }
 END_TEST
 
-/* A database from before migrations 4 and 5 gets every job's document, equal to a fresh
- * one's, and its scheduling columns from the spec. */
-START_TEST(migrations_4_and_5_backfill)
+/* A database from before migrations 4 to 6 gets every job's document, equal to a fresh
+ * one's, its scheduling columns from the spec, and no Unix user. */
+START_TEST(migrations_4_to_6_backfill)
 {
     struct store *st = open_fresh();
     struct error err;
@@ -71,12 +71,14 @@ START_TEST(migrations_4_and_5_backfill)
                                   "ALTER TABLE jobs DROP COLUMN max_workers;"
                                   "ALTER TABLE jobs DROP COLUMN gpus_per_worker;"
                                   "ALTER TABLE jobs DROP COLUMN priority;"
+                                  "ALTER TABLE jobs DROP COLUMN run_as;"
+                                  "ALTER TABLE tokens DROP COLUMN unix_user;"
                                   "PRAGMA user_version = 3",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), 5);
+    ck_assert_int_eq(store_schema_version(st), 6);
     ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &after, NULL, &err), 0);
     ck_assert_str_eq(after, before);
     free(before);
@@ -329,25 +331,31 @@ START_TEST(tokens)
 {
     struct store *st = open_fresh();
     struct error err;
-    char hash[65], name[64];
-    int admin, n;
+    struct store_token t;
+    int n;
     ck_assert_int_eq(store_token_count(st, &n, &err), 0);
     ck_assert_int_eq(n, 0);
-    ck_assert_int_eq(store_token_create(st, "abc", "alice", "deadbeef", 0, &err), 0);
-    ck_assert_int_eq(store_token_find(st, "abc", hash, name, sizeof(name), &admin, &err), 0);
-    ck_assert_str_eq(hash, "deadbeef");
-    ck_assert_str_eq(name, "alice");
-    ck_assert_int_eq(admin, 0);
-    ck_assert_int_eq(store_token_find(st, "zzz", hash, name, sizeof(name), &admin, &err), -1);
+    ck_assert_int_eq(store_token_create(st, "abc", "alice", "deadbeef", 0, "alice", &err), 0);
+    ck_assert_int_eq(store_token_find(st, "abc", &t, &err), 0);
+    ck_assert_str_eq(t.hash, "deadbeef");
+    ck_assert_str_eq(t.name, "alice");
+    ck_assert_str_eq(t.user, "alice");
+    ck_assert_int_eq(t.admin, 0);
+    ck_assert_int_eq(store_token_find(st, "zzz", &t, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
-    ck_assert_int_eq(store_token_create(st, "abc", "dup", "x", 0, &err), -1);
+    ck_assert_int_eq(store_token_create(st, "abc", "dup", "x", 0, NULL, &err), -1);
     ck_assert_int_eq(errno, EEXIST);
-    ck_assert_int_eq(store_token_create(st, "def", "bob", "cafe", 1, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "def", "bob", "cafe", 1, NULL, &err), 0);
+    ck_assert_int_eq(store_token_find(st, "def", &t, &err), 0);
+    ck_assert_str_eq(t.user, ""); /* no Unix user: the default user applies */
     {
         json_t *list;
         ck_assert_int_eq(store_token_list(st, NULL, &list, &err), 0);
         ck_assert_int_eq(json_array_size(list), 2);
         ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "hash"));
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "user")),
+                         "alice");
+        ck_assert_ptr_null(json_object_get(json_array_get(list, 1), "user"));
         json_decref(list);
         ck_assert_int_eq(store_token_list(st, "bob", &list, &err), 0);
         ck_assert_int_eq(json_array_size(list), 1);
@@ -358,7 +366,7 @@ START_TEST(tokens)
     ck_assert_int_eq(errno, ENOENT);
     ck_assert_int_eq(store_token_revoke(st, "abc", NULL, NULL, &err), 0);
     ck_assert_int_eq(store_token_revoke(st, "abc", NULL, NULL, &err), 0);
-    ck_assert_int_eq(store_token_find(st, "abc", hash, name, sizeof(name), &admin, &err), -1);
+    ck_assert_int_eq(store_token_find(st, "abc", &t, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
     store_close(st);
     unlink(path);
@@ -368,7 +376,7 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {migrations_run_once,
-                            migrations_4_and_5_backfill,
+                            migrations_4_to_6_backfill,
                             create_get_and_owner_scoping,
                             idempotency_keys,
                             paging_and_filters,
