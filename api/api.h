@@ -66,6 +66,15 @@ struct api_response {
     char *text;      /* owned; a text/plain body instead of JSON (logs) */
     size_t text_len;
     long long log_offset; /* with text: where the client continues (X-Ring-Log-Offset) */
+    /*
+     * A stream to start instead of a body (status 200): the handler checked the request
+     * and the caller's right to the job; the server runs the stream.
+     */
+    enum { API_STREAM_NONE, API_STREAM_EVENTS, API_STREAM_LOGS } stream;
+    char stream_job[64];
+    long long stream_from; /* events: after this event id; logs: from this byte */
+    int stream_rank;       /* logs */
+    char stream_which[8];  /* logs: "stdout" or "stderr" */
 };
 
 /* Routes req, runs its handler and fills resp (status, body, headers). Never fails: every

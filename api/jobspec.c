@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "jobspec.h"
+#include "utf8.h"
 
 /* Limits that keep one spec from being absurd; each is far above real use. */
 #define NAME_MAX_LEN   128
@@ -24,19 +25,32 @@
 
 struct check {
     json_t *errors;
+    int lost; /* errors that could not be recorded (out of memory): still errors */
 };
 
 static void bad(struct check *c, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/*
+ * Records an error. Details echo what the client sent, cut to fit: the cut may fall inside
+ * a UTF-8 character, and the client's text may not be UTF-8 at all, so both strings are
+ * repaired first. An error is never dropped: if it still cannot be recorded, a plain one
+ * takes its place, so that a spec with errors can never pass as valid.
+ */
 static void bad(struct check *c, const char *field, const char *fmt, ...)
 {
-    char detail[256];
+    char detail[256], f[192];
     va_list ap;
+    json_t *e;
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    json_array_append_new(c->errors, json_pack("{s:s, s:s}", "field", field, "detail", detail));
+    snprintf(f, sizeof(f), "%s", field);
+    e = json_pack("{s:s, s:s}", "field", utf8_repair(f), "detail", utf8_repair(detail));
+    if (e == NULL)
+        e = json_pack("{s:s, s:s}", "field", "", "detail", "the JobSpec is invalid");
+    if (e == NULL || json_array_append_new(c->errors, e) < 0)
+        c->lost++;
 }
 
 static const char *const known[] = {
@@ -211,7 +225,7 @@ static void check_dir(struct check *c, json_t *spec, const char *key, int must_e
 int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **out, json_t **errors,
                   int *status, const char **kind)
 {
-    struct check c = {json_array()};
+    struct check c = {.errors = json_array()};
     json_error_t jerr;
     json_t *spec, *v;
     const char *key;
@@ -251,7 +265,7 @@ int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **ou
     if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v), "local") != 0 &&
                                              strcmp(json_string_value(v), "slurm") != 0)))
         bad(&c, "backend", "backend must be \"local\" or \"slurm\"");
-    if (json_array_size(c.errors) > 0)
+    if (json_array_size(c.errors) > 0 || c.lost)
         goto invalid;
     /* A job that can never fit is refused now rather than queued forever. */
     if (gpw > 0 && min * gpw > gpus) {

@@ -37,8 +37,45 @@
 #define EXIT_UNAVAILABLE 69
 #define EXIT_JOBFAILED   70
 
-static const char *base_url, *token;
-static int json_out;
+static const char *base_url, *token, *cacert;
+static int json_out, insecure_http;
+
+/* HTTPS: the server is verified against the system's CAs, or --cacert's (a private CA or
+ * ringd's self-signed certificate). */
+static void setup_tls(CURL *c)
+{
+    if (cacert != NULL && *cacert)
+        curl_easy_setopt(c, CURLOPT_CAINFO, cacert);
+}
+
+/*
+ * A token sent over plain HTTP can be read by anyone on the path. Loopback never leaves
+ * the host; anything else needs https://, unless the user says otherwise (--insecure-http).
+ * Returns 0, or EXIT_USAGE after saying why.
+ */
+static int token_transport_ok(void)
+{
+    const char *host;
+    char name[256];
+    size_t n;
+    if (token == NULL || *token == '\0' || insecure_http || strncmp(base_url, "http://", 7) != 0)
+        return 0;
+    host = base_url + 7;
+    if (host[0] == '[') {
+        n = strcspn(host + 1, "]");
+        snprintf(name, sizeof(name), "%.*s", (int)n, host + 1);
+    } else {
+        n = strcspn(host, ":/");
+        snprintf(name, sizeof(name), "%.*s", (int)n, host);
+    }
+    if (!strcmp(name, "localhost") || !strcmp(name, "::1") || !strncmp(name, "127.", 4))
+        return 0;
+    fprintf(stderr,
+            "ringctl: refusing to send RINGMASTER_TOKEN in clear text to %s; use an https:// "
+            "RINGMASTER_URL (with --cacert FILE for a private CA), or --insecure-http\n",
+            base_url);
+    return EXIT_USAGE;
+}
 
 struct buf {
     char *data;
@@ -80,6 +117,7 @@ static int request(const char *method, const char *path, const char *body, const
         return EXIT_UNAVAILABLE;
     snprintf(url, sizeof(url), "%s%s", base_url, path);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    setup_tls(c);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
@@ -208,6 +246,7 @@ static int stream_get(const char *path, const char *accept, const char *last_eve
         return EXIT_UNAVAILABLE;
     snprintf(url, sizeof(url), "%s%s", base_url, path);
     curl_easy_setopt(st.c, CURLOPT_URL, url);
+    setup_tls(st.c);
     curl_easy_setopt(st.c, CURLOPT_WRITEFUNCTION, stream_write);
     curl_easy_setopt(st.c, CURLOPT_WRITEDATA, &st);
     curl_easy_setopt(st.c, CURLOPT_CONNECTTIMEOUT, 10L);
@@ -883,7 +922,7 @@ static int cmd_token(int argc, char **argv)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ringctl [--json] COMMAND ...\n"
+    fprintf(f, "usage: ringctl [--json] [--cacert FILE] [--insecure-http] COMMAND ...\n"
                "  submit [-n N|MIN:MAX] [options] (-f spec.json|spec.yaml | -- program args...)\n"
                "  ls [--state S] [--label K=V]\n"
                "  show ID\n"
@@ -892,7 +931,9 @@ static void usage(FILE *f)
                "  logs ID [--rank R] [--stderr] [--tail N] [-f]\n"
                "  cluster\n"
                "  token create NAME [--admin] [--user UNIX_USER] | token list | token revoke ID\n"
-               "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN.\n"
+               "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN,\n"
+               "RINGMASTER_CACERT (as --cacert). Tokens go in clear text only to loopback,\n"
+               "unless --insecure-http.\n"
                "Exit status: 0 ok, 1 refused, 2 usage, 3 not found, 4 conflict, 5 not "
                "authorized,\n69 ringd unreachable or failing, 70 a followed job FAILED or was "
                "CANCELLED.\n");
@@ -907,10 +948,17 @@ int main(int argc, char **argv)
     if (base_url == NULL || *base_url == '\0')
         base_url = "http://127.0.0.1:8080";
     token = getenv("RINGMASTER_TOKEN");
+    cacert = getenv("RINGMASTER_CACERT");
     while (argc > 1 && argv[1][0] == '-') {
         if (!strcmp(argv[1], "--json"))
             json_out = 1;
-        else if (!strcmp(argv[1], "--version")) {
+        else if (!strcmp(argv[1], "--insecure-http"))
+            insecure_http = 1;
+        else if (!strcmp(argv[1], "--cacert") && argc > 2) {
+            cacert = argv[2];
+            argv++;
+            argc--;
+        } else if (!strcmp(argv[1], "--version")) {
             printf("ringctl %s\n", RING_VERSION_STRING);
             return 0;
         } else if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -928,6 +976,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    if ((rc = token_transport_ok()) != 0)
+        return rc;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     cmd = argv[1];
     argv++;

@@ -461,26 +461,64 @@ static void job_delete(const struct api_config *cfg, const struct api_request *r
     resp->status = 204;
 }
 
+/*
+ * A non-negative decimal integer at most max, all of s; 0 and the value in *out, or -1.
+ * "abc", "1.5", "-1", "" and anything past max (or past long long) are refused.
+ */
+static int parse_count(const char *s, long long max, long long *out)
+{
+    char *end;
+    long long v;
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 0 || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The largest rank a logs request may name: no job has more workers than the JobSpec's cap. */
+#define RANK_MAX 65535
+
+/*
+ * GET /v1/jobs/{id}/events: the history as JSON, or with Accept: text/event-stream a live
+ * stream, resuming after Last-Event-ID (or ?after=). Both are checked here, once: the
+ * server only starts the stream that resp describes.
+ */
 static void job_events(const struct api_config *cfg, const struct api_request *req,
                        const char *param, struct api_response *resp)
 {
     json_t *job, *events;
     struct error err;
     const char *after = req->query(req->conn, "after");
-    char *end;
+    const char *last = req->header(req->conn, "Last-Event-ID");
+    const char *accept = req->header(req->conn, "Accept");
     long long from = 0;
+    int stream = accept != NULL && strstr(accept, "text/event-stream") != NULL;
 
-    if (after != NULL) {
-        from = strtoll(after, &end, 10);
-        if (*after == '\0' || *end != '\0' || from < 0) {
-            api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                        "after must be an event id (a non-negative integer), not '%s'", after);
-            return;
-        }
+    if (after != NULL && parse_count(after, INT64_MAX, &from) < 0) {
+        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                    "after must be an event id (a non-negative integer), not '%.64s'", after);
+        return;
+    }
+    if (stream && last != NULL && parse_count(last, INT64_MAX, &from) < 0) {
+        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                    "Last-Event-ID must be an event id (a non-negative integer), not '%.64s'",
+                    last);
+        return;
     }
     if (own_job(req, param, resp, &job) < 0)
         return;
     json_decref(job);
+    if (stream) {
+        resp->status = 200;
+        resp->stream = API_STREAM_EVENTS;
+        snprintf(resp->stream_job, sizeof(resp->stream_job), "%s", param);
+        resp->stream_from = from;
+        return;
+    }
     if (store_events(req->store, param, from, 10000, &events, &err) < 0) {
         store_problem(resp, req->path, &err);
         return;
@@ -492,30 +530,45 @@ static void job_events(const struct api_config *cfg, const struct api_request *r
 /*
  * GET /v1/jobs/{id}/logs?rank=R&stream=stdout|stderr&tail=N&offset=B: a rank's output in the
  * latest attempt, as text. offset returns what follows byte B, so a client follows the log
- * by passing back the X-Ring-Log-Offset it got; tail returns the last N lines.
+ * by passing back the X-Ring-Log-Offset it got; tail returns the last N lines. follow=1
+ * streams the output from offset as it is written, until the job ends.
  */
 static void job_logs(const struct api_config *cfg, const struct api_request *req, const char *param,
                      struct api_response *resp)
 {
     const char *rank_s = req->query(req->conn, "rank"), *tail_s = req->query(req->conn, "tail");
     const char *stream = req->query(req->conn, "stream"), *off_s = req->query(req->conn, "offset");
+    const char *follow_s = req->query(req->conn, "follow");
     json_t *job, *attempts;
     struct error err;
-    long rank = 0, tail = -1;
-    long long offset = -1;
-    char path[4400], *end;
+    long long rank = 0, tail = -1, offset = -1;
+    char path[4400];
     FILE *f;
     long size;
 
     if (stream == NULL)
         stream = "stdout";
-    if ((rank_s && ((rank = strtol(rank_s, &end, 10)) < 0 || *end || !*rank_s)) ||
-        (tail_s && ((tail = strtol(tail_s, &end, 10)) < 0 || *end || !*tail_s)) ||
-        (off_s && ((offset = strtoll(off_s, &end, 10)) < 0 || *end || !*off_s)) ||
+    if ((rank_s && parse_count(rank_s, RANK_MAX, &rank) < 0) ||
+        (tail_s && parse_count(tail_s, INT32_MAX, &tail) < 0) ||
+        (off_s && parse_count(off_s, INT64_MAX, &offset) < 0) ||
+        (follow_s && strcmp(follow_s, "0") && strcmp(follow_s, "1")) ||
         (strcmp(stream, "stdout") && strcmp(stream, "stderr"))) {
         api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                    "rank, tail and offset must be non-negative integers and stream stdout or "
-                    "stderr");
+                    "rank must be an integer in [0, %d], tail and offset non-negative "
+                    "integers, follow 0 or 1, and stream stdout or stderr",
+                    RANK_MAX);
+        return;
+    }
+    if (follow_s != NULL && !strcmp(follow_s, "1")) {
+        if (own_job(req, param, resp, &job) < 0)
+            return;
+        json_decref(job);
+        resp->status = 200;
+        resp->stream = API_STREAM_LOGS;
+        snprintf(resp->stream_job, sizeof(resp->stream_job), "%s", param);
+        resp->stream_from = offset < 0 ? 0 : offset;
+        resp->stream_rank = (int)rank;
+        snprintf(resp->stream_which, sizeof(resp->stream_which), "%s", stream);
         return;
     }
     if (own_job(req, param, resp, &job) < 0)
@@ -534,12 +587,12 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
     snprintf(path, sizeof(path), "%s/rank.%ld/%s",
              json_string_value(json_object_get(
                  json_array_get(attempts, json_array_size(attempts) - 1), "run_dir")),
-             rank, stream);
+             (long)rank, stream);
     json_decref(attempts);
     f = jobfs_fopen(path);
     if (f == NULL) {
         api_problem(resp, 404, "no-logs", "Not Found", req->path,
-                    "no %s for rank %ld of job %s (is the rank in range?)", stream, rank, param);
+                    "no %s for rank %lld of job %s (is the rank in range?)", stream, rank, param);
         return;
     }
     fseek(f, 0, SEEK_END);

@@ -8,13 +8,15 @@ set -eu
 
 # Build: compiler, CMake, pkg-config; ringd's libraries (libmicrohttpd, Jansson, SQLite,
 # libsodium for token hashing, libcurl and libyaml for ringctl). Tests: Check (unit suites), curl (drives
-# ringd), iproute2 (network namespaces), procps (pgrep/pkill), jq (checks JSON output).
+# ringd), iproute2 (network namespaces), procps (pgrep/pkill), jq (checks JSON output),
+# python3 (raw HTTP in the hostile-input suite), openssl (certificates for the TLS test),
+# util-linux (setpriv: ringd as another user in the isolation test).
 # bench/: Open MPI (the collectives' peer) and wrk (HTTP load). Slurm from Debian: slurmctld,
 # slurmd, munge and the client commands for contrib/slurm/testcluster.sh, slurmrestd with
 # its JWT plugin as bench/rest's peer. Formatting: clang-format.
 PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev libyaml-dev curl
-iproute2 procps jq
+iproute2 procps jq python3 openssl util-linux
 openmpi-bin libopenmpi-dev wrk
 slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin
 clang-format"

@@ -28,7 +28,7 @@ url="http://$(cat "$data/ringd.addr")"
 echo "ringd is serving $url (log: $data/ringd.log)"
 
 spec=$(printf '{"name":"example","command":["%s","--epochs","10","--step-sleep-ms","1"],"workers":{"min":1,"max":4},"labels":{"from":"make-run"}}' "$train")
-job=$(curl -sf -d "$spec" "$url/v1/jobs" | jq -r .id)
+job=$(curl -sf -H 'Content-Type: application/json' -d "$spec" "$url/v1/jobs" | jq -r .id)
 echo "submitted the example trainer as job $job; following it:"
 shown=0
 while :; do
@@ -50,7 +50,8 @@ cat <<EOT
 ringd keeps serving until Ctrl-C. Try:
   curl -s $url/v1/jobs | jq .
   curl -s $url/v1/jobs/$job | jq '{state, attempts, progress}'
-  curl -s -d '{"name":"again","command":["$train","--epochs","3"],"workers":2}' $url/v1/jobs
+  curl -s -H 'Content-Type: application/json' \\
+       -d '{"name":"again","command":["$train","--epochs","3"],"workers":2}' $url/v1/jobs
   curl -s -X POST $url/v1/jobs/<id>/cancel
   curl -s $url/v1/openapi.json | jq '.paths | keys'
 EOT

@@ -137,7 +137,8 @@ static const char SQL_JOB_RENDER[] =
 static const char SQL_JOB_LIST[] =
     "SELECT " JOB_COLUMNS ", j.seq FROM jobs j"
     " WHERE j.seq > ?1 AND (?2 IS NULL OR j.owner = ?2) AND (?3 IS NULL OR j.state = ?3)"
-    " AND (?4 IS NULL OR json_extract(j.spec, '$.labels.' || json_quote(?4)) = ?5)"
+    " AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(j.spec, '$.labels')"
+    "  WHERE key = ?4 AND value = ?5))"
     " ORDER BY j.seq LIMIT ?6";
 static const char SQL_TOKEN_INSERT[] =
     "INSERT INTO tokens (id, name, hash, admin, created_at, unix_user)"

@@ -98,16 +98,32 @@ void committer_push(struct committer *c, struct commit_item *item)
     pthread_mutex_unlock(&c->mu);
 }
 
-void committer_stop(struct committer *c)
+void committer_close(struct committer *c)
 {
     if (c == NULL)
         return;
     pthread_mutex_lock(&c->mu);
+    if (c->stopping) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
     c->stopping = 1;
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL);
+}
+
+void committer_free(struct committer *c)
+{
+    if (c == NULL)
+        return;
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
+}
+
+void committer_stop(struct committer *c)
+{
+    committer_close(c);
+    committer_free(c);
 }

@@ -34,7 +34,16 @@ struct committer *committer_start(const char *db_path, void (*done)(void *arg), 
  * down") and done() is called from this thread before the call returns.
  */
 void committer_push(struct committer *c, struct commit_item *item);
-/* Commits what is queued, answers it, and joins the thread. Accepts NULL. */
+/*
+ * Stops taking submissions (from now on committer_push answers them at once, as above),
+ * commits what is queued, answers it, and joins the thread. The committer stays valid for
+ * pushes until committer_free: a server stops its HTTP threads between the two, because
+ * they may still be pushing. Accepts NULL.
+ */
+void committer_close(struct committer *c);
+/* Frees a closed committer. Accepts NULL. */
+void committer_free(struct committer *c);
+/* committer_close then committer_free, when nothing can push any more. Accepts NULL. */
 void committer_stop(struct committer *c);
 
 #endif /* RINGD_COMMIT_H */

@@ -12,12 +12,15 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <sodium.h>
 
 #include "auth.h"
 #include "commit.h"
+#include "edge.h"
 #include "http.h"
 #include "metrics.h"
 #include "sse.h"
+#include "utf8.h"
 
 /* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
  * argument lists and environments while bounding what one request can make us hold. */
@@ -25,6 +28,8 @@
 
 struct http {
     struct MHD_Daemon *d;
+    char *tls_cert, *tls_key; /* PEM text, kept while the daemon runs */
+    int key_made;             /* store_key exists */
     const struct config *cfg;
     const struct api_config *api;
     char db_path[4200];
@@ -33,7 +38,15 @@ struct http {
     struct committer *committer;
 };
 
+/*
+ * One request's state. libmicrohttpd creates it (on_uri) as soon as the request line is
+ * read, which is the only time the target is seen as sent, before %-decoding.
+ */
+#define RAW_URI_KEEP (EDGE_URI_MAX + 2) /* enough to tell that a target is too long */
+
 struct req {
+    char raw_uri[RAW_URI_KEEP];
+    int started; /* on_request has seen the headers */
     char *body;
     size_t len;
     int too_big;
@@ -127,43 +140,6 @@ static struct store *stream_store(void *arg)
     return thread_store(arg, &err);
 }
 
-/* The job id of "/v1/jobs/<id><suffix>", or 0 when url is something else. */
-static int job_path(const char *url, const char *suffix, char *id, size_t len)
-{
-    const char *rest;
-    size_t n;
-    if (strncmp(url, "/v1/jobs/", 9) != 0)
-        return 0;
-    rest = url + 9;
-    n = strcspn(rest, "/");
-    if (n == 0 || n >= len || strcmp(rest + n, suffix) != 0)
-        return 0;
-    memcpy(id, rest, n);
-    id[n] = '\0';
-    return 1;
-}
-
-/*
- * Before a stream: the job must be the caller's (else a 404 problem in resp and 0). The
- * stream reads later, each time afresh, so the request's read snapshot is closed here.
- */
-static int stream_allowed(const struct api_request *req, const char *id, const char *owner,
-                          int reading, const char *url, struct api_response *resp)
-{
-    json_t *job;
-    struct error err;
-    if (store_job_get(req->store, id, owner, &job, &err) < 0) {
-        api_problem(resp, 404, "job-not-found", "Not Found", url,
-                    "there is no job %s (or it is not yours)", id);
-        return 0;
-    }
-    json_decref(job);
-    if (reading)
-        store_read_end(req->store);
-    metrics_count_request(200);
-    return 1;
-}
-
 static const char *query(void *conn, const char *key)
 {
     return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
@@ -174,16 +150,23 @@ static const char *header(void *conn, const char *key)
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, key);
 }
 
-static void log_line(const char *method, const char *url, int status, const char *owner)
+/*
+ * The access log. Every field a client chose is escaped (log_escape): a CR or LF in a URL
+ * must not start a line of its own that looks like ringd's.
+ */
+static void log_line(const char *method, const char *target, int status, const char *owner)
 {
-    char now[40];
+    char now[40], m[40], t[600], o[200];
     store_now_iso(now, sizeof(now));
     /* One fprintf per line: stderr is unbuffered, so lines from threads do not mix. */
-    fprintf(stderr, "ts=%s level=info msg=request method=%s path=%s status=%d owner=%s\n", now,
-            method, url, status, owner ? owner : "-");
+    fprintf(stderr,
+            "ts=%s level=info msg=request method=\"%s\" path=\"%s\" status=%d owner=\"%s\"\n", now,
+            log_escape(method ? method : "", m, sizeof(m)),
+            log_escape(target ? target : "", t, sizeof(t)), status,
+            log_escape(owner ? owner : "-", o, sizeof(o)));
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, struct api_response *r)
+static enum MHD_Result send_json(struct MHD_Connection *c, struct api_response *r, int close)
 {
     if (r->text != NULL) { /* logs */
         struct MHD_Response *resp =
@@ -223,6 +206,8 @@ static enum MHD_Result send_json(struct MHD_Connection *c, struct api_response *
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
     if (r->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ringd\"");
+    if (close)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     ret = MHD_queue_response(c, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -250,6 +235,75 @@ static enum MHD_Result send_text(struct MHD_Connection *c, char *text)
     return ret;
 }
 
+/* MHD's URI log callback: the request's state, with its target as sent. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    struct req *rq = calloc(1, sizeof(*rq));
+    if (rq != NULL)
+        snprintf(rq->raw_uri, sizeof(rq->raw_uri), "%s", uri ? uri : "");
+    return rq;
+}
+
+/* Answers resp (and frees what it holds), counting and logging it. */
+static enum MHD_Result answer(struct MHD_Connection *c, struct req *rq, const char *method,
+                              const char *owner, struct api_response *resp, int close)
+{
+    enum MHD_Result ret;
+    metrics_count_request(resp->status);
+    log_line(method, rq->raw_uri, resp->status, owner);
+    ret = send_json(c, resp, close);
+    json_decref(resp->body);
+    free(resp->json_text);
+    free(resp->text);
+    return ret;
+}
+
+/* The first call, with the headers: checks at the edge, and the body's announced size. */
+static enum MHD_Result on_headers(struct http *h, struct MHD_Connection *c, struct req *rq,
+                                  const char *url, const char *method)
+{
+    struct edge_config ec = {.no_auth = h->cfg->no_auth, .tls = h->cfg->tls_cert[0] != '\0'};
+    struct api_response resp = {0};
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    int rc;
+
+    rq->started = 1;
+    rc = edge_check(&ec, c, rq->raw_uri, url, method, &resp);
+    if (rc < 0) {
+        /* Answered before the body was read: the connection cannot carry another request. */
+        return answer(c, rq, method, "-", &resp, 1);
+    }
+    if (cl != NULL && strtoull(cl, NULL, 10) > BODY_MAX)
+        rq->too_big = 1;
+    return MHD_YES;
+}
+
+/* GET /metrics, outside the API's routes: Prometheus text, for any caller. */
+static enum MHD_Result metrics(struct MHD_Connection *c, struct req *rq, struct store *st,
+                               int reading, const char *method)
+{
+    struct api_response resp = {0};
+    struct error err;
+    char *text;
+    if (strcmp(method, "GET") != 0) {
+        api_problem(&resp, 405, "method-not-allowed", "Method Not Allowed", "/metrics",
+                    "/metrics only answers GET");
+        snprintf(resp.allow, sizeof(resp.allow), "GET");
+    } else if ((text = metrics_render(st, &err)) != NULL) {
+        if (reading)
+            store_read_end(st);
+        metrics_count_request(200);
+        log_line(method, rq->raw_uri, 200, "-");
+        return send_text(c, text);
+    } else {
+        api_problem(&resp, 503, "busy", "Service Unavailable", "/metrics", "metrics: %s", err.text);
+    }
+    if (reading)
+        store_read_end(st);
+    return answer(c, rq, method, "-", &resp, 0);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -261,19 +315,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct error err;
     struct auth_identity who = {.owner = "local", .admin = 1};
     int reading = 0;
-    enum MHD_Result ret;
 
-    if (rq == NULL) { /* first call: headers only */
-        const char *cl =
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        rq = calloc(1, sizeof(*rq));
-        if (rq == NULL)
+    if (rq == NULL) { /* on_uri could not allocate */
+        if ((rq = on_uri(NULL, url, c)) == NULL)
             return MHD_NO;
-        if (cl != NULL && strtoull(cl, NULL, 10) > BODY_MAX)
-            rq->too_big = 1;
         *con_cls = rq;
-        return MHD_YES;
     }
+    if (!rq->started)
+        return on_headers(h, c, rq, url, method);
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         if (!rq->too_big && rq->len + n > BODY_MAX)
@@ -293,7 +342,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (rq->too_big) {
         api_problem(&resp, 413, "body-too-large", "Content Too Large", url,
                     "the request body is over %d bytes; send a smaller JobSpec", BODY_MAX);
-        goto send;
+        return answer(c, rq, method, "-", &resp, 0);
     }
     req.store = thread_store(h, &err);
     if (req.store != NULL && rq->queued) {
@@ -306,14 +355,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         req.query = query;
         req.header = header;
         api_submit_end(h->api, &req, &rq->submit, &resp);
-        goto send;
+        return answer(c, rq, method, who.owner, &resp, 0);
     }
     if (req.store == NULL) {
         api_problem(&resp, 503, "not-ready", "Service Unavailable", url,
                     "cannot open the job database: %s", err.text);
-        goto send;
+        return answer(c, rq, method, "-", &resp, 0);
     }
     reading = !strcmp(method, "GET") && store_read_begin(req.store, &err) == 0;
+    if (!strcmp(url, "/metrics"))
+        return metrics(c, rq, req.store, reading, method);
     if (!h->cfg->no_auth && !public_path(url)) {
         if (authorize(req.store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), &who, &err) < 0) {
             if (errno == EACCES || errno == ENOENT)
@@ -321,56 +372,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             else
                 api_problem(&resp, 503, "busy", "Service Unavailable", url, "%s", err.text);
             goto send;
-        }
-    }
-    if (!strcmp(url, "/metrics") && !strcmp(method, "GET")) {
-        char *text = metrics_render(req.store, &err);
-        if (text != NULL) {
-            if (reading)
-                store_read_end(req.store);
-            metrics_count_request(200);
-            return send_text(c, text);
-        }
-        api_problem(&resp, 503, "busy", "Service Unavailable", url, "metrics: %s", err.text);
-        goto send;
-    }
-    {
-        char id[64];
-        const char *accept = header(c, MHD_HTTP_HEADER_ACCEPT);
-        if (!strcmp(method, "GET") && accept != NULL && strstr(accept, "text/event-stream") &&
-            job_path(url, "/events", id, sizeof(id))) {
-            const char *last = header(c, "Last-Event-ID");
-            const char *after = query(c, "after");
-            if (!stream_allowed(&req, id, who.admin ? NULL : who.owner, reading, url, &resp))
-                goto send;
-            log_line(method, url, 200, who.owner);
-            return sse_respond(h->sse, c, id,
-                               atoll(last    ? last
-                                     : after ? after
-                                             : "0"),
-                               stream_store, h);
-        }
-    }
-    {
-        /* logs?follow=1: the rank's output as it is written, until the job ends. */
-        char id[64];
-        const char *follow = query(c, "follow"), *rank_s = query(c, "rank");
-        const char *stream = query(c, "stream"), *off_s = query(c, "offset");
-        if (!strcmp(method, "GET") && follow != NULL && !strcmp(follow, "1") &&
-            job_path(url, "/logs", id, sizeof(id))) {
-            long rank = rank_s ? strtol(rank_s, NULL, 10) : 0;
-            if (stream == NULL)
-                stream = "stdout";
-            if (rank < 0 || (strcmp(stream, "stdout") && strcmp(stream, "stderr"))) {
-                api_problem(&resp, 400, "bad-parameter", "Bad Request", url,
-                            "rank must be a non-negative integer and stream stdout or stderr");
-                goto send;
-            }
-            if (!stream_allowed(&req, id, who.admin ? NULL : who.owner, reading, url, &resp))
-                goto send;
-            log_line(method, url, 200, who.owner);
-            return sse_follow_log(h->sse, c, id, (int)rank, stream, off_s ? atoll(off_s) : 0,
-                                  stream_store, h);
         }
     }
     req.method = method;
@@ -395,16 +396,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         committer_push(h->committer, &rq->item);
         return MHD_YES;
     }
+    if (resp.stream != API_STREAM_NONE) {
+        /* The handler checked the request and the job; the stream reads afresh each time,
+         * so this request's read snapshot ends here. */
+        if (reading)
+            store_read_end(req.store);
+        metrics_count_request(200);
+        log_line(method, rq->raw_uri, 200, who.owner);
+        if (resp.stream == API_STREAM_EVENTS)
+            return sse_respond(h->sse, c, resp.stream_job, resp.stream_from, stream_store, h);
+        return sse_follow_log(h->sse, c, resp.stream_job, resp.stream_rank, resp.stream_which,
+                              resp.stream_from, stream_store, h);
+    }
 send:
     if (reading)
         store_read_end(req.store);
-    metrics_count_request(resp.status);
-    log_line(method, url, resp.status, who.owner);
-    ret = send_json(c, &resp);
-    json_decref(resp.body);
-    free(resp.json_text);
-    free(resp.text);
-    return ret;
+    return answer(c, rq, method, who.owner, &resp, 0);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -420,11 +427,49 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
+/* The whole of a PEM file (certificate or key), as text; NULL with err. */
+static char *read_pem(const char *path, struct error *err)
+{
+    FILE *f = fopen(path, "r");
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    if (f == NULL)
+        return errprintf(err, "cannot read %s: %s", path, strerror(errno)), NULL;
+    n = getdelim(&text, &cap, '\0', f); /* PEM has no NUL: the whole file */
+    fclose(f);
+    if (n <= 0) {
+        free(text);
+        return errprintf(err, "%s is empty", path), NULL;
+    }
+    return text;
+}
+
+/* Frees what http_start made before the daemon runs. Accepts NULL; keeps errno. */
+static void http_free(struct http *h)
+{
+    int saved = errno;
+    if (h == NULL)
+        return;
+    committer_stop(h->committer);
+    sse_stop(h->sse);
+    sse_free(h->sse);
+    if (h->key_made)
+        pthread_key_delete(h->store_key);
+    if (h->tls_key != NULL)
+        sodium_memzero(h->tls_key, strlen(h->tls_key));
+    free(h->tls_key);
+    free(h->tls_cert);
+    free(h);
+    errno = saved;
+}
+
 struct http *http_start(const struct config *cfg, const struct api_config *api, const char *db_path,
                         int *port, struct error *err)
 {
     struct http *h = calloc(1, sizeof(*h));
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
     char host[256], portstr[16];
     const char *colon = strrchr(cfg->listen, ':');
     const union MHD_DaemonInfo *info;
@@ -438,8 +483,9 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
     h->api = api;
     snprintf(h->db_path, sizeof(h->db_path), "%s", db_path);
     if (colon == NULL || (size_t)(colon - cfg->listen) >= sizeof(host)) {
-        free(h);
-        return errno = EINVAL, errprintf(err, "listen '%s' is not HOST:PORT", cfg->listen), NULL;
+        errno = EINVAL;
+        errprintf(err, "listen '%s' is not HOST:PORT", cfg->listen);
+        goto error;
     }
     snprintf(host, sizeof(host), "%.*s", (int)(colon - cfg->listen), cfg->listen);
     snprintf(portstr, sizeof(portstr), "%s", colon + 1);
@@ -448,53 +494,75 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
         host[strcspn(host, "]")] = '\0';
     }
     if ((rc = getaddrinfo(host, portstr, &hints, &ai)) != 0) {
-        free(h);
-        return errno = EINVAL,
-               errprintf(err, "cannot resolve listen address %s: %s", cfg->listen,
-                         gai_strerror(rc)),
-               NULL;
+        errno = EINVAL;
+        errprintf(err, "cannot resolve listen address %s: %s", cfg->listen, gai_strerror(rc));
+        goto error;
     }
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    pthread_key_create(&h->store_key, close_store);
-    if ((h->committer = committer_start(h->db_path, on_committed, err)) == NULL) {
-        pthread_key_delete(h->store_key);
-        freeaddrinfo(ai);
-        free(h);
-        return NULL;
+    if (pthread_key_create(&h->store_key, close_store) != 0) {
+        errno = EAGAIN;
+        errprintf(err, "cannot create a thread key");
+        goto error;
     }
+    h->key_made = 1;
+    if ((h->committer = committer_start(h->db_path, on_committed, err)) == NULL)
+        goto error;
     if ((h->sse = sse_start()) == NULL) {
-        committer_stop(h->committer);
-        pthread_key_delete(h->store_key);
-        freeaddrinfo(ai);
-        free(h);
-        return errno = ENOMEM, errprintf(err, "cannot start the event streams"), NULL;
+        errno = ENOMEM;
+        errprintf(err, "cannot start the event streams");
+        goto error;
     }
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->per_ip_limit,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
-    freeaddrinfo(ai);
+    if (cfg->tls_cert[0] != '\0') {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            errno = EINVAL;
+            errprintf(err, "this libmicrohttpd was built without TLS (GnuTLS)");
+            goto error;
+        }
+        if ((h->tls_cert = read_pem(cfg->tls_cert, err)) == NULL ||
+            (h->tls_key = read_pem(cfg->tls_key, err)) == NULL) {
+            errno = EINVAL;
+            goto error;
+        }
+        flags |= MHD_USE_TLS;
+        tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert};
+        tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key};
+        /* GnuTLS's defaults, without the protocol versions RFC 8996 retired. */
+        tls[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                         (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"};
+    }
+    h->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)cfg->per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)EDGE_MHD_MEMORY, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_END);
     if (h->d == NULL) {
-        int e = errno;
-        committer_stop(h->committer);
-        sse_stop(h->sse);
-        sse_free(h->sse);
-        pthread_key_delete(h->store_key);
-        free(h);
+        int e = errno ? errno : EIO;
         errno = e;
         if (e == EADDRINUSE)
             errprintf(err, "%s is in use (another ringd?); pick another with --listen",
                       cfg->listen);
+        else if (h->tls_cert != NULL)
+            errprintf(err,
+                      "cannot serve HTTPS on %s: check that %s and %s are a PEM certificate "
+                      "and its key",
+                      cfg->listen, cfg->tls_cert, cfg->tls_key);
         else
-            errprintf(err, "cannot listen on %s: %s", cfg->listen, strerror(e ? e : EIO));
-        return NULL;
+            errprintf(err, "cannot listen on %s: %s", cfg->listen, strerror(e));
+        goto error;
     }
+    freeaddrinfo(ai);
     info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? info->port : 0;
     return h;
+error:
+    if (ai != NULL)
+        freeaddrinfo(ai);
+    http_free(h);
+    return NULL;
 }
 
 void http_stop(struct http *h)
@@ -507,10 +575,15 @@ void http_stop(struct http *h)
         if (lfd != MHD_INVALID_SOCKET)
             close(lfd);
     }
-    committer_stop(h->committer); /* answers what is queued; later submissions get 503 */
+    /* Answer what is queued; HTTP threads may still push until the daemon stops, and get a
+     * 503 at once, so the committer is freed only after MHD_stop_daemon joined them. */
+    committer_close(h->committer);
     sse_stop(h->sse);
     MHD_stop_daemon(h->d);
+    h->d = NULL;
+    committer_free(h->committer);
+    h->committer = NULL;
     sse_free(h->sse);
-    pthread_key_delete(h->store_key);
-    free(h);
+    h->sse = NULL;
+    http_free(h);
 }

@@ -359,8 +359,11 @@ int main(int argc, char **argv)
             fprintf(f, "%s:%d\n", host, port);
             fclose(f);
         }
-        say("info", "listening on http://%s:%d (data %s, %d slots, %d GPUs, auth %s, ringrun %s)",
-            host, port, cfg.data_dir, cfg.slots, cfg.gpus, cfg.no_auth ? "off" : "on", cfg.ringrun);
+        say("info",
+            "listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, isolation %s, "
+            "ringrun %s)",
+            cfg.tls_cert[0] ? "https" : "http", host, port, cfg.data_dir, cfg.slots, cfg.gpus,
+            cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun);
     }
     while (sigwait(&set, &sig) != 0)
         ;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sse.c - Server-Sent Events for job events, on suspended connections. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +203,25 @@ static int fill_log(struct stream *st)
     return 0;
 }
 
+/*
+ * Whether the client has gone: its end of the connection is closed (or broken). An idle
+ * stream writes nothing for up to SSE_KEEPALIVE_MS, so without this check a client that
+ * went away would hold its descriptor and connection slot until the next keep-alive
+ * failed to send; with it, for at most one SSE_POLL_MS.
+ */
+static int peer_gone(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct pollfd p;
+    if (info == NULL)
+        return 0;
+    p.fd = info->connect_fd;
+    p.events = POLLRDHUP;
+    p.revents = 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct stream *st = cls;
@@ -212,6 +232,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
         if (st->finished || (st->log ? fill_log(st) : fill(st)) < 0)
             return MHD_CONTENT_READER_END_OF_STREAM;
     }
+    if (st->off == st->len && peer_gone(st->conn))
+        return MHD_CONTENT_READER_END_WITH_ERROR;
     if (st->off == st->len) {
         pthread_mutex_lock(&s->mu);
         if (s->stop) {

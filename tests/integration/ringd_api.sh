@@ -121,7 +121,7 @@ TOKEN=; call GET /v1/jobs; expect 401 unauthorized "Authorization"
 TOKEN=ringd_000000000000_0000000000000000000000000000000000000000000000000000000000000000
 call GET /v1/jobs; expect 401 unauthorized "unknown or revoked"
 TOKEN=$(cat "$DATA/admin.token")
-call POST /v1/tokens -d '{"name":"alice"}'; expect 201
+call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"alice"}'; expect 201
 ALICE=$(jq -r .token "$WORK/body")
 TOKEN=$ALICE
 call GET "/v1/jobs/$id"; expect 404 job-not-found
@@ -129,7 +129,7 @@ call GET /v1/jobs; expect 200
 [ "$(jq '.jobs | length' "$WORK/body")" = 0 ] || fail "alice sees other users' jobs"
 submit -d '{"name":"mine","command":["/bin/true"]}'; expect 201
 [ "$(jq -r .owner "$WORK/body")" = alice ] || fail "the job's owner is not alice"
-call POST /v1/tokens -d '{"name":"mallory","admin":true}'; expect 403 forbidden
+call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"mallory","admin":true}'; expect 403 forbidden
 TOKEN=$(cat "$DATA/admin.token")
 call GET /v1/jobs?page_size=1000; expect 200
 [ "$(jq '.jobs | length' "$WORK/body")" = 8 ] || fail "the admin does not see every job"

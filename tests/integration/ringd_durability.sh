@@ -22,7 +22,7 @@ start_ringd
 for _ in $(seq 200); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
 [ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd did not start"; }
 URL="http://127.0.0.1:$PORT"
-curl -sf -d '{"name":"holder","command":["/bin/sleep","600"]}' "$URL/v1/jobs" >/dev/null ||
+curl -sf -H 'Content-Type: application/json' -d '{"name":"holder","command":["/bin/sleep","600"]}' "$URL/v1/jobs" >/dev/null ||
     { cat "$WORK/ringd.log" >&2; fail "the first submission failed"; }
 
 client() { # client N: submits PER_CLIENT jobs, retrying each key until it gets a 201
@@ -30,7 +30,7 @@ client() { # client N: submits PER_CLIENT jobs, retrying each key until it gets 
     for i in $(seq "$PER_CLIENT"); do
         while :; do
             code=$(curl -s -o "$WORK/resp.$c" -w '%{http_code}' --max-time 5 \
-                -H "Idempotency-Key: c$c-$i" \
+                -H "Idempotency-Key: c$c-$i" -H 'Content-Type: application/json' \
                 -d "{\"name\":\"c$c-$i\",\"command\":[\"/bin/true\"],\"labels\":{\"key\":\"c$c-$i\"}}" \
                 "$URL/v1/jobs" 2>/dev/null) || code=000
             if [ "$code" = 201 ]; then

@@ -16,7 +16,7 @@ start_ringd() {
 }
 trap 'kill -9 $PID 2>/dev/null || true; pkill -9 -f "$WORK" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
-submit() { curl -s -d "$1" "http://$ADDR/v1/jobs" | jq -r .id; }
+submit() { curl -s -H 'Content-Type: application/json' -d "$1" "http://$ADDR/v1/jobs" | jq -r .id; }
 job() { curl -s "http://$ADDR/v1/jobs/$1"; }
 state() { job "$1" | jq -r .state; }
 wait_state() { # wait_state ID STATE SECONDS

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the JobSpec codec: defaults, every validation rule and its field path. */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "unit.h"
@@ -87,8 +88,61 @@ START_TEST(every_rule_names_its_field)
 }
 END_TEST
 
+/* A JSON string of n copies of "é" (2 bytes each in UTF-8). */
+static void long_utf8(char *out, int n)
+{
+    for (int i = 0; i < n; i++)
+        memcpy(out + 2 * i, "\xc3\xa9", 2);
+    out[2 * n] = '\0';
+}
+
+/*
+ * Long non-ASCII keys are cut to fit the messages: a cut inside a character once made the
+ * error unrecordable, and the spec passed (201). Every error must come back, as UTF-8.
+ */
+START_TEST(long_non_ascii_keys_are_still_errors)
+{
+    /* the JSON before and after the key */
+    static const char *const where[][2] = {
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"", "\":1}"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"env\":{\"", "\":\"1\"}}"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"labels\":{\"", "\":\"1\"}}"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":1,\"max\":1,\"", "\":1}}"},
+    };
+    char key[1024], text[1200];
+    for (int n = 55; n < 140; n += 1) { /* cuts at every parity */
+        long_utf8(key, n);
+        for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+            json_t *spec = NULL, *errors = NULL, *e;
+            int status;
+            const char *kind;
+            size_t k;
+            snprintf(text, sizeof(text), "%s%s%s", where[i][0], key, where[i][1]);
+            ck_assert_msg(jobspec_parse(text, strlen(text), 8, 4, &spec, &errors, &status, &kind) <
+                              0,
+                          "accepted a %d-character key in case %zu", n, i);
+            ck_assert_int_eq(status, 422);
+            ck_assert_int_gt(json_array_size(errors), 0);
+            json_array_foreach(errors, k, e)
+            {
+                ck_assert_ptr_nonnull(json_string_value(json_object_get(e, "detail")));
+                ck_assert_ptr_nonnull(json_string_value(json_object_get(e, "field")));
+            }
+            /* and the whole list encodes (a problem body must never be lost) */
+            {
+                char *dump = json_dumps(errors, 0);
+                ck_assert_ptr_nonnull(dump);
+                free(dump);
+            }
+            json_decref(errors);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *tests[] = {defaults_are_filled_in, every_rule_names_its_field, NULL};
+    const TTest *tests[] = {defaults_are_filled_in, every_rule_names_its_field,
+                            long_non_ascii_keys_are_still_errors, NULL};
     return unit_main("jobspec", tests, 30);
 }

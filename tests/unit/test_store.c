@@ -199,6 +199,22 @@ START_TEST(paging_and_filters)
     page = list(st, &nobody, 0, 100, &next);
     ck_assert_int_eq(json_array_size(page), 0);
     json_decref(page);
+    /* Label keys are any text: a quote or a dot in one must not break the lookup. */
+    {
+        static const char *const keys[] = {"a\"b", "x.y", "$", "\\"};
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+            struct store_filter f = {.label_key = keys[i], .label_value = "v"};
+            json_t *s = spec("q", "t");
+            json_object_set_new(json_object_get(s, "labels"), keys[i], json_string("v"));
+            ck_assert_int_eq(store_job_create(st, "u", s, NULL, "h", &job, &created, &err), 0);
+            json_decref(job);
+            json_decref(s);
+            page = list(st, &f, 0, 100, &next);
+            ck_assert_msg(json_array_size(page) == 1, "label key %s: %zu jobs", keys[i],
+                          json_array_size(page));
+            json_decref(page);
+        }
+    }
     store_close(st);
     unlink(path);
 }

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests of the REST routes through api_handle, on a real store: matching, 404 and 405
+ * with Allow, owner scoping, parameter checks shared by plain and streaming reads, the
+ * stream a handler asks the server to start, and token requests.
+ */
+#include <check.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <strings.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "unit.h"
+
+static char path[] = "/tmp/ring-routes-XXXXXX";
+
+/* A request's query and headers, as "key" "value" pairs. */
+struct fake {
+    const char *query[8][2];
+    const char *header[8][2];
+};
+
+static const char *lookup(const char *(*kv)[2], const char *key)
+{
+    for (int i = 0; i < 8 && kv[i][0] != NULL; i++)
+        if (strcasecmp(kv[i][0], key) == 0)
+            return kv[i][1];
+    return NULL;
+}
+
+static const char *fake_query(void *conn, const char *key)
+{
+    return lookup(((struct fake *)conn)->query, key);
+}
+
+static const char *fake_header(void *conn, const char *key)
+{
+    return lookup(((struct fake *)conn)->header, key);
+}
+
+static struct store *st;
+static struct api_config cfg = {
+    .data_dir = "/nonexistent/ringd",
+    .ckpt_prefix = "/nonexistent/ringd/checkpoints/",
+    .slots = 4,
+    .default_user = "", /* the test's own user runs the jobs (see submit) */
+};
+
+static void setup(void)
+{
+    struct error err;
+    struct passwd *pw = getpwuid(geteuid());
+    int fd = mkstemp(path);
+    static char me[64];
+    snprintf(me, sizeof(me), "%s", pw ? pw->pw_name : "root");
+    cfg.default_user = me;
+    close(fd);
+    unlink(path);
+    ck_assert_msg(store_open(path, &st, &err) == 0, "%s", err.text);
+}
+
+static void teardown(void)
+{
+    store_close(st);
+    unlink(path);
+}
+
+/* Handles one request as owner (admin when owner is NULL); the response is the caller's. */
+static void handle(const char *method, const char *url, const char *body, struct fake *f,
+                   const char *owner, struct api_response *resp)
+{
+    static struct fake none;
+    struct api_request req = {
+        .method = method,
+        .path = url,
+        .body = body,
+        .body_len = body ? strlen(body) : 0,
+        .query = fake_query,
+        .header = fake_header,
+        .conn = f ? f : &none,
+        .owner = owner ? owner : "admin",
+        .admin = owner == NULL,
+        .store = st,
+    };
+    memset(resp, 0, sizeof(*resp));
+    api_handle(&cfg, &req, resp);
+}
+
+static void release(struct api_response *r)
+{
+    json_decref(r->body);
+    free(r->json_text);
+    free(r->text);
+}
+
+static const char *problem_type(const struct api_response *r)
+{
+    return json_string_value(json_object_get(r->body, "type"));
+}
+
+/* Submits a job as owner; returns its id (static). */
+static const char *submit(const char *owner)
+{
+    static char id[64];
+    struct api_response r;
+    json_error_t jerr;
+    json_t *job;
+    handle("POST", "/v1/jobs", "{\"name\":\"a\",\"command\":[\"/bin/true\"]}", NULL, owner, &r);
+    ck_assert_msg(r.status == 201, "submit: %d", r.status);
+    job = json_loads(r.json_text, 0, &jerr);
+    ck_assert_ptr_nonnull(job);
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(job, "id")));
+    json_decref(job);
+    release(&r);
+    return id;
+}
+
+START_TEST(unknown_paths_are_404_and_wrong_methods_405_with_allow)
+{
+    struct api_response r;
+    handle("GET", "/v1/nothing", NULL, NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.problem, 1);
+    release(&r);
+    handle("GET", "/v1/jobs/a/b/c", NULL, NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 404);
+    release(&r);
+    handle("PATCH", "/v1/jobs", NULL, NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 405);
+    ck_assert_ptr_nonnull(strstr(r.allow, "GET"));
+    ck_assert_ptr_nonnull(strstr(r.allow, "POST"));
+    release(&r);
+    handle("PUT", "/v1/jobs/j-1", NULL, NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 405);
+    ck_assert_ptr_nonnull(strstr(r.allow, "DELETE"));
+    release(&r);
+}
+END_TEST
+
+START_TEST(another_owners_job_is_not_found)
+{
+    struct api_response r;
+    char url[128];
+    const char *id = submit("alice");
+    snprintf(url, sizeof(url), "/v1/jobs/%s", id);
+    handle("GET", url, NULL, NULL, "bob", &r);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_str_eq(problem_type(&r), "urn:ringmaster:problem:job-not-found");
+    release(&r);
+    handle("GET", url, NULL, NULL, "alice", &r);
+    ck_assert_int_eq(r.status, 200);
+    release(&r);
+    handle("GET", url, NULL, NULL, NULL, &r); /* admin */
+    ck_assert_int_eq(r.status, 200);
+    release(&r);
+}
+END_TEST
+
+/* The same checks whether the client streams or not: once, in the route. */
+START_TEST(stream_parameters_are_checked_like_plain_ones)
+{
+    static const char *const bad_logs[] = {"abc", "1.5", "-1", "99999999999999999999", "", "1e3"};
+    struct api_response r;
+    char url[128], events[128];
+    const char *id = submit("alice");
+    snprintf(url, sizeof(url), "/v1/jobs/%s/logs", id);
+    snprintf(events, sizeof(events), "/v1/jobs/%s/events", id);
+    for (size_t i = 0; i < sizeof(bad_logs) / sizeof(bad_logs[0]); i++) {
+        struct fake follow = {.query = {{"follow", "1"}, {"rank", bad_logs[i]}}};
+        struct fake plain = {.query = {{"rank", bad_logs[i]}}};
+        struct fake off = {.query = {{"follow", "1"}, {"offset", bad_logs[i]}}};
+        handle("GET", url, NULL, &follow, NULL, &r);
+        ck_assert_msg(r.status == 400, "follow rank=%s: %d", bad_logs[i], r.status);
+        ck_assert_int_eq(r.stream, API_STREAM_NONE);
+        release(&r);
+        handle("GET", url, NULL, &plain, NULL, &r);
+        ck_assert_msg(r.status == 400, "rank=%s: %d", bad_logs[i], r.status);
+        release(&r);
+        if (strcmp(bad_logs[i], "1e3") && strcmp(bad_logs[i], "abc") &&
+            strcmp(bad_logs[i], "1.5") && strcmp(bad_logs[i], "-1") && bad_logs[i][0])
+            continue; /* a huge offset is a valid offset */
+        handle("GET", url, NULL, &off, NULL, &r);
+        ck_assert_msg(r.status == 400, "offset=%s: %d", bad_logs[i], r.status);
+        release(&r);
+    }
+    {
+        struct fake sse = {.query = {{"after", "abc"}},
+                           .header = {{"Accept", "text/event-stream"}}};
+        struct fake last = {.header = {{"Accept", "text/event-stream"}, {"Last-Event-ID", "7x"}}};
+        handle("GET", events, NULL, &sse, NULL, &r);
+        ck_assert_int_eq(r.status, 400);
+        ck_assert_int_eq(r.stream, API_STREAM_NONE);
+        release(&r);
+        handle("GET", events, NULL, &last, NULL, &r);
+        ck_assert_int_eq(r.status, 400);
+        release(&r);
+    }
+}
+END_TEST
+
+START_TEST(a_valid_stream_request_describes_the_stream)
+{
+    struct api_response r;
+    char url[128];
+    const char *id = submit("alice");
+    struct fake sse = {.header = {{"Accept", "text/event-stream"}, {"Last-Event-ID", "3"}}};
+    struct fake logs = {
+        .query = {{"follow", "1"}, {"rank", "2"}, {"stream", "stderr"}, {"offset", "10"}}};
+    snprintf(url, sizeof(url), "/v1/jobs/%s/events", id);
+    handle("GET", url, NULL, &sse, "alice", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.stream, API_STREAM_EVENTS);
+    ck_assert_str_eq(r.stream_job, id);
+    ck_assert_int_eq(r.stream_from, 3);
+    release(&r);
+    handle("GET", url, NULL, &sse, "bob", &r); /* not bob's: no stream */
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.stream, API_STREAM_NONE);
+    release(&r);
+    snprintf(url, sizeof(url), "/v1/jobs/%s/logs", id);
+    handle("GET", url, NULL, &logs, "alice", &r);
+    ck_assert_int_eq(r.stream, API_STREAM_LOGS);
+    ck_assert_int_eq(r.stream_rank, 2);
+    ck_assert_str_eq(r.stream_which, "stderr");
+    ck_assert_int_eq(r.stream_from, 10);
+    release(&r);
+}
+END_TEST
+
+START_TEST(token_requests_are_checked)
+{
+    static const char *const bad[] = {
+        "{\"name\":\"\"}",
+        "{\"name\":\"a b\"}",
+        "{\"name\":\"a\",\"admin\":\"yes\"}",
+        "{\"name\":\"a\",\"sudo\":true}",
+        "{\"name\":\"a\",\"user\":\"no-such-user-here\"}",
+        "{\"name\":\"a\",\"user\":\"../etc\"}",
+    };
+    struct api_response r;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        handle("POST", "/v1/tokens", bad[i], NULL, NULL, &r);
+        ck_assert_msg(r.status == 422, "%s: %d", bad[i], r.status);
+        release(&r);
+    }
+    handle("POST", "/v1/tokens", "{\"name\":\"a\"}", NULL, "alice", &r);
+    ck_assert_int_eq(r.status, 403);
+    release(&r);
+    handle("POST", "/v1/tokens", "[", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 400);
+    release(&r);
+}
+END_TEST
+
+/* Every problem has a body, even when what it quotes is not UTF-8. */
+START_TEST(problems_always_have_a_body)
+{
+    struct api_response r = {0};
+    api_problem(&r, 400, "bad-parameter", "Bad Request", "/v1/x\xff",
+                "after must be an event id, not '%.5s'", "ab\xc3\xa9\xc3\xa9");
+    ck_assert_ptr_nonnull(r.body);
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(r.body, "detail")));
+    ck_assert_ptr_nonnull(
+        strstr(json_string_value(json_object_get(r.body, "detail")), "ab\xc3\xa9"));
+    release(&r);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {unknown_paths_are_404_and_wrong_methods_405_with_allow,
+                            another_owners_job_is_not_found,
+                            stream_parameters_are_checked_like_plain_ones,
+                            a_valid_stream_request_describes_the_stream,
+                            token_requests_are_checked,
+                            problems_always_have_a_body,
+                            NULL};
+    Suite *s = suite_create("routes");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    for (const TTest *const *t = tests; *t != NULL; t++)
+        tcase_add_test(tc, *t);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
