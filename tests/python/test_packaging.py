@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Installing the package: `pip install ./worker/python` offline into a venv that sees
+Debian's packages, and `cmake --install` into a prefix. Each install is then imported from
+outside the checkout, with no RING_LIBRARY, and runs a collective."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "worker", "python")
+PROBE = ("import numpy, ringmaster as rm; rm.init(); "
+         "print(rm.library_path); print(rm.allreduce(numpy.ones(2), op=rm.Sum).tolist())")
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("RING_LIBRARY", "PYTHONPATH") and not k.startswith("RING_")}
+    env.update(extra)
+    return env
+
+
+def test_pip_install_offline(tmp_path):
+    venv = tmp_path / "venv"
+    r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip("python3 -m venv does not work here (python3-venv): " + r.stderr[-200:])
+    # A copy, so that pip's in-place build leaves the checkout clean.
+    shutil.copytree(SRC, tmp_path / "src", ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    r = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-index", str(tmp_path / "src")],
+                       env=dict(clean_env(), RING_LIBRARY=os.environ["RING_LIBRARY"]), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", PROBE], env=clean_env(), cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lib, result = r.stdout.split("\n")[:2]
+    assert lib.startswith(str(venv)) and lib.endswith("ringmaster/libring.so.0"), lib
+    assert result == "[1.0, 1.0]"
+
+
+def test_cmake_install(tmp_path):
+    build = os.environ.get("RING_BUILD_DIR")
+    if not build or not shutil.which("cmake"):
+        pytest.skip("needs RING_BUILD_DIR (ctest sets it) and cmake")
+    r = subprocess.run(["cmake", "--install", build, "--prefix", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    site = [d for d in (tmp_path / "lib").iterdir() if d.name.startswith("python3")]
+    assert len(site) == 1, list((tmp_path / "lib").iterdir())
+    pkg = site[0] / "dist-packages"
+    r = subprocess.run([sys.executable, "-c", PROBE], env=clean_env(PYTHONPATH=str(pkg)), cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == [str(tmp_path / "lib" / "libring.so.0"), "[1.0, 1.0]"]
+    assert os.access(tmp_path / "bin" / "ringrun", os.X_OK) and (tmp_path / "include" / "ring.h").exists()

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What ringmaster's collectives need to know about torch tensors. CPU tensors go to
+libring as they are: its pointer is the tensor's own memory (data_ptr()), no copy."""
+import torch
+
+from .._collectives import Collectives
+
+CODES = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int32: 2,
+    torch.int64: 3,
+    torch.float16: 4,
+    torch.bfloat16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+}
+
+
+def _refuse(x):
+    if not isinstance(x, torch.Tensor):
+        raise TypeError("ringmaster.torch: expected a torch.Tensor, not %s" % type(x).__name__)
+    if not x.is_cpu:
+        if x.is_cuda:
+            raise RuntimeError(
+                "ringmaster.torch: the tensor is on %s, but this libring has no GPU path yet (NCCL is "
+                "coming); move it to the CPU with .cpu() or train on the CPU" % x.device
+            )
+        raise RuntimeError("ringmaster.torch: tensors on %s are not supported; use CPU tensors" % x.device)
+    if x.is_sparse:
+        raise RuntimeError("ringmaster.torch: sparse tensors are not supported; use .to_dense()")
+    raise TypeError(
+        "ringmaster.torch: dtype %s is not supported; use uint8, int8, int32, int64, float16, "
+        "bfloat16, float32 or float64" % x.dtype
+    )
+
+
+class TorchAdapter:
+    name = "torch"
+
+    @staticmethod
+    def code(x, dtype=None):
+        c = CODES.get(getattr(x, "dtype", None))
+        if c is None or not x.is_cpu or x.is_sparse:
+            _refuse(x)
+        return c
+
+    @staticmethod
+    def is_float(x, dtype=None):
+        return x.is_floating_point()
+
+    @staticmethod
+    def ptr(x):
+        return x.data_ptr()
+
+    @staticmethod
+    def numel(x):
+        return x.numel()
+
+    @staticmethod
+    def shape(x):
+        return x.shape
+
+    @staticmethod
+    def is_contiguous(x):
+        return x.is_contiguous()
+
+    @staticmethod
+    def contiguous(x):
+        return x.detach().contiguous()
+
+    @staticmethod
+    def check_writable(x, what):
+        pass
+
+    @staticmethod
+    def empty_like(x):
+        return torch.empty(x.shape, dtype=x.dtype)
+
+    @staticmethod
+    def empty_of(shape, like):
+        return torch.empty(shape, dtype=like.dtype)
+
+    @staticmethod
+    def zeros_of(shape, like):
+        return torch.zeros(shape, dtype=like.dtype)
+
+    @staticmethod
+    def clone(x):
+        return x.detach().clone(memory_format=torch.contiguous_format)
+
+    @staticmethod
+    def copy_(dst, src):
+        with torch.no_grad():
+            dst.copy_(src)
+        return dst
+
+    @staticmethod
+    def rows(x, n):
+        return x[:n]
+
+    @staticmethod
+    def copy_rows(dst, at, src, frm, n):
+        with torch.no_grad():
+            dst[at : at + n].copy_(src[frm : frm + n])
+
+    @staticmethod
+    def scale_(x, f):
+        with torch.no_grad():
+            x.mul_(f)
+        return x
+
+    @staticmethod
+    def scaled(x, f):
+        with torch.no_grad():
+            return x * f
+
+    @staticmethod
+    def int64(values, like):
+        return torch.tensor(values, dtype=torch.int64)
+
+    @staticmethod
+    def tolist(v):
+        if isinstance(v, torch.Tensor):
+            return v.reshape(-1).tolist()
+        return list(v)
+
+
+C = Collectives(TorchAdapter)

@@ -1,0 +1,319 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The collectives on torch tensors, with horovod.torch's names and arguments.
+
+The out-of-place blocking ones are differentiable (as in Horovod): the gradient of an
+allreduce is the same allreduce of the gradient, of an allgather this rank's rows of the
+averaged gradient, of a broadcast the averaged gradient on the root (zero elsewhere), of
+an alltoall the reverse alltoall, of a reducescatter the allgather of the gradient.
+"""
+import torch
+
+from .. import basics
+from .._collectives import barrier as _barrier
+from .._collectives import join as _join
+from .._handles import poll, synchronize
+from ._adapter import C
+from .compression import Compression
+
+__all__ = [
+    "allreduce",
+    "allreduce_",
+    "allreduce_async",
+    "allreduce_async_",
+    "grouped_allreduce",
+    "grouped_allreduce_",
+    "grouped_allreduce_async",
+    "grouped_allreduce_async_",
+    "allgather",
+    "allgather_async",
+    "broadcast",
+    "broadcast_",
+    "broadcast_async",
+    "broadcast_async_",
+    "alltoall",
+    "alltoall_async",
+    "reducescatter",
+    "reducescatter_async",
+    "poll",
+    "synchronize",
+    "join",
+    "barrier",
+]
+
+_G = basics.global_process_set
+
+
+def _op(average, op):
+    """Horovod's deprecated average= and op= (default Average)."""
+    if average is not None:
+        if op is not None:
+            raise ValueError("ringmaster.torch: pass op= or the deprecated average=, not both")
+        return basics.Average if average else basics.Sum
+    return basics.Average if op is None else op
+
+
+def _grad_name(name):
+    return None if name is None else "%s.grad" % name
+
+
+def _needs_grad(t):
+    return getattr(t, "requires_grad", False) and torch.is_grad_enabled()
+
+
+# ---- allreduce ---------------------------------------------------------------------------
+
+
+class _Allreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, pre, post, ps):
+        ctx.args = (name, op, pre, post, ps)
+        return C.allreduce(tensor, False, True, op, name, pre, post, ps)
+
+    @staticmethod
+    def backward(ctx, grad):
+        name, op, pre, post, ps = ctx.args
+        if op not in (basics.Sum, basics.Average):
+            raise RuntimeError("ringmaster.torch: allreduce with op %s has no gradient" % basics.OPS[op])
+        return C.allreduce(grad.contiguous(), False, True, op, _grad_name(name), pre, post, ps), None, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=_G):
+    """Returns a new tensor: op (Average by default) over every rank's tensor."""
+    op = basics.op_code(_op(average, op))
+    t, cctx = compression.compress(tensor)
+    if _needs_grad(t):
+        out = _Allreduce.apply(t, name, op, prescale_factor, postscale_factor, process_set)
+    else:
+        out = C.allreduce(t, False, True, op, name, prescale_factor, postscale_factor, process_set)
+    return compression.decompress(out, cctx)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=_G):
+    """allreduce into tensor itself; returns it."""
+    return C.allreduce(tensor, True, True, _op(average, op), name, prescale_factor, postscale_factor, process_set)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=_G):
+    """Starts an allreduce; synchronize(handle) returns the new tensor."""
+    return C.allreduce(tensor, False, False, _op(average, op), name, prescale_factor, postscale_factor, process_set)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=_G):
+    """Starts an allreduce into tensor itself; leave it alone until synchronize(handle)."""
+    return C.allreduce(tensor, True, False, _op(average, op), name, prescale_factor, postscale_factor, process_set)
+
+
+class _GroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, pre, post, ps, *tensors):
+        ctx.args = (name, op, pre, post, ps)
+        return tuple(C.grouped_allreduce(tensors, False, True, op, name, pre, post, ps))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        name, op, pre, post, ps = ctx.args
+        grads = [g.contiguous() for g in grads]
+        out = C.grouped_allreduce(grads, False, True, op, _grad_name(name), pre, post, ps)
+        return (None, None, None, None, None) + tuple(out)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=_G):
+    """allreduce of a list of tensors of one dtype, negotiated and run as one unit."""
+    op = basics.op_code(_op(average, op))
+    pairs = [compression.compress(t) for t in tensors]
+    ts = [p[0] for p in pairs]
+    if any(_needs_grad(t) for t in ts):
+        outs = _GroupedAllreduce.apply(name, op, prescale_factor, postscale_factor, process_set, *ts)
+    else:
+        outs = C.grouped_allreduce(ts, False, True, op, name, prescale_factor, postscale_factor, process_set)
+    return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=_G):
+    return C.grouped_allreduce(tensors, True, True, _op(average, op), name, prescale_factor, postscale_factor,
+                               process_set)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=_G):
+    return C.grouped_allreduce(tensors, False, False, _op(average, op), name, prescale_factor, postscale_factor,
+                               process_set)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=_G):
+    return C.grouped_allreduce(tensors, True, False, _op(average, op), name, prescale_factor, postscale_factor,
+                               process_set)
+
+
+# ---- allgather ---------------------------------------------------------------------------
+
+
+def _set_rank_size(ps):
+    if ps is None or ps is _G:
+        return basics.rank(), basics.size()
+    return ps.rank(), ps.size()
+
+
+class _Allgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, ps):
+        ctx.args = (name, ps)
+        ctx.rows = tensor.shape[0] if tensor.dim() > 0 else 1
+        ctx.shape = tensor.shape
+        return C.allgather(tensor, True, name, ps)
+
+    @staticmethod
+    def backward(ctx, grad):
+        name, ps = ctx.args
+        summed = C.allreduce(grad.contiguous(), False, True, basics.Average, _grad_name(name), 1.0, 1.0, ps)
+        rows = C.allgather(torch.tensor([ctx.rows], dtype=torch.int64), True,
+                           None if name is None else "%s.grad.rows" % name, ps)
+        me, _ = _set_rank_size(ps)
+        off = int(rows[:me].sum())
+        return summed[off : off + ctx.rows].reshape(ctx.shape), None, None
+
+
+def allgather(tensor, name=None, process_set=_G):
+    """Every rank's tensor concatenated along the first dimension (which may differ between
+    ranks), in rank order."""
+    if _needs_grad(tensor):
+        return _Allgather.apply(tensor, name, process_set)
+    return C.allgather(tensor, True, name, process_set)
+
+
+def allgather_async(tensor, name=None, process_set=_G):
+    return C.allgather(tensor, False, name, process_set)
+
+
+# ---- broadcast ---------------------------------------------------------------------------
+
+
+class _Broadcast(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, ps):
+        ctx.args = (root_rank, name, ps)
+        return C.broadcast(tensor, root_rank, False, True, name, ps)
+
+    @staticmethod
+    def backward(ctx, grad):
+        root_rank, name, ps = ctx.args
+        g = C.allreduce(grad.contiguous(), False, True, basics.Average, _grad_name(name), 1.0, 1.0, ps)
+        if _set_rank_size(ps)[0] != root_rank:
+            g.zero_()
+        return g, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=_G):
+    """Returns a copy of root_rank's tensor."""
+    if _needs_grad(tensor):
+        return _Broadcast.apply(tensor, root_rank, name, process_set)
+    return C.broadcast(tensor, root_rank, False, True, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=_G):
+    """Overwrites tensor with root_rank's; returns it."""
+    return C.broadcast(tensor, root_rank, True, True, name, process_set)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=_G):
+    return C.broadcast(tensor, root_rank, False, False, name, process_set)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=_G):
+    return C.broadcast(tensor, root_rank, True, False, name, process_set)
+
+
+# ---- alltoall ----------------------------------------------------------------------------
+
+
+class _Alltoall(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits, name, ps):
+        ctx.args = (name, ps)
+        if splits is None:
+            ctx.recv = None
+            return C.alltoall(tensor, None, True, name, ps)
+        out, recv = C.alltoall(tensor, splits, True, name, ps)
+        ctx.recv = recv
+        ctx.mark_non_differentiable(recv)
+        return out, recv
+
+    @staticmethod
+    def backward(ctx, grad, *unused):
+        name, ps = ctx.args
+        if ctx.recv is None:
+            g = C.alltoall(grad.contiguous(), None, True, _grad_name(name), ps)
+        else:
+            g, _ = C.alltoall(grad.contiguous(), ctx.recv, True, _grad_name(name), ps)
+        return g, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=_G):
+    """Sends splits[j] rows (first dimension) of tensor to rank j, evenly split without
+    splits. Returns the rows received in rank order, and with splits also a tensor of the
+    rows received from each rank."""
+    if _needs_grad(tensor):
+        return _Alltoall.apply(tensor, splits, name, process_set)
+    return C.alltoall(tensor, splits, True, name, process_set)
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=_G):
+    return C.alltoall(tensor, splits, False, name, process_set)
+
+
+# ---- reducescatter -----------------------------------------------------------------------
+
+
+class _Reducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, pre, post, ps):
+        ctx.args = (name, op, pre, post, ps)
+        return C.reducescatter(tensor, True, op, name, pre, post, ps)
+
+    @staticmethod
+    def backward(ctx, grad):
+        name, op, pre, post, ps = ctx.args
+        if op not in (basics.Sum, basics.Average):
+            raise RuntimeError("ringmaster.torch: reducescatter with op %s has no gradient" % basics.OPS[op])
+        g = C.allgather(grad.contiguous(), True, _grad_name(name), ps)
+        scale = pre * post / (_set_rank_size(ps)[1] if op == basics.Average else 1)
+        return (g * scale if scale != 1.0 else g), None, None, None, None, None
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=basics.Average, process_set=_G,
+                  prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces tensor over the ranks and returns this rank's share of the rows (the first
+    rows % size ranks get one more)."""
+    op = basics.op_code(op)
+    t, cctx = compression.compress(tensor)
+    if _needs_grad(t):
+        out = _Reducescatter.apply(t, name, op, prescale_factor, postscale_factor, process_set)
+    else:
+        out = C.reducescatter(t, True, op, name, prescale_factor, postscale_factor, process_set)
+    return compression.decompress(out, cctx)
+
+
+def reducescatter_async(tensor, name=None, op=basics.Average, process_set=_G, prescale_factor=1.0,
+                        postscale_factor=1.0):
+    return C.reducescatter(tensor, False, op, name, prescale_factor, postscale_factor, process_set)
+
+
+# ---- join and barrier --------------------------------------------------------------------
+
+
+def join(device=-1):
+    """This rank has run out of data: it takes part in the other ranks' allreduces with
+    neutral values until every rank has joined. Returns the rank that joined last."""
+    return _join()
+
+
+def barrier(process_set=_G):
+    """Returns once every rank of the set has entered the barrier."""
+    _barrier(process_set)
