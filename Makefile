@@ -33,6 +33,7 @@ test: build
 bench: build
 	@bench/allreduce/run.sh --build $(BUILD)
 	@bench/engine/run.sh --build $(BUILD)
+	@bench/torch/run.sh --build $(BUILD)
 	@bench/rest/run.sh --build $(BUILD)
 
 format:

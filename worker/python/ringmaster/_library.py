@@ -182,6 +182,9 @@ def error(code, what=None):
         detail = "ringmaster is not initialized; call init() first"
     else:
         detail = lib.ring_last_error().decode(errors="replace")
+    name = lib.ring_err_name(code).decode() + ": "
+    if detail.startswith(name):  # the engine's messages may carry the name already
+        detail = detail[len(name) :]
     if not detail:
         detail = lib.ring_strerror(code).decode()
     if what and not detail.startswith(what):
