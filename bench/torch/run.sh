@@ -49,8 +49,10 @@ for r in $(seq "$rounds"); do
             --port "$(port)" >>"$rows"
         "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl ringmaster --model "$model" --steps "$steps" >>"$rows"
     done
-    "$ringrun" -np "$np" "$call" --iters 2000 --warmup 200 >>"$rows"
-    "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl call --steps 2000 --warmup 200 >>"$rows"
+    # The same call: the same tuning on both sides (libring's default for a host with a
+    # core per rank; ringmaster.torch.init would otherwise turn spinning off here).
+    RING_SPIN_US=50 "$ringrun" -np "$np" "$call" --iters 2000 --warmup 200 >>"$rows"
+    RING_SPIN_US=50 "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl call --steps 2000 --warmup 200 >>"$rows"
 done
 sed -i 's/^\[0\]<stdout>://' "$rows"
 
