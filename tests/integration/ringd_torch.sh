@@ -35,7 +35,7 @@ for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
 [ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
 ADDR=$(cat "$DATA/ringd.addr")
 
-submit() { curl -s -d "$1" "http://$ADDR/v1/jobs" | jq -r .id; }
+submit() { curl -s -H 'Content-Type: application/json' -d "$1" "http://$ADDR/v1/jobs" | jq -r .id; }
 job() { curl -s "http://$ADDR/v1/jobs/$1"; }
 state() { job "$1" | jq -r .state; }
 wait_state() { # wait_state ID STATE SECONDS
