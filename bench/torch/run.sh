@@ -92,9 +92,12 @@ for m in ("resnet18", "mlp"):
           d["steps_per_s"], g["steps_per_s"], g["steps_per_s"] / d["steps_per_s"], g["steps_per_s"] / s["steps_per_s"]))
 c = {r["impl"]: r for r in rows if r["bench"] == "torch-call"}
 if "c" in c and "ringmaster.torch" in c:
-    print("4 KiB float32 sum allreduce_, np %d: C %.1f us, ringmaster.torch %.1f us, ratio %.2f" % (
-          c["c"]["np"], c["c"]["median_us"], c["ringmaster.torch"]["median_us"],
-          c["ringmaster.torch"]["median_us"] / c["c"]["median_us"]))
+    base = c["c"]["median_us"]
+    print("4 KiB float32 sum allreduce, np %d: C ring_allreduce in place %.1f us; ringmaster.torch "
+          "allreduce_ %.1f us (x%.2f)" % (c["c"]["np"], base, c["ringmaster.torch"]["median_us"],
+                                         c["ringmaster.torch"]["median_us"] / base), end="")
+    o = c.get("ringmaster.torch-out-of-place")
+    print(", allreduce (new output) %.1f us (x%.2f)" % (o["median_us"], o["median_us"] / base) if o else "")
 print("steps/s from the median step time of each run, median over %d rounds; one torch thread per rank;" % rows[0]["rounds"])
 print("single = one process at the same per-rank batch (the bound of data-parallel steps/s).")
 '

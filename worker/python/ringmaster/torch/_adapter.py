@@ -75,7 +75,7 @@ class TorchAdapter:
 
     @staticmethod
     def empty_like(x):
-        return torch.empty(x.shape, dtype=x.dtype)
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
 
     @staticmethod
     def empty_of(shape, like):
