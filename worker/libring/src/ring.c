@@ -9,7 +9,9 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "bootstrap.h"
 #include "engine.h"
+#include "transport.h"
 
 static struct ring__ctx ctx;
 static int initialized;
@@ -20,13 +22,12 @@ static atomic_int stop_flag;
  * Defaults. The 30 s timeouts match Horovod's start timeout: long enough for a slow
  * launch on a loaded node, short enough that a dead job is noticed within a minute.
  * 64 KiB is where the ring's 2(n-1) latency terms stop dominating on TCP (bench/allreduce).
- * 256 KiB segments fit many times into the 4 MiB socket buffers, so the kernel keeps
- * receiving while a segment is reduced.
+ * 256 KiB segments fit many times into the 4 MiB socket buffers (transport_tcp.c), so the
+ * kernel keeps receiving while a segment is reduced.
  */
 #define DEFAULT_TIMEOUT_S     30
 #define DEFAULT_SMALL_BYTES   65536
 #define DEFAULT_SEGMENT_BYTES (256 * 1024)
-#define DEFAULT_SOCKBUF       (4 * 1024 * 1024)
 
 const char *ring_version(void)
 {
@@ -124,30 +125,6 @@ static void uninstall_sigterm(void)
         sched_yield();
 }
 
-/* Reads RING_RANK and friends; all absent means a world of one. */
-static int read_contract(struct ring__ctx *c)
-{
-    long v[6]; /* rank, size, local rank, local size, cross rank, cross size */
-    int rc;
-
-    if ((rc = ring__env_int("RING_SIZE", 1, 1, 1 << 20, &v[1])) < 0)
-        return rc;
-    if ((rc = ring__env_int("RING_RANK", 0, 0, v[1] - 1, &v[0])) < 0)
-        return rc;
-    if ((rc = ring__env_int("RING_LOCAL_SIZE", v[1], 1, v[1], &v[3])) < 0 ||
-        (rc = ring__env_int("RING_LOCAL_RANK", v[0] % v[3], 0, v[3] - 1, &v[2])) < 0 ||
-        (rc = ring__env_int("RING_CROSS_SIZE", 1, 1, v[1], &v[5])) < 0 ||
-        (rc = ring__env_int("RING_CROSS_RANK", 0, 0, v[5] - 1, &v[4])) < 0)
-        return rc;
-    c->rank = (int)v[0];
-    c->size = (int)v[1];
-    c->local_rank = (int)v[2];
-    c->local_size = (int)v[3];
-    c->cross_rank = (int)v[4];
-    c->cross_size = (int)v[5];
-    return 0;
-}
-
 static int read_tuning(struct ring__ctx *c)
 {
     const char *algo = getenv("RING_ALLREDUCE_ALGO");
@@ -176,7 +153,8 @@ static int read_tuning(struct ring__ctx *c)
 
 /*
  * RING_SPIN_US, or by default 50 us when every rank on this host has a core of its own and
- * 0 when the host is oversubscribed (see wait_ready() in transport_tcp.c).
+ * 0 when the host is oversubscribed (see mesh.c: the spinning would steal the CPU the peer
+ * needs to answer).
  */
 static int spin_us(const struct ring__ctx *c)
 {
@@ -186,49 +164,64 @@ static int spin_us(const struct ring__ctx *c)
     return (int)v;
 }
 
+/* Meets the other ranks (bootstrap) and connects to them (mesh). */
+static int connect_world(struct ring__ctx *c, int setup_ms, int op_ms)
+{
+    struct ring__mesh_cfg cfg;
+    int rc;
+
+    if ((rc = ring__bootstrap_open(setup_ms, &c->boot)) < 0)
+        return rc;
+    c->rank = c->boot->rank;
+    c->size = c->boot->size;
+    c->local_rank = c->boot->local_rank;
+    c->local_size = c->boot->local_size;
+    c->cross_rank = c->boot->cross_rank;
+    c->cross_size = c->boot->cross_size;
+    ring__log_init(c->rank);
+    {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        c->oversubscribed = cpus > 0 && c->local_size > cpus;
+    }
+    if (c->size == 1)
+        return 0;
+    cfg = (struct ring__mesh_cfg){
+        .rank = c->rank,
+        .size = c->size,
+        .setup_timeout_ms = setup_ms,
+        .op_timeout_ms = op_ms,
+        .oversubscribed = c->oversubscribed,
+        .host_addr = c->boot->host_addr,
+    };
+    return ring__mesh_create(c->boot, &cfg, spin_us(c), &c->mesh);
+}
+
 int ring_init(void)
 {
     struct ring__ctx c = {0};
-    long setup_s, op_s, sockbuf;
-    const char *rdv = getenv("RING_RENDEZVOUS");
+    long setup_s, op_s;
     int rc;
 
     if (initialized)
         return ring__err(RING_EALREADY, "ring_init called twice");
     ring__log_init(-1);
-    if ((rc = read_contract(&c)) < 0 || (rc = read_tuning(&c)) < 0)
+    if ((rc = read_tuning(&c)) < 0 ||
+        (rc = ring__env_int("RING_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &setup_s)) < 0 ||
+        (rc = ring__env_int("RING_OP_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &op_s)) < 0)
         return rc;
-    ring__log_init(c.rank);
-    {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        c.oversubscribed = cpus > 0 && c.local_size > cpus;
-    }
-    if ((rc = ring__env_int("RING_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &setup_s)) < 0 ||
-        (rc = ring__env_int("RING_OP_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &op_s)) < 0 ||
-        (rc = ring__env_int("RING_SOCKET_BUFFER_BYTES", DEFAULT_SOCKBUF, 0, 1L << 30, &sockbuf)) <
-            0)
+    if ((rc = connect_world(&c, (int)setup_s * 1000, (int)op_s * 1000)) < 0) {
+        if (c.size > 1)
+            ring__log(RING_LOG_ERROR, "cannot connect to the other ranks: %s", ring_last_error());
+        ring__mesh_destroy(c.mesh);
+        ring__bootstrap_close(c.boot);
         return rc;
-    if (c.size > 1) {
-        if (rdv == NULL || *rdv == '\0') {
-            ring__log(RING_LOG_ERROR,
-                      "RING_SIZE=%d but RING_RENDEZVOUS is not set; launch the "
-                      "program with ringrun",
-                      c.size);
-            return ring__err(RING_EENV, "RING_SIZE=%d but RING_RENDEZVOUS is not set", c.size);
-        }
-        rc = ring__tp_create(c.rank, c.size, rdv, (int)setup_s * 1000, (int)op_s * 1000,
-                             (int)sockbuf, &c.tp);
-        if (rc < 0) {
-            ring__log(RING_LOG_ERROR, "bootstrap failed: %s", ring_last_error());
-            return rc;
-        }
-        ring__tp_set_spin(c.tp, spin_us(&c));
     }
     ctx = c;
     /* A new job: nothing asked this one to stop yet, whatever the last one was told. */
     atomic_store(&stop_flag, 0);
     if ((rc = ring__engine_start(&ctx, &ctx.engine)) < 0) {
-        ring__tp_destroy(ctx.tp);
+        ring__mesh_destroy(ctx.mesh);
+        ring__bootstrap_close(ctx.boot);
         memset(&ctx, 0, sizeof(ctx));
         return rc;
     }
@@ -237,8 +230,9 @@ int ring_init(void)
         ring_finalize();
         return rc;
     }
-    ring__log(RING_LOG_INFO, "initialized: rank %d of %d (local %d/%d, host %d/%d)", c.rank, c.size,
-              c.local_rank, c.local_size, c.cross_rank, c.cross_size);
+    ring__log(RING_LOG_INFO, "initialized: rank %d of %d (local %d/%d, host %d/%d), bootstrap %s",
+              c.rank, c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size,
+              c.boot->ops->name);
     return 0;
 }
 
@@ -251,7 +245,8 @@ int ring_finalize(void)
      * still needs for a collective in flight. */
     ring__engine_stop(ctx.engine);
     initialized = 0;
-    ring__tp_destroy(ctx.tp);
+    ring__mesh_destroy(ctx.mesh);
+    ring__bootstrap_close(ctx.boot);
     free(ctx.scratch);
     memset(&ctx, 0, sizeof(ctx));
     return 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ring_internal.h"
+#include "transport.h"
 
 int ring__allreduce_ringv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
                           ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
@@ -79,7 +80,7 @@ int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *
 int ring__allreduce_rd(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
                        ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
 {
-    struct ring__tp *tp = c->ctx->tp;
+    struct ring__mesh *mesh = c->ctx->mesh;
     size_t bytes = count * ring_dtype_size(dtype);
     int p = ring__pow2_floor(c->size), extra = c->size - p, rank = c->rank;
     char *tmp = malloc(bytes > 0 ? bytes : 1);
@@ -92,28 +93,28 @@ int ring__allreduce_rd(const struct ring__comm *c, const void *sendbuf, void *re
     /* Fold: rank p+i hands its data to rank i and waits for the answer. */
     if (rank >= p) {
         int peer = ring__peer(c, rank - p);
-        rc = ring__tp_sendrecv(tp, peer, recvbuf, bytes, -1, NULL, 0);
+        rc = ring__mesh_sendrecv(mesh, peer, recvbuf, bytes, -1, NULL, 0);
         if (rc == 0)
-            rc = ring__tp_sendrecv(tp, -1, NULL, 0, peer, recvbuf, bytes);
+            rc = ring__mesh_sendrecv(mesh, -1, NULL, 0, peer, recvbuf, bytes);
         free(tmp);
         return rc;
     }
     if (rank < extra) {
-        rc = ring__tp_sendrecv(tp, -1, NULL, 0, ring__peer(c, rank + p), tmp, bytes);
+        rc = ring__mesh_sendrecv(mesh, -1, NULL, 0, ring__peer(c, rank + p), tmp, bytes);
         if (rc < 0)
             goto out;
         ring__reduce(recvbuf, recvbuf, tmp, count, dtype, op);
     }
     for (int round = 0; (1 << round) < p; round++) {
         int partner = ring__peer(c, ring__rd_partner(rank, round));
-        rc = ring__tp_sendrecv(tp, partner, recvbuf, bytes, partner, tmp, bytes);
+        rc = ring__mesh_sendrecv(mesh, partner, recvbuf, bytes, partner, tmp, bytes);
         if (rc < 0)
             goto out;
         ring__reduce(recvbuf, recvbuf, tmp, count, dtype, op);
     }
     ring__scale(recvbuf, recvbuf, count, dtype, postscale);
     if (rank < extra)
-        rc = ring__tp_sendrecv(tp, ring__peer(c, rank + p), recvbuf, bytes, -1, NULL, 0);
+        rc = ring__mesh_sendrecv(mesh, ring__peer(c, rank + p), recvbuf, bytes, -1, NULL, 0);
 out:
     free(tmp);
     return rc;

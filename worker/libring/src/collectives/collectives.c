@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ring_internal.h"
+#include "transport.h"
 
 /* Byte offsets and lengths of size blocks of counts[i] (or uniform) elements, packed. */
 static int layout(int size, const size_t *counts, size_t uniform, size_t esize, size_t **out)
@@ -99,15 +100,15 @@ static int chain_done(void *arg, size_t off, size_t len)
 /* Binomial tree: log2(n) steps, each a whole-message send. */
 static int broadcast_tree(const struct ring__comm *c, void *buf, size_t bytes, int root)
 {
-    struct ring__tp *tp = c->ctx->tp;
+    struct ring__mesh *mesh = c->ctx->mesh;
     int parent, children[32], rc;
     int n = ring__bcast_tree(c->rank, c->size, root, &parent, children);
 
     if (parent >= 0 &&
-        (rc = ring__tp_sendrecv(tp, -1, NULL, 0, ring__peer(c, parent), buf, bytes)) < 0)
+        (rc = ring__mesh_sendrecv(mesh, -1, NULL, 0, ring__peer(c, parent), buf, bytes)) < 0)
         return rc;
     for (int i = 0; i < n; i++) {
-        rc = ring__tp_sendrecv(tp, ring__peer(c, children[i]), buf, bytes, -1, NULL, 0);
+        rc = ring__mesh_sendrecv(mesh, ring__peer(c, children[i]), buf, bytes, -1, NULL, 0);
         if (rc < 0)
             return rc;
     }
@@ -117,7 +118,7 @@ static int broadcast_tree(const struct ring__comm *c, void *buf, size_t bytes, i
 int ring__broadcast(const struct ring__comm *c, void *buf, size_t count, ring_dtype_t dtype,
                     int root)
 {
-    struct ring__tp *tp = c->ctx->tp;
+    struct ring__mesh *mesh = c->ctx->mesh;
     size_t bytes = count * ring_dtype_size(dtype);
 
     if (c->size == 1 || bytes == 0)
@@ -137,7 +138,7 @@ int ring__broadcast(const struct ring__comm *c, void *buf, size_t count, ring_dt
             .rx_done = chain_done,
             .arg = &ch,
         };
-        return ring__tp_stream(tp, &s);
+        return ring__mesh_stream(mesh, &s);
     }
 }
 
@@ -230,8 +231,8 @@ int ring__alltoallv(const struct ring__comm *c, const void *sendbuf, const size_
         memcpy(recv + rb[r], send + sb[r], sb[n + r]);
     for (int s = 1; s < n && rc == 0; s++) {
         int dst = ring__mod(r + s, n), src = ring__mod(r - s, n);
-        rc = ring__tp_sendrecv(c->ctx->tp, ring__peer(c, dst), send + sb[dst], sb[n + dst],
-                               ring__peer(c, src), recv + rb[src], rb[n + src]);
+        rc = ring__mesh_sendrecv(c->ctx->mesh, ring__peer(c, dst), send + sb[dst], sb[n + dst],
+                                 ring__peer(c, src), recv + rb[src], rb[n + src]);
     }
     free(sb);
     free(rb);
@@ -246,8 +247,8 @@ int ring__barrier(const struct ring__comm *c)
     int rc = 0;
 
     for (int d = 1; d < c->size && rc == 0; d <<= 1)
-        rc = ring__tp_sendrecv(c->ctx->tp, ring__peer(c, ring__mod(c->rank + d, c->size)), &out, 1,
-                               ring__peer(c, ring__mod(c->rank - d, c->size)), &in, 1);
+        rc = ring__mesh_sendrecv(c->ctx->mesh, ring__peer(c, ring__mod(c->rank + d, c->size)), &out,
+                                 1, ring__peer(c, ring__mod(c->rank - d, c->size)), &in, 1);
     return rc;
 }
 
@@ -256,16 +257,16 @@ int ring__barrier(const struct ring__comm *c)
 int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, char ***out,
                        size_t **lens)
 {
-    struct ring__tp *tp = c->ctx->tp;
+    struct ring__mesh *mesh = c->ctx->mesh;
     uint64_t n64 = len;
     char **bufs;
     size_t *ls;
     int rc = 0;
 
     if (c->rank != 0) {
-        rc = ring__tp_sendrecv(tp, ring__peer(c, 0), &n64, sizeof(n64), -1, NULL, 0);
+        rc = ring__mesh_sendrecv(mesh, ring__peer(c, 0), &n64, sizeof(n64), -1, NULL, 0);
         if (rc == 0 && len > 0)
-            rc = ring__tp_sendrecv(tp, ring__peer(c, 0), buf, len, -1, NULL, 0);
+            rc = ring__mesh_sendrecv(mesh, ring__peer(c, 0), buf, len, -1, NULL, 0);
         return rc;
     }
     bufs = calloc((size_t)c->size, sizeof(*bufs));
@@ -278,8 +279,8 @@ int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, 
     for (int i = 0; i < c->size && rc == 0; i++) {
         if (i == 0) {
             n64 = len;
-        } else if ((rc = ring__tp_sendrecv(tp, -1, NULL, 0, ring__peer(c, i), &n64, sizeof(n64))) <
-                   0) {
+        } else if ((rc = ring__mesh_sendrecv(mesh, -1, NULL, 0, ring__peer(c, i), &n64,
+                                             sizeof(n64))) < 0) {
             break;
         }
         if (n64 > ((uint64_t)1 << 32)) {
@@ -296,7 +297,7 @@ int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, 
         if (i == 0 && len > 0)
             memcpy(bufs[0], buf, len);
         else if (i > 0 && ls[i] > 0)
-            rc = ring__tp_sendrecv(tp, -1, NULL, 0, ring__peer(c, i), bufs[i], ls[i]);
+            rc = ring__mesh_sendrecv(mesh, -1, NULL, 0, ring__peer(c, i), bufs[i], ls[i]);
     }
     if (rc < 0) {
         for (int i = 0; i < c->size; i++)

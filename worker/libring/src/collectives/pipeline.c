@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "ring_internal.h"
+#include "transport.h"
 
 struct run {
     const struct ring__pipe *p;
@@ -183,5 +184,5 @@ int ring__pipe_run(const struct ring__comm *c, const struct ring__pipe *p)
             return ring__err(RING_ENOMEM, "cannot allocate a %zu-byte segment", r.seg);
         r.scratch = ctx->scratch;
     }
-    return ring__tp_stream(ctx->tp, &s);
+    return ring__mesh_stream(ctx->mesh, &s);
 }

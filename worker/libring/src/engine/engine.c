@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "engine_impl.h"
+#include "transport.h"
 
 static atomic_int stop_visible;
 static _Thread_local int next_blocking;
@@ -148,8 +149,7 @@ void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
 /* Sleeps until there is work, a peer starts a cycle, or the cycle time passes. */
 static void wait_for_work(struct ring__engine *e, int64_t last_cycle_us)
 {
-    int size = e->ctx->size, n = 0, timeout = -1, busy;
-    struct pollfd *pfd = e->pfd;
+    int timeout = -1, busy;
 
     pthread_mutex_lock(&e->mu);
     busy = e->qhead != NULL || e->join_pending || e->timeline_swapping;
@@ -164,14 +164,12 @@ static void wait_for_work(struct ring__engine *e, int64_t last_cycle_us)
             goto awake;
         timeout = (int)((left + 999) / 1000);
     }
-    pfd[n++] = (struct pollfd){.fd = e->wake_fd, .events = POLLIN};
-    for (int r = 0; r < size; r++) {
-        if (r != e->ctx->rank)
-            pfd[n++] = (struct pollfd){.fd = ring__tp_fd(e->ctx->tp, r), .events = POLLIN};
-    }
-    if (poll(pfd, (nfds_t)n, timeout) > 0 && (pfd[0].revents & POLLIN)) {
+    if (e->ctx->mesh != NULL) {
+        ring__mesh_idle_wait(e->ctx->mesh, e->wake_fd, timeout);
+    } else {
+        struct pollfd pfd = {.fd = e->wake_fd, .events = POLLIN};
         uint64_t v;
-        if (read(e->wake_fd, &v, sizeof(v)) < 0)
+        if (poll(&pfd, 1, timeout) > 0 && read(e->wake_fd, &v, sizeof(v)) < 0)
             v = 0; /* EAGAIN: another read took it */
     }
 awake:
@@ -268,10 +266,9 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     e->absent = calloc((size_t)cache + 1, 1);
     e->fired = calloc((size_t)cache + 1, 1);
     e->fresp = calloc((size_t)cache + 1, sizeof(*e->fresp));
-    e->pfd = calloc((size_t)ctx->size + 1, sizeof(*e->pfd));
     if (e->ctl == NULL || e->joined_ranks == NULL || e->prev_joined == NULL ||
         e->bit_since == NULL || e->absent == NULL || e->fired == NULL || e->fresp == NULL ||
-        e->pfd == NULL || ring__cache_init(&e->cache, (int)cache) < 0 ||
+        ring__cache_init(&e->cache, (int)cache) < 0 ||
         ring__psets_init(&e->psets, ctx->size, ctx->rank) < 0) {
         rc = RING_ENOMEM;
         goto error;
@@ -335,7 +332,6 @@ int ring__engine_stop(struct ring__engine *e)
     free(e->absent);
     free(e->fired);
     free(e->fresp);
-    free(e->pfd);
     free(e->fusion);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);

@@ -92,7 +92,6 @@ struct ring__engine {
     unsigned char *absent;        /* per cache bit: this rank is not in the entry's set */
     unsigned char *fired;         /* per cache bit, this cycle */
     struct ring__response *fresp; /* the fired entries' responses, this cycle */
-    struct pollfd *pfd;           /* the idle poll set */
     int sleeping;                 /* under mu: the thread is (about to be) in the idle poll */
     unsigned char *prev_joined;   /* joined_ranks of the cycle before */
 };

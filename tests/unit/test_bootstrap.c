@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests of the bootstrap seam (bootstrap/bootstrap.h): the choice of implementation,
+ * and the rendezvous implementation's allgather and barrier among real processes that meet
+ * at ringrun's real rendezvous server (world.h).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "bootstrap.h"
+#include "ring_internal.h"
+#include "world.h"
+
+START_TEST(single_process_without_launcher)
+{
+    struct ring__bootstrap *b;
+    char in[5] = "abcd", out[5] = {0};
+    ck_assert_int_eq(ring__bootstrap_open(1000, &b), 0);
+    ck_assert_str_eq(b->ops->name, "single");
+    ck_assert_int_eq(b->rank, 0);
+    ck_assert_int_eq(b->size, 1);
+    ck_assert_int_eq(b->ops->allgather(b, in, 5, out), 0);
+    ck_assert_str_eq(out, "abcd");
+    ck_assert_int_eq(b->ops->barrier(b), 0);
+    ring__bootstrap_close(b);
+}
+END_TEST
+
+START_TEST(single_refuses_a_larger_world)
+{
+    struct ring__bootstrap *b;
+    setenv("RING_SIZE", "3", 1);
+    ck_assert_int_eq(ring__bootstrap_open(1000, &b), RING_EENV);
+    ck_assert_str_eq(ring_last_error(), "RING_SIZE=3 but RING_RENDEZVOUS is not set");
+}
+END_TEST
+
+/* Rank r's blob byte i, different for every rank, part and allgather. */
+static unsigned char blob_byte(int round, int r, size_t i)
+{
+    return (unsigned char)(round * 131 + r * 37 + i * 7 + (i >> 8));
+}
+
+/*
+ * Each rank: three allgathers of different lengths (one spanning several rendezvous
+ * values), a barrier between them, and checks every byte of every rank's blob.
+ */
+static int allgather_rank(int rank, void *arg)
+{
+    static const size_t lens[] = {1, 300, 17};
+    struct ring__bootstrap *b;
+    int size;
+
+    if (ring__bootstrap_open(5000, &b) != 0 || strcmp(b->ops->name, "rendezvous") != 0)
+        return 10;
+    size = b->size;
+    if (b->rank != rank || b->local_size != size || b->host_addr[0] == '\0')
+        return 11;
+    for (int round = 0; round < 3; round++) {
+        size_t len = lens[round];
+        unsigned char *mine = malloc(len), *all = malloc(len * (size_t)size);
+        for (size_t i = 0; i < len; i++)
+            mine[i] = blob_byte(round, rank, i);
+        if (b->ops->allgather(b, mine, len, all) != 0)
+            return 12;
+        for (int r = 0; r < size; r++) {
+            for (size_t i = 0; i < len; i++) {
+                if (all[(size_t)r * len + i] != blob_byte(round, r, i)) {
+                    fprintf(stderr, "rank %d: round %d, rank %d's byte %zu is wrong\n", rank, round,
+                            r, i);
+                    return 13;
+                }
+            }
+        }
+        free(mine);
+        free(all);
+        if (b->ops->barrier(b) != 0)
+            return 14;
+    }
+    ring__bootstrap_close(b);
+    return 0;
+}
+
+START_TEST(rendezvous_allgather_and_barrier)
+{
+    int status[5];
+    world_run(5, allgather_rank, NULL, NULL, 20, status);
+    for (int r = 0; r < 5; r++)
+        ck_assert_msg(world_exit_code(status[r]) == 0, "rank %d: status %#x", r, status[r]);
+}
+END_TEST
+
+/* A rank that never arrives: the others' allgather ends with a message that names it. */
+static int missing_rank(int rank, void *arg)
+{
+    struct ring__bootstrap *b;
+    char one = 1, all[3];
+    char want[200];
+    int rc;
+
+    if (rank == 2)
+        return 0; /* never bootstraps */
+    if (ring__bootstrap_open(1000, &b) != 0)
+        return 10;
+    rc = b->ops->allgather(b, &one, 1, all);
+    snprintf(want, sizeof(want),
+             "rank %d: rank 2 did not reach the rendezvous at %s within 1 s "
+             "(RING_TIMEOUT_SECONDS); did it start?",
+             rank, getenv("RING_RENDEZVOUS"));
+    if (rc != RING_ETIMEDOUT || strcmp(ring_last_error(), want) != 0) {
+        fprintf(stderr, "rank %d: got %d '%s'\n", rank, rc, ring_last_error());
+        return 11;
+    }
+    ring__bootstrap_close(b);
+    return 0;
+}
+
+START_TEST(rendezvous_names_the_missing_rank)
+{
+    int status[3];
+    world_run(3, missing_rank, NULL, NULL, 10, status);
+    for (int r = 0; r < 3; r++)
+        ck_assert_msg(world_exit_code(status[r]) == 0, "rank %d: status %#x", r, status[r]);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {
+        single_process_without_launcher,
+        single_refuses_a_larger_world,
+        rendezvous_allgather_and_barrier,
+        rendezvous_names_the_missing_rank,
+        NULL,
+    };
+    return unit_main("bootstrap", tests, 30);
+}

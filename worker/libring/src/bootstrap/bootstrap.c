@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bootstrap.c - picks the bootstrap (bootstrap.h), reads the worker contract, and the
+ * bootstrap of a world of one.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap.h"
+#include "ring_internal.h"
+
+/* In the order of DESIGN.md; the first that does not decline wins. */
+static const struct ring__bootstrap_impl *const impls[] = {
+    &ring__bootstrap_rendezvous,
+    &ring__bootstrap_single,
+    NULL,
+};
+
+int ring__bootstrap_open(int timeout_ms, struct ring__bootstrap **out)
+{
+    *out = NULL;
+    for (int i = 0; impls[i] != NULL; i++) {
+        int rc = impls[i]->open(timeout_ms, out);
+        if (rc < 0)
+            return rc;
+        if (*out != NULL) {
+            ring__log(RING_LOG_DEBUG, "bootstrap: %s, rank %d of %d", impls[i]->name, (*out)->rank,
+                      (*out)->size);
+            return 0;
+        }
+    }
+    return ring__err(RING_EBOOTSTRAP, "no bootstrap accepted this process");
+}
+
+void ring__bootstrap_close(struct ring__bootstrap *b)
+{
+    if (b != NULL)
+        b->ops->finalize(b);
+}
+
+int ring__bootstrap_read_contract(struct ring__bootstrap *b)
+{
+    long v[6]; /* rank, size, local rank, local size, cross rank, cross size */
+    int rc;
+
+    if ((rc = ring__env_int("RING_SIZE", 1, 1, 1 << 20, &v[1])) < 0)
+        return rc;
+    if ((rc = ring__env_int("RING_RANK", 0, 0, v[1] - 1, &v[0])) < 0)
+        return rc;
+    if ((rc = ring__env_int("RING_LOCAL_SIZE", v[1], 1, v[1], &v[3])) < 0 ||
+        (rc = ring__env_int("RING_LOCAL_RANK", v[0] % v[3], 0, v[3] - 1, &v[2])) < 0 ||
+        (rc = ring__env_int("RING_CROSS_SIZE", 1, 1, v[1], &v[5])) < 0 ||
+        (rc = ring__env_int("RING_CROSS_RANK", 0, 0, v[5] - 1, &v[4])) < 0)
+        return rc;
+    b->rank = (int)v[0];
+    b->size = (int)v[1];
+    b->local_rank = (int)v[2];
+    b->local_size = (int)v[3];
+    b->cross_rank = (int)v[4];
+    b->cross_size = (int)v[5];
+    return 0;
+}
+
+/* ---- a world of one: every collective of the bootstrap is a copy ---- */
+
+static int single_allgather(struct ring__bootstrap *b, const void *mine, size_t len, void *all)
+{
+    if (len > 0)
+        memcpy(all, mine, len);
+    return 0;
+}
+
+static int single_barrier(struct ring__bootstrap *b)
+{
+    return 0;
+}
+
+static void single_finalize(struct ring__bootstrap *b)
+{
+    free(b);
+}
+
+static const struct ring__bootstrap_ops single_ops = {
+    .name = "single",
+    .allgather = single_allgather,
+    .barrier = single_barrier,
+    .finalize = single_finalize,
+};
+
+/* The last resort: it never declines, so a RING_SIZE above 1 here is an error. */
+static int single_open(int timeout_ms, struct ring__bootstrap **out)
+{
+    struct ring__bootstrap c = {.ops = &single_ops, .timeout_ms = timeout_ms};
+    int rc = ring__bootstrap_read_contract(&c);
+
+    if (rc < 0)
+        return rc;
+    if (c.size > 1) {
+        ring__log(RING_LOG_ERROR,
+                  "RING_SIZE=%d but RING_RENDEZVOUS is not set; launch the program with ringrun",
+                  c.size);
+        return ring__err(RING_EENV, "RING_SIZE=%d but RING_RENDEZVOUS is not set", c.size);
+    }
+    if ((*out = malloc(sizeof(**out))) == NULL)
+        return ring__err(RING_ENOMEM, "out of memory for the bootstrap");
+    **out = c;
+    return 0;
+}
+
+const struct ring__bootstrap_impl ring__bootstrap_single = {"single", single_open};

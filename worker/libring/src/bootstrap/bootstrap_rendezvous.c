@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bootstrap_rendezvous.c - the bootstrap through ringrun's key-value rendezvous (the
+ * protocol is in net.h): the job's shape comes from the worker contract, and an allgather
+ * is a SET of this rank's blob and a GET of every other rank's.
+ *
+ * A GET of a key nobody has set yet waits at the server until some rank sets it, so the
+ * GETs themselves are the synchronisation: a rank returns from the allgather once every
+ * rank has published. Values are printable tokens of at most 255 characters, so a blob
+ * travels hex-encoded in parts of PART_BYTES, under keys "ag<seq>.<rank>.<part>"; seq
+ * counts this process's allgathers, which every rank makes in the same order.
+ *
+ * One connection per rank stays open until ring_finalize; the server keeps no state per
+ * connection beyond a parked GET, so an idle one costs it a file descriptor.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "net.h"
+#include "ring_internal.h"
+
+/* 120 bytes are 240 hex characters, inside the protocol's 255. */
+#define PART_BYTES 120
+
+struct rdv {
+    struct ring__bootstrap b; /* first: the bootstrap is a struct rdv */
+    int fd;
+    unsigned seq;
+    char addr[RING_RDV_TOKEN_MAX + 1];
+};
+
+static void hex_encode(const unsigned char *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Returns 0, or -1 when s is not exactly 2n hex digits. */
+static int hex_decode(const char *s, unsigned char *out, size_t n)
+{
+    if (strlen(s) != 2 * n)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+/* Turns a failed rendezvous call into a message that says what to check. */
+static int rdv_error(struct rdv *r, int rc, int waiting_for)
+{
+    int secs = r->b.timeout_ms / 1000;
+    if (rc == RING_ETIMEDOUT && waiting_for >= 0)
+        return ring__err(RING_ETIMEDOUT,
+                         "rank %d: rank %d did not reach the rendezvous at %s within %d s "
+                         "(RING_TIMEOUT_SECONDS); did it start?",
+                         r->b.rank, waiting_for, r->addr, secs);
+    if (rc == RING_ETIMEDOUT)
+        return ring__err(RING_ETIMEDOUT,
+                         "rank %d: the rendezvous at %s did not answer within %d s "
+                         "(RING_TIMEOUT_SECONDS)",
+                         r->b.rank, r->addr, secs);
+    if (rc == RING_EPEER)
+        return ring__err(RING_EBOOTSTRAP,
+                         "rank %d: the rendezvous at %s closed the connection (did ringrun exit?)",
+                         r->b.rank, r->addr);
+    return rc; /* already says what went wrong with which key */
+}
+
+static int rdv_allgather(struct ring__bootstrap *b, const void *mine, size_t len, void *all)
+{
+    struct rdv *r = (struct rdv *)b;
+    int64_t deadline = ring__now_ms() + b->timeout_ms;
+    size_t nparts = (len + PART_BYTES - 1) / PART_BYTES;
+    unsigned seq = r->seq++;
+    char key[64], val[RING_RDV_TOKEN_MAX + 1];
+    int rc;
+
+    if (len > 0)
+        memcpy((char *)all + (size_t)b->rank * len, mine, len);
+    for (size_t p = 0; p < nparts; p++) {
+        size_t n = len - p * PART_BYTES < PART_BYTES ? len - p * PART_BYTES : PART_BYTES;
+        snprintf(key, sizeof(key), "ag%u.%d.%zu", seq, b->rank, p);
+        hex_encode((const unsigned char *)mine + p * PART_BYTES, n, val);
+        if ((rc = ring__rdv_set(r->fd, key, val, deadline)) < 0)
+            return rdv_error(r, rc, -1);
+    }
+    for (int peer = 0; peer < b->size; peer++) {
+        for (size_t p = 0; peer != b->rank && p < nparts; p++) {
+            size_t n = len - p * PART_BYTES < PART_BYTES ? len - p * PART_BYTES : PART_BYTES;
+            unsigned char *dst = (unsigned char *)all + (size_t)peer * len + p * PART_BYTES;
+            snprintf(key, sizeof(key), "ag%u.%d.%zu", seq, peer, p);
+            if ((rc = ring__rdv_get(r->fd, key, val, sizeof(val), deadline)) < 0)
+                return rdv_error(r, rc, peer);
+            if (hex_decode(val, dst, n) < 0)
+                return ring__err(RING_EBOOTSTRAP,
+                                 "rank %d: the rendezvous at %s holds a malformed %s "
+                                 "(another job on the same rendezvous?)",
+                                 b->rank, r->addr, key);
+        }
+    }
+    return 0;
+}
+
+static int rdv_barrier(struct ring__bootstrap *b)
+{
+    unsigned char one = 1, *all = malloc((size_t)b->size);
+    int rc;
+
+    if (all == NULL)
+        return ring__err(RING_ENOMEM, "out of memory for a barrier");
+    rc = rdv_allgather(b, &one, 1, all);
+    free(all);
+    return rc;
+}
+
+static void rdv_finalize(struct ring__bootstrap *b)
+{
+    struct rdv *r = (struct rdv *)b;
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r);
+}
+
+static const struct ring__bootstrap_ops rdv_ops = {
+    .name = "rendezvous",
+    .allgather = rdv_allgather,
+    .barrier = rdv_barrier,
+    .finalize = rdv_finalize,
+};
+
+/* The address this host used to reach the rendezvous: peers can reach it there too. */
+static void local_addr(struct rdv *r)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(r->fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, r->b.host_addr,
+                  sizeof(r->b.host_addr));
+}
+
+static int rdv_open(int timeout_ms, struct ring__bootstrap **out)
+{
+    const char *addr = getenv("RING_RENDEZVOUS");
+    char host[256], port[16];
+    struct rdv *r;
+    int rc;
+
+    if (addr == NULL || *addr == '\0')
+        return 0; /* not launched by ringrun */
+    if ((r = calloc(1, sizeof(*r))) == NULL)
+        return ring__err(RING_ENOMEM, "out of memory for the bootstrap");
+    r->fd = -1;
+    r->b.ops = &rdv_ops;
+    r->b.timeout_ms = timeout_ms;
+    if ((rc = ring__bootstrap_read_contract(&r->b)) < 0)
+        goto error;
+    if (ring__net_split_hostport(addr, host, sizeof(host), port, sizeof(port)) < 0 ||
+        strlen(addr) >= sizeof(r->addr)) {
+        rc = ring__err(RING_EENV, "RING_RENDEZVOUS='%s' is not host:port", addr);
+        goto error;
+    }
+    snprintf(r->addr, sizeof(r->addr), "%s", addr);
+    if ((rc = ring__net_connect(host, port, 0, ring__now_ms() + timeout_ms, &r->fd)) < 0) {
+        /* ring__net_connect's text names the address already. */
+        rc = ring__err(rc == RING_ETIMEDOUT ? rc : RING_EBOOTSTRAP,
+                       "cannot reach the rendezvous (RING_RENDEZVOUS): %s", ring_last_error());
+        goto error;
+    }
+    local_addr(r);
+    *out = &r->b;
+    return 0;
+error:
+    rdv_finalize(&r->b);
+    return rc;
+}
+
+const struct ring__bootstrap_impl ring__bootstrap_rendezvous = {"rendezvous", rdv_open};

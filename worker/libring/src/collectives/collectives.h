@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * collectives.h - the collectives' parts: pure schedule and offset functions (schedule.c),
+ * the reduction kernels (reduce.c), the ring pipeline (pipeline.c) and the data-plane
+ * algorithms (allreduce.c, collectives.c). They move bytes through the mesh's streams
+ * (transport.h) and never see a wire.
+ */
+#ifndef RING_COLLECTIVES_H
+#define RING_COLLECTIVES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring_internal.h"
+
+/* ---- dtypes and reductions (reduce.c) ------------------------------------------------ */
+
+float ring__half_to_float(uint16_t h);
+uint16_t ring__float_to_half(float f);
+float ring__bf16_to_float(uint16_t b);
+uint16_t ring__float_to_bf16(float f);
+
+/* Returns 1 when op and the scale factors are valid for dtype, else 0. */
+int ring__op_valid(ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+
+/*
+ * dst[i] = a[i] op b[i] for n elements (dst may alias a or b). op is SUM, MIN, MAX or
+ * PRODUCT; callers map AVERAGE to SUM plus a postscale.
+ */
+void ring__reduce(void *dst, const void *a, const void *b, size_t n, ring_dtype_t dtype,
+                  ring_op_t op);
+/* dst[i] = src[i] * factor (dst may alias src); a no-op copy when factor is 1. */
+void ring__scale(void *dst, const void *src, size_t n, ring_dtype_t dtype, double factor);
+
+/* ---- schedules (schedule.c): pure functions, tested on every (count, size) ----------- */
+
+/*
+ * Splits count elements into size contiguous chunks, the first count % size one element
+ * longer. Sets chunk i's first element and length.
+ */
+void ring__chunk(size_t count, int size, int i, size_t *offset, size_t *len);
+
+/* Euclidean modulo for ring arithmetic: result in [0, n). */
+static inline int ring__mod(int a, int n)
+{
+    int m = a % n;
+    return m < 0 ? m + n : m;
+}
+
+/*
+ * The ring allreduce as one stream: item j (0 <= j < 2(size-1)) is a chunk that rank sends
+ * to its right neighbour and one it receives from its left neighbour. The chunk sent at
+ * item j+1 is the one received at item j, which is what lets the pipeline run across steps.
+ * Items below size-1 are reduce-scatter (received data is reduced), the rest allgather
+ * (received data is copied). first_chunk shifts which chunk each rank ends up owning:
+ * allreduce uses 0 (rank r owns chunk r+1 after reduce-scatter), reducescatter uses -1
+ * (rank r owns chunk r).
+ */
+int ring__ring_send_chunk(int rank, int size, int item, int first_chunk);
+int ring__ring_recv_chunk(int rank, int size, int item, int first_chunk);
+
+/*
+ * Recursive doubling on a non-power-of-two size: the largest power of two p <= size takes
+ * part; rank p+i (i < size-p) first folds into rank i and gets the result back at the end.
+ */
+int ring__pow2_floor(int n);
+/* Returns this rank's partner at round k (distance 2^k) among the p core ranks. */
+int ring__rd_partner(int rank, int round);
+
+/*
+ * Binomial-tree broadcast relative to root. Sets *parent (-1 for the root) and fills
+ * children[] (at most 32), returning how many, in the order they must be sent to.
+ */
+int ring__bcast_tree(int rank, int size, int root, int *parent, int children[32]);
+
+/* ---- the ring pipeline (pipeline.c) ------------------------------------------------------ */
+
+/*
+ * A logical buffer made of pieces: piece i holds bytes [start[i], start[i+1]) and lives at
+ * recv[i] (the result) and send[i] (this rank's contribution; equal to recv[i] in place).
+ * Fused tensors run as one ring over their own memory this way, with no copy into a
+ * fusion buffer. A plain buffer is one piece.
+ */
+struct ring__bufv {
+    int n;
+    char *const *recv;
+    const char *const *send;
+    const size_t *start; /* n + 1 entries, start[0] = 0 */
+};
+
+/*
+ * One pass around the ring as a single pipelined stream (see schedule.c). Items 0..nitems-1
+ * move the chunks named by ring__ring_send_chunk/recv_chunk(first_chunk); the first nreduce
+ * received items are reduced (recv[c] = send[c] op received), the rest copied into recv.
+ * Chunk c is blen[c] bytes at logical byte offset boff[c]. The first send item comes from
+ * the send side; later ones from the recv side. postscale is applied to the chunks of the
+ * last reduce item, the ones this rank finishes. Returns 0 or an error code.
+ */
+struct ring__pipe {
+    int first_chunk, nitems, nreduce;
+    const size_t *boff, *blen;
+    const struct ring__bufv *bv;
+    ring_dtype_t dtype;
+    ring_op_t op;
+    double postscale;
+};
+int ring__pipe_run(const struct ring__comm *c, const struct ring__pipe *p);
+
+/* ---- data-plane collectives (allreduce.c, collectives.c) -----------------------------------
+ *
+ * These move data; they do not check arguments or negotiate. The engine calls them, from
+ * its thread only, with arguments that were validated at submission and agreed across
+ * ranks. sendbuf == recvbuf means in place. AVERAGE must already be SUM plus a postscale.
+ * Each returns 0 or an error code; after a transport error the world is broken.
+ */
+int ring__allreduce(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                    ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+/* The ring allreduce over a buffer vector: count elements in bv's pieces (send != recv is
+ * out of place, per piece). */
+int ring__allreduce_ringv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
+                          ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+/* The two allreduce algorithms, exposed so tests can run each at every size. */
+int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
+                         size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                         double postscale);
+int ring__allreduce_rd(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                       ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+/* counts == NULL: every rank contributes sendcount. sendbuf == NULL: own block in place. */
+int ring__allgatherv(const struct ring__comm *c, const void *sendbuf, size_t sendcount,
+                     void *recvbuf, const size_t *counts, ring_dtype_t dtype);
+int ring__broadcast(const struct ring__comm *c, void *buf, size_t count, ring_dtype_t dtype,
+                    int root);
+int ring__reducescatter(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
+                        size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                        double postscale);
+/* sendcounts/recvcounts == NULL: count elements to and from every rank. */
+int ring__alltoallv(const struct ring__comm *c, const void *sendbuf, const size_t *sendcounts,
+                    void *recvbuf, const size_t *recvcounts, size_t count, ring_dtype_t dtype);
+int ring__barrier(const struct ring__comm *c);
+/*
+ * Gathers variable-length byte strings at member 0: every member sends len bytes of buf;
+ * member 0 gets a malloc'ed array of size buffers in *out (and their lengths in *lens),
+ * which it frees. Returns 0 or an error code.
+ */
+int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, char ***out,
+                       size_t **lens);
+/*
+ * Broadcasts a byte string from member 0 (its *buf and *len) to every member, which gets a
+ * malloc'ed copy in *buf (freed by the caller) and its length in *len.
+ */
+int ring__bcast_bytes(const struct ring__comm *c, char **buf, size_t *len);
+
+#endif /* RING_COLLECTIVES_H */

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * transport.h - how bytes move between this rank and its peers.
+ *
+ * Three layers, after Gloo's gloo/transport (a Pair per peer, with tcp/pair.cc behind it):
+ *
+ *   struct ring__pair       one peer: non-blocking send and recv of bytes, a wake-up fd to
+ *                           sleep on, shutdown. One implementation per wire (tcp, shm...).
+ *   struct ring__transport  a kind of wire: publishes this rank's address blob at start-up
+ *                           and connects the pairs of the peers it is chosen for.
+ *   struct ring__mesh       every pair of the world, and the loops that the collectives and
+ *                           the engine use: a duplex stream with a deadline, a sendrecv, and
+ *                           an idle wait for the engine. They never see the wire.
+ *
+ * Which transport serves which peer is decided once, in ring__mesh_create, identically on
+ * both ends: shared memory when the two ranks are on the same host (the host identity
+ * travels in the bootstrap's allgather) and both offer it, TCP otherwise, unless
+ * RING_TRANSPORT says otherwise (tcp: TCP for every peer).
+ */
+#ifndef RING_TRANSPORT_H
+#define RING_TRANSPORT_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ring__bootstrap;
+
+/* Directions a stream waits on, for ring__pair_ops.arm. */
+enum { RING__WANT_TX = 1, RING__WANT_RX = 2 };
+
+struct ring__pair;
+
+/*
+ * A pair's operations. None blocks. Errors are negative RING_E* codes with a ring__err()
+ * text that names this rank and the peer ("rank 1: rank 2 closed the connection ...");
+ * after one the mesh shuts every pair down and is broken for good.
+ */
+struct ring__pair_ops {
+    const char *name; /* "tcp", "shm" */
+    /*
+     * Offers len > 0 bytes to the peer. Returns how many the transport took (0 when it has
+     * no room now). A transport may take bytes by reference and let the peer copy them
+     * later (shm's single-copy mode): the caller keeps them valid and unchanged until
+     * flushed() says so, which ring__mesh_stream waits for before it returns.
+     */
+    ssize_t (*send)(struct ring__pair *p, const void *buf, size_t len);
+    /* Takes up to len > 0 bytes from the peer into buf. Returns how many (0: none yet). */
+    ssize_t (*recv)(struct ring__pair *p, void *buf, size_t len);
+    /* 1 when the peer has taken every byte sent so far, 0 while some are referenced. */
+    int (*flushed)(struct ring__pair *p);
+    /*
+     * Prepares to sleep until the pair can move in the directions want (RING__WANT_*): TX
+     * means room to send or, with everything sent, the flush; RX means bytes to receive or
+     * an error. Returns 1 when it can move already (do not sleep, call disarm), or 0 with
+     * *pfd set to the fd and events to poll. A peer that dies makes that fd ready.
+     */
+    int (*arm)(struct ring__pair *p, int want, struct pollfd *pfd);
+    /* Undoes arm after the poll (or a 1 from arm); revents is what poll reported. */
+    void (*disarm)(struct ring__pair *p, int want, short revents);
+    /* Makes the peer's waits on this pair end with an error soon, not at its timeout. */
+    void (*shutdown)(struct ring__pair *p);
+    /* Closes and frees the pair. */
+    void (*destroy)(struct ring__pair *p);
+};
+
+struct ring__pair {
+    const struct ring__pair_ops *ops;
+    int rank, peer; /* world ranks of this end and the other */
+};
+
+/* What the mesh tells a transport at start-up. */
+struct ring__mesh_cfg {
+    int rank, size;
+    int setup_timeout_ms;  /* RING_TIMEOUT_SECONDS */
+    int op_timeout_ms;     /* RING_OP_TIMEOUT_SECONDS */
+    int oversubscribed;    /* more ranks on this host than CPUs */
+    const char *host_addr; /* the bootstrap's address for this host, or "" */
+};
+
+/*
+ * A kind of wire. ring__mesh_create calls, on every rank:
+ *   listen(cfg, &state, blob): prepares this rank's end (a listening socket, a segment)
+ *     and writes its address into blob (blob_len bytes). Returns 0; 0 with state NULL to
+ *     decline on this rank (the peers then use another transport); or an error.
+ *   connect(state, cfg, blobs, stride, use, pairs, deadline): after the allgather, makes
+ *     pairs[peer] for every peer with use[peer] set, from the peer's blob at
+ *     blobs + peer * stride. Both ends agree on use. Returns 0 or an error, by deadline.
+ *   close(state): frees what listen made (pairs live on). Accepts NULL.
+ */
+struct ring__transport {
+    const char *name;
+    size_t blob_len;
+    int (*listen)(const struct ring__mesh_cfg *cfg, void **state, void *blob);
+    int (*connect)(void *state, const struct ring__mesh_cfg *cfg, const char *blobs, size_t stride,
+                   const unsigned char *use, struct ring__pair **pairs, int64_t deadline);
+    void (*close)(void *state);
+};
+
+extern const struct ring__transport ring__transport_tcp;
+
+/* ---- the mesh (mesh.c) ---- */
+
+struct ring__mesh;
+
+/*
+ * Connects this rank to every other through the bootstrap b (one allgather of address
+ * blobs). spin_us: how long a stream busy-polls before it sleeps. Returns 0 and *out
+ * (free with ring__mesh_destroy), or an error code.
+ */
+int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cfg, int spin_us,
+                      struct ring__mesh **out);
+/* Closes every pair. Accepts NULL. */
+void ring__mesh_destroy(struct ring__mesh *m);
+/* 1 after a transport error broke the mesh, else 0. */
+int ring__mesh_broken(const struct ring__mesh *m);
+/* The name of the transport serving peer ("tcp", "shm"), or "self". */
+const char *ring__mesh_transport(const struct ring__mesh *m, int peer);
+/* The host index of rank (hosts numbered by their lowest rank, from 0), and the count. */
+int ring__mesh_host(const struct ring__mesh *m, int rank);
+int ring__mesh_nhosts(const struct ring__mesh *m);
+
+/*
+ * A duplex stream: send tx_total bytes to peer tx_peer while receiving rx_total bytes from
+ * peer rx_peer (either total may be 0). Bytes come from and go to memory the callbacks name:
+ *   tx_src(arg, off, &len) returns where the send stream's byte off lives and sets len to how
+ *     many contiguous bytes from there may be sent now (0 = wait for receive progress);
+ *   rx_dst(arg, off, &len) returns where receive byte off goes and how many bytes fit;
+ *   rx_done(arg, off, len) is called after len bytes landed at receive offset off; it may
+ *     reduce data and make more of the send stream ready. It returns 0 or an error code.
+ * Bytes handed out by tx_src must stay unchanged until the stream returns (a transport may
+ * copy them late, see ring__pair_ops.send); bytes written through rx_dst must not overlap
+ * send bytes the peer may still be reading. The ring schedules guarantee it causally: a
+ * chunk comes back to a rank only after it went around the whole ring.
+ * Every wait is bounded by the operation timeout: no byte moved for that long gives
+ * RING_ETIMEDOUT. A dead peer gives RING_EPEER. On any error the mesh shuts every pair, so
+ * that peers waiting on this rank fail fast instead of at their own timeouts, and every
+ * later call returns RING_EBROKEN.
+ */
+struct ring__stream {
+    int tx_peer, rx_peer;
+    size_t tx_total, rx_total;
+    const void *(*tx_src)(void *arg, size_t off, size_t *len);
+    void *(*rx_dst)(void *arg, size_t off, size_t *len);
+    int (*rx_done)(void *arg, size_t off, size_t len);
+    void *arg;
+};
+
+/* Runs one stream to completion. Returns 0 or an error code. */
+int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s);
+/* A plain exchange built on ring__mesh_stream: either side may be empty (len 0 or peer -1). */
+int ring__mesh_sendrecv(struct ring__mesh *m, int dst, const void *sbuf, size_t slen, int src,
+                        void *rbuf, size_t rlen);
+/*
+ * The engine's idle wait: sleeps until a peer sends something, wake_fd is readable, or
+ * timeout_ms passes (-1: no limit). Returns 1 when wake_fd was readable, else 0.
+ */
+int ring__mesh_idle_wait(struct ring__mesh *m, int wake_fd, int timeout_ms);
+
+#endif /* RING_TRANSPORT_H */
