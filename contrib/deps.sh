@@ -12,8 +12,10 @@ set -eu
 # python3 (raw HTTP in the hostile-input suite), openssl (certificates for the TLS test),
 # util-linux (setpriv: ringd as another user in the isolation test).
 # bench/: Open MPI (the collectives' peer) and wrk (HTTP load). Slurm from Debian: slurmctld,
-# slurmd, munge and the client commands for contrib/slurm/testcluster.sh, slurmrestd with
-# its JWT plugin as bench/rest's peer. Formatting: clang-format. Python bindings
+# slurmd, munge and the client commands for contrib/slurm/testcluster.sh (its srun
+# --mpi=pmix needs the mpi_pmix plugin of slurm-wlm-basic-plugins), slurmrestd with its JWT
+# plugin as bench/rest's peer; libpmix-dev for libring's PMIx bootstrap (srun --mpi=pmix,
+# mpirun) and libslurm-dev for ringd's Slurm backend. Formatting: clang-format. Python bindings
 # (worker/python) and their tests: Debian's python3 with numpy, PyTorch 1.13 (python3-torch
 # imports only in Debian's /usr/bin/python3), torchvision (bench/torch's resnet18),
 # scikit-learn (the digits data set of the PyTorch example), pytest, and setuptools, pip and
@@ -22,7 +24,8 @@ PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev libyaml-dev curl
 iproute2 procps jq python3 openssl util-linux
 openmpi-bin libopenmpi-dev wrk
-slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin
+slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurm-wlm-basic-plugins
+libpmix-dev libslurm-dev
 clang-format
 python3 python3-numpy python3-torch python3-torchvision python3-sklearn python3-pytest
 python3-setuptools python3-pip python3-venv"

@@ -29,13 +29,16 @@ done
 command -v wrk >/dev/null || { echo "run.sh: wrk is not installed (contrib/deps.sh installs it)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-chmod 0755 "$work" # slurmrestd, which runs as nobody, reads its slurm.conf under here
+# The Slurm test cluster lives outside /tmp (its node n2 has a private /tmp); slurmrestd,
+# which runs as nobody, reads its slurm.conf there.
+cluster=$(mktemp -d /var/tmp/ringbench-slurm.XXXXXX)
+chmod 0755 "$cluster"
 cleanup() {
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     pkill -f "$work/data" 2>/dev/null || true
-    [ "$peer" = 0 ] || "$here/../../contrib/slurm/testcluster.sh" stop "$work/slurm" || true
-    rm -rf "$work"
+    [ "$peer" = 0 ] || "$here/../../contrib/slurm/testcluster.sh" stop "$cluster" || true
+    rm -rf "$work" "$cluster"
 }
 pid=
 trap cleanup EXIT
@@ -80,9 +83,9 @@ kill "$pid"
 wait "$pid" 2>/dev/null || true
 
 if [ "$peer" = 1 ]; then
-    "$here/../../contrib/slurm/testcluster.sh" start "$work/slurm" --rest >&2
+    "$here/../../contrib/slurm/testcluster.sh" start "$cluster" --rest >&2
     # shellcheck disable=SC1091
-    . "$work/slurm/env"
+    . "$cluster/env"
     sh_user="X-SLURM-USER-NAME: $SLURMRESTD_USER"
     sh_token="X-SLURM-USER-TOKEN: $SLURMRESTD_TOKEN"
     # A job that may begin only tomorrow: it stays queued, like ringd's behind their holder.

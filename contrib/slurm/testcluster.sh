@@ -1,25 +1,47 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# A real one-node Slurm cluster for tests and benchmarks, entirely under one directory:
-# munged (its own key and socket), slurmctld, slurmd and, on request, slurmrestd with JWT
-# auth. Nothing in /etc is touched; every daemon runs from Debian's packages.
+# A real two-node Slurm cluster with fake GPUs on one machine, for tests and benchmarks,
+# entirely under one directory: munged (its own key and socket), slurmctld, two slurmds (n1
+# and n2, two GPUs each) and, on request, slurmrestd with JWT auth. Nothing in /etc is
+# touched; every daemon runs from Debian's packages. Needs root.
 #
 #   contrib/slurm/testcluster.sh start DIR [--rest]   start (idempotent), wait until ready
-#   contrib/slurm/testcluster.sh stop DIR             stop every daemon started in DIR
+#   contrib/slurm/testcluster.sh stop DIR             cancel its jobs, stop every daemon
 #   contrib/slurm/testcluster.sh env DIR              print the exports to use it
+#   contrib/slurm/testcluster.sh status DIR           exit 0 when every daemon is up
 #
 # After start, DIR/env holds SLURM_CONF (for sinfo, sbatch, srun...) and, with --rest,
 # SLURMRESTD_URL, SLURMRESTD_USER and SLURMRESTD_TOKEN (a JWT) for REST clients, which send
 # them as X-SLURM-USER-NAME and X-SLURM-USER-TOKEN.
+#
+# How two nodes share one machine:
+# - Both slurmds listen on 127.0.0.1, on ports of their own (NodeAddr/Port per node), and
+#   keep their spool, log and pid files apart with slurm.conf's %n.
+# - The PMIx plugin of each slurmstepd puts its rendezvous files under /tmp with names
+#   derived from the job and step only, so the two nodes' stepds of one step would collide.
+#   n2's slurmd therefore runs in a mount namespace of its own whose /tmp is DIR/n2-tmp.
+#   This is also why DIR must not be under /tmp: n2 would not see it.
+# - GPUs: each node has two, and gres.conf names files under DIR/gpu as their devices. Each
+#   is a character device node with /dev/null's numbers: slurmd counts a plain file but
+#   gives it no device index ("not a valid character or block device"), and then sets no
+#   CUDA_VISIBLE_DEVICES. With task/none nothing is confined, so Slurm's placement shows in
+#   CUDA_VISIBLE_DEVICES and in scontrol's GRES=gpu(IDX:...), which Ringmaster's tests check.
 set -euo pipefail
 
-usage() { echo "usage: $0 start DIR [--rest] | stop DIR | env DIR" >&2; exit 2; }
+usage() {
+    echo "usage: $0 start DIR [--rest] | stop DIR | env DIR | status DIR" >&2
+    exit 2
+}
 [ $# -ge 2 ] || usage
 cmd=$1
-dir=$(mkdir -p "$2" && cd "$2" && pwd)
+dir=$(realpath -m "$2") # symlinks resolved, for the /tmp check
 rest=0
 [ "${3:-}" = --rest ] && rest=1
+export PATH=$PATH:/usr/sbin:/sbin
+NODES="n1 n2"
+GPUS_PER_NODE=2
+CPUS_PER_NODE=8
 
 free_port() { # a TCP port nobody listens on, below the kernel's ephemeral range
     local p low
@@ -27,9 +49,11 @@ free_port() { # a TCP port nobody listens on, below the kernel's ephemeral range
     [ "$low" -gt 12000 ] || low=32768
     for _ in $(seq 50); do
         p=$((10000 + RANDOM % (low - 10000)))
-        (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+        grep -qx "$p" "$dir/ports" 2>/dev/null && continue
+        (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo "$p" >>"$dir/ports"; echo $p; return; }
     done
-    echo "testcluster: no free port" >&2; exit 1
+    echo "testcluster: no free port" >&2
+    exit 1
 }
 
 running() { # running NAME: the daemon's pid file names a live process
@@ -37,16 +61,37 @@ running() { # running NAME: the daemon's pid file names a live process
     p=$(cat "$dir/$1.pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null
 }
 
-stop() {
+stop_daemon() { # stop_daemon NAME: TERM, then KILL after 5 s
     local p
-    for d in slurmrestd slurmd slurmctld munged; do
-        p=$(cat "$dir/$d.pid" 2>/dev/null) || continue
-        [ -n "$p" ] || continue
+    p=$(cat "$dir/$1.pid" 2>/dev/null) || return 0
+    if [ -n "$p" ]; then
         kill "$p" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
         kill -9 "$p" 2>/dev/null || true
-        rm -f "$dir/$d.pid"
-    done
+    fi
+    rm -f "$dir/$1.pid"
+}
+
+stop() {
+    # Jobs first, while slurmctld and the slurmds can still end their steps: with
+    # proctrack/linuxproc a slurmstepd outlives its slurmd.
+    if running slurmctld && [ -s "$dir/slurm.conf" ]; then
+        local jobs
+        jobs=$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null || true)
+        if [ -n "$jobs" ]; then
+            # shellcheck disable=SC2086 # one id per word
+            SLURM_CONF=$dir/slurm.conf scancel $jobs 2>/dev/null || true
+            for _ in $(seq 100); do
+                [ -z "$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null)" ] && break
+                sleep 0.1
+            done
+        fi
+    fi
+    stop_daemon slurmrestd
+    for n in $NODES; do stop_daemon "slurmd.$n"; done
+    stop_daemon slurmctld
+    stop_daemon munged
+    # n2's private /tmp is a mount in n2's namespace only, which ended with its slurmd.
 }
 
 wait_for() { # wait_for WHAT SECONDS COMMAND...
@@ -57,32 +102,22 @@ wait_for() { # wait_for WHAT SECONDS COMMAND...
     return 1
 }
 
-start() {
-    for b in munged slurmctld slurmd scontrol sinfo; do
-        command -v "$b" >/dev/null || [ -x "/usr/sbin/$b" ] ||
-            { echo "testcluster: $b is missing (contrib/deps.sh installs Slurm)" >&2; exit 1; }
-    done
-    export PATH=$PATH:/usr/sbin
-    mkdir -p "$dir/state" "$dir/spool" "$dir/munge"
-    chmod 0755 "$dir/munge" # munged wants its socket reachable by every user
-    if [ ! -s "$dir/munge/munge.key" ]; then
-        dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
-        chmod 0400 "$dir/munge/munge.key"
-    fi
-    [ -s "$dir/jwt.key" ] || { dd if=/dev/urandom of="$dir/jwt.key" bs=32 count=1 status=none; chmod 0600 "$dir/jwt.key"; }
-    local host cpus mem ctld_port d_port
+nodes_idle() { # every node is idle (not down, drained or still booting)
+    local states
+    states=$(sinfo -h -N -o '%N %t' | sort -u)
+    [ "$(echo "$states" | grep -c ' idle$')" = "$(echo $NODES | wc -w)" ]
+}
+
+write_conf() {
+    local host ctld_port
     host=$(hostname -s)
-    cpus=$(nproc)
-    mem=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
-    if [ ! -s "$dir/slurm.conf" ]; then
-        ctld_port=$(free_port)
-        d_port=$(free_port)
-        cat >"$dir/slurm.conf" <<CONF
-# Written by contrib/slurm/testcluster.sh: one node, everything under $dir.
+    ctld_port=$(free_port)
+    {
+        cat <<CONF
+# Written by contrib/slurm/testcluster.sh: two nodes on one machine, everything under $dir.
 ClusterName=ringtest
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$ctld_port
-SlurmdPort=$d_port
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -91,11 +126,12 @@ AuthAltTypes=auth/jwt
 AuthAltParameters=jwt_key=$dir/jwt.key
 CredType=cred/munge
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
+SlurmdPidFile=$dir/slurmd.%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd.log
+SlurmdLogFile=$dir/slurmd.%n.log
+# No cgroups on a test machine: processes are tracked through /proc and not confined.
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -103,15 +139,71 @@ AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+GresTypes=gpu
 MpiDefault=none
+# Both nodes claim $CPUS_PER_NODE CPUs whatever the machine has: the tests place ranks, not load.
+SlurmdParameters=config_overrides
 ReturnToService=2
 MaxJobCount=1000000
+# Steps get SIGTERM, then SIGKILL this many seconds later (scancel, time limits).
+KillWait=5
 SlurmctldDebug=info
 SlurmdDebug=info
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:64
 CONF
+        for n in $NODES; do
+            echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$(free_port)" \
+                "CPUs=$CPUS_PER_NODE Gres=gpu:$GPUS_PER_NODE State=UNKNOWN"
+        done
+        echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:64"
+    } >"$dir/slurm.conf"
+    : >"$dir/gres.conf"
+    for n in $NODES; do
+        mkdir -p "$dir/gpu/$n"
+        for g in $(seq 0 $((GPUS_PER_NODE - 1))); do
+            [ -e "$dir/gpu/$n/nvidia$g" ] || mknod "$dir/gpu/$n/nvidia$g" c 1 3 || {
+                echo "testcluster: cannot mknod fake GPUs; using plain files, which Slurm" \
+                    "counts but gives no device index (no CUDA_VISIBLE_DEVICES)" >&2
+                : >"$dir/gpu/$n/nvidia$g"
+            }
+        done
+        echo "NodeName=$n Name=gpu File=$dir/gpu/$n/nvidia[0-$((GPUS_PER_NODE - 1))]" >>"$dir/gres.conf"
+    done
+}
+
+# Closes every descriptor above stderr that this shell inherited, so that no daemon keeps
+# one: a caller's `flock LOCK testcluster.sh start` would otherwise stay locked for as long
+# as munged or slurmrestd live.
+close_inherited() {
+    local fd
+    for fd in $(ls /proc/$$/fd); do
+        [ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-" 2>/dev/null || true
+    done
+}
+
+start() {
+    close_inherited
+    for b in munged slurmctld slurmd scontrol sinfo squeue scancel unshare; do
+        command -v "$b" >/dev/null ||
+            { echo "testcluster: $b is missing (contrib/deps.sh installs Slurm)" >&2; exit 1; }
+    done
+    [ "$(id -u)" = 0 ] || { echo "testcluster: the daemons run as root; run this as root" >&2; exit 1; }
+    case $dir/ in
+    /tmp/*)
+        echo "testcluster: $dir is under /tmp, which node n2 does not see (it has a private" \
+            "/tmp); use a directory elsewhere, e.g. /var/tmp/..." >&2
+        exit 1
+        ;;
+    esac
+    mkdir -p "$dir/state" "$dir/munge" "$dir/n2-tmp"
+    for n in $NODES; do mkdir -p "$dir/spool/$n"; done
+    chmod 1777 "$dir/n2-tmp"
+    chmod 0755 "$dir/munge" # munged wants its socket reachable by every user
+    if [ ! -s "$dir/munge/munge.key" ]; then
+        dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+        chmod 0400 "$dir/munge/munge.key"
     fi
+    [ -s "$dir/jwt.key" ] || { dd if=/dev/urandom of="$dir/jwt.key" bs=32 count=1 status=none; chmod 0600 "$dir/jwt.key"; }
+    [ -s "$dir/slurm.conf" ] || write_conf
     export SLURM_CONF=$dir/slurm.conf
     if ! running munged; then
         munged --force --socket="$dir/munge/munge.sock" --key-file="$dir/munge/munge.key" \
@@ -123,19 +215,22 @@ CONF
         slurmctld -c -f "$SLURM_CONF"
         wait_for slurmctld 30 scontrol ping
     fi
-    if ! running slurmd; then
-        slurmd -f "$SLURM_CONF"
-        wait_for "slurmd (node idle)" 30 sh -c "sinfo -h -N -o %t | grep -qx idle"
+    if ! running slurmd.n1; then
+        slurmd -N n1 -f "$SLURM_CONF"
     fi
-    {
-        echo "export SLURM_CONF=$dir/slurm.conf"
-    } >"$dir/env"
+    if ! running slurmd.n2; then
+        # --propagation private: the bind mount stays in this namespace.
+        unshare -m --propagation private sh -c \
+            'mount --bind "$1" /tmp && exec slurmd -N n2 -f "$2"' sh "$dir/n2-tmp" "$SLURM_CONF"
+    fi
+    wait_for "slurmd n1 and n2 (nodes idle)" 60 nodes_idle
+    echo "export SLURM_CONF=$dir/slurm.conf" >"$dir/env"
     if [ $rest = 1 ]; then
         local port user=nobody
         # slurmrestd refuses to run as root: it drops to nobody after binding, and must still
         # read slurm.conf.
         chmod 0755 "$dir"
-        chmod 0644 "$dir/slurm.conf"
+        chmod 0644 "$dir/slurm.conf" "$dir/gres.conf"
         runuser -u "$user" -- test -r "$dir/slurm.conf" || {
             echo "testcluster: $user cannot read $dir/slurm.conf (slurmrestd runs as $user);" \
                 "put DIR where every user can reach it" >&2
@@ -161,9 +256,19 @@ CONF
     echo "testcluster: up in $dir (source $dir/env)" >&2
 }
 
+status() {
+    local d
+    for d in munged slurmctld slurmd.n1 slurmd.n2; do
+        running "$d" || { echo "testcluster: $d is not running in $dir" >&2; return 1; }
+    done
+    SLURM_CONF=$dir/slurm.conf scontrol ping >/dev/null 2>&1 ||
+        { echo "testcluster: slurmctld does not answer" >&2; return 1; }
+}
+
 case $cmd in
 start) start ;;
 stop) stop ;;
 env) cat "$dir/env" ;;
+status) status ;;
 *) usage ;;
 esac

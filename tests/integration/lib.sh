@@ -23,6 +23,15 @@ free_port() {
     fail "no free TCP port below $low"
 }
 
+# skip WHY: this test cannot run here. Outside CI it skips (exit 77, which ctest reports as
+# skipped, with WHY). CI (CI=true) runs as root with every package installed, so there a
+# missing prerequisite fails the test: CI must never pass by skipping.
+skip() {
+    [ "${CI:-}" != true ] || fail "cannot run in CI (CI=true): $*"
+    echo "SKIP: $*"
+    exit 77
+}
+
 fail() {
     echo "FAIL: $*" >&2
     exit 1

@@ -2,13 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Two "hosts" as network namespaces on a bridge: ringrun launches ranks in them through
 # --rsh 'ip netns exec %h sh -c', and the collectives run over real veth links between
-# namespaces. Needs root and iproute2; skips (exit 77) without them.
+# namespaces. Needs root and iproute2; skips (exit 77) without them, but fails in CI.
 . "$(dirname "$0")/lib.sh"
 : "${COLL_CHECK:?}" "${TRAIN:?}"
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-    echo "SKIP: multi-host tests need root and iproute2 (ip netns)"
-    exit 77
+    skip "multi-host tests need root and iproute2 (ip netns)"
 fi
 # Names unique to this run, so parallel runs and leftovers never collide.
 tag=$$
@@ -21,8 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 if ! ip netns add "rh${tag}a" 2>/dev/null; then
-    echo "SKIP: cannot create network namespaces here"
-    exit 77
+    skip "cannot create network namespaces here"
 fi
 ip netns add "rh${tag}b"
 # A private test subnet that exists only inside this bridge and its namespaces.

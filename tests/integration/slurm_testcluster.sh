@@ -1,33 +1,68 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# contrib/slurm/testcluster.sh brings up a real one-node Slurm (munge, slurmctld, slurmd,
-# slurmrestd with JWT) that runs jobs, answers REST, and stops without leaving a daemon.
-# Needs root and Debian's Slurm packages (contrib/deps.sh); skips (exit 77) without them.
+# contrib/slurm/testcluster.sh brings up a real two-node Slurm on this machine (munge,
+# slurmctld, slurmd n1 and n2 with two fake GPUs each, slurmrestd with JWT) that runs jobs
+# across both nodes, places GPUs, serves PMIx to srun --mpi=pmix, answers REST, and stops
+# without leaving a daemon or a job. It runs a cluster of its own (it tests start and stop).
+# Needs root and Debian's Slurm packages (contrib/deps.sh): skips without them, fails in CI.
+export TMPDIR=/var/tmp # n2 has a private /tmp: the cluster and the jobs' files live elsewhere
 . "$(dirname "$0")/lib.sh"
 
 TC=$(cd "$(dirname "$0")/../.." && pwd)/contrib/slurm/testcluster.sh
 export PATH=$PATH:/usr/sbin
-for b in slurmctld slurmd munged slurmrestd srun; do
-    command -v "$b" >/dev/null || { echo "skip: $b is not installed (contrib/deps.sh)"; exit 77; }
+for b in slurmctld slurmd munged slurmrestd srun sbatch; do
+    command -v "$b" >/dev/null || skip "$b is not installed (contrib/deps.sh installs it)"
 done
-[ "$(id -u)" = 0 ] || { echo "skip: the test cluster runs its daemons as root"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "the test cluster runs its daemons as root"
+[ -n "${PMIX_CHECK:-}" ] || skip "pmix_check was not built (PMIx not found: contrib/deps.sh installs libpmix-dev)"
 
 chmod 0755 "$WORK" # slurmrestd runs as nobody and reads slurm.conf under here
 CL=$WORK/slurm
 trap '"$TC" stop "$CL" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 
+"$TC" start /tmp/ringtest-not-here 2>"$WORK/err" && fail "a cluster under /tmp started"
+expect_in err "private"
+ok "a cluster directory under /tmp is refused with the reason (n2's /tmp is private)"
+
 "$TC" start "$CL" --rest 2>"$WORK/start.err" || { cat "$WORK/start.err" "$CL"/*.log >&2; fail "the cluster did not start"; }
 # shellcheck disable=SC1091
 . "$CL/env"
-[ "$(sinfo -h -o %t)" = idle ] || fail "the node is not idle: $(sinfo)"
-ok "munged, slurmctld and slurmd start under one directory; the node is idle"
+[ "$(sinfo -h -N -o '%N %t %G' | sort -u | tr '\n' ';')" = "n1 idle gpu:2;n2 idle gpu:2;" ] ||
+    fail "nodes: $(sinfo -N -o '%N %t %G')"
+ok "munged, slurmctld and two slurmds start under one directory; n1 and n2 are idle with 2 GPUs each"
 
-out=$(timeout 60 srun -N1 -n2 --time=1 sh -c 'echo "task $SLURM_PROCID of $SLURM_NTASKS"' | sort)
-[ "$out" = "$(printf 'task 0 of 2\ntask 1 of 2')" ] || fail "srun gave: $out"
+cd "$WORK"
+out=$(timeout 60 srun -N2 -n4 --ntasks-per-node=2 --time=1 sh -c 'echo "$SLURMD_NODENAME $SLURM_PROCID/$SLURM_NTASKS"' | sort)
+[ "$out" = "$(printf 'n1 0/4\nn1 1/4\nn2 2/4\nn2 3/4')" ] || fail "srun -N2 -n4 gave: $out"
 printf '#!/bin/sh\necho batch on $SLURM_JOB_NODELIST\n' >"$WORK/job.sh"
-timeout 60 sbatch --wait -o "$WORK/batch.out" "$WORK/job.sh" >/dev/null || fail "sbatch --wait failed"
-grep -q "batch on $(hostname -s)" "$WORK/batch.out" || fail "batch output: $(cat "$WORK/batch.out")"
-ok "srun runs 2 tasks and sbatch --wait runs a batch job"
+timeout 60 sbatch --wait -N2 -o "$WORK/batch.out" "$WORK/job.sh" >/dev/null || fail "sbatch --wait failed"
+grep -q "batch on n\[1-2\]" "$WORK/batch.out" || fail "batch output: $(cat "$WORK/batch.out")"
+ok "srun runs 4 tasks over both nodes and sbatch --wait runs a 2-node batch job"
+
+out=$(timeout 60 srun -N2 --ntasks-per-node=1 --gres=gpu:2 sh -c 'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"' | sort)
+[ "$out" = "$(printf 'n1 0,1\nn2 0,1')" ] || fail "2 GPUs per node gave: $out"
+holder=$(sbatch --parsable -w n2 --gres=gpu:1 -o /dev/null --wrap 'sleep 60')
+for _ in $(seq 100); do [ "$(squeue -h -j "$holder" -o %t)" = R ] && break; sleep 0.1; done
+held=$(scontrol show job -d "$holder" | sed -n 's/.*GRES=gpu:1(IDX:\([0-9]\)).*/\1/p')
+[ -n "$held" ] || fail "job $holder shows no GPU index: $(scontrol show job -d "$holder")"
+out=$(timeout 60 srun -w n2 --gres=gpu:1 sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+[ "$out" = $((1 - held)) ] || fail "with GPU $held of n2 held, a second job got GPU '$out'"
+scancel "$holder"
+ok "Slurm places the fake GPUs: CUDA_VISIBLE_DEVICES per node, and a held GPU goes to no one else"
+
+timeout 60 srun -w n2 sh -c "echo n2 > /tmp/ringtest.$$" || fail "srun on n2 failed"
+[ ! -e "/tmp/ringtest.$$" ] && [ "$(cat "$CL/n2-tmp/ringtest.$$")" = n2 ] ||
+    fail "n2's /tmp is not its private directory"
+ok "n2's slurmd runs with a private /tmp ($CL/n2-tmp)"
+
+timeout 60 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$PMIX_CHECK" >"$WORK/pmix.out" 2>&1 ||
+    { cat "$WORK/pmix.out" >&2; fail "PMIx check under srun --mpi=pmix failed"; }
+for r in 0 1 2 3; do
+    node=n$((r / 2 + 1))
+    grep -q "^pmix rank $r of 4 local $((r % 2))/2 node $((r / 2))/2 on $node: got 4 addresses$" "$WORK/pmix.out" ||
+        { cat "$WORK/pmix.out" >&2; fail "rank $r's PMIx layout or exchange is wrong"; }
+done
+ok "srun -N2 -n4 --mpi=pmix: PMIx gives each rank its layout, and Put/Commit/Fence/Get spans both nodes"
 
 code=$(curl -s -o "$WORK/ping.json" -w '%{http_code}' -H "X-SLURM-USER-NAME: $SLURMRESTD_USER" \
     -H "X-SLURM-USER-TOKEN: $SLURMRESTD_TOKEN" "$SLURMRESTD_URL/slurm/v0.0.38/ping")
@@ -38,9 +73,18 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$SLURMRESTD_URL/slurm/v0.0.38/pin
 ok "slurmrestd answers with a JWT and refuses without one"
 
 "$TC" start "$CL" --rest 2>/dev/null || fail "a second start is not idempotent"
+"$TC" status "$CL" || fail "status says the cluster is down"
+printf '#!/bin/sh\nsleep 300\n' >"$WORK/long.sh"
+chmod +x "$WORK/long.sh"
+sbatch -N2 -o /dev/null --wrap "srun $WORK/long.sh" >/dev/null
+for _ in $(seq 100); do [ "$(pgrep -f -c "$WORK/long.sh" || true)" -ge 2 ] && break; sleep 0.1; done
+[ "$(pgrep -f -c "$WORK/long.sh" || true)" -ge 2 ] || fail "the long job did not start on both nodes"
 "$TC" stop "$CL"
+! "$TC" status "$CL" 2>/dev/null || fail "status says a stopped cluster is up"
 for d in munged slurmctld slurmd slurmrestd; do
     ! pgrep -f "$CL" -a | grep -q "$d" || fail "$d still runs after stop"
 done
-ok "start is idempotent; stop leaves no daemon"
+for _ in $(seq 50); do pgrep -f "$WORK/long.sh" >/dev/null || break; sleep 0.1; done
+! pgrep -f "$WORK/long.sh" >/dev/null || fail "a job's processes outlived stop"
+ok "start is idempotent; stop cancels the jobs and leaves no daemon"
 summary
