@@ -2,6 +2,7 @@
 /* output.c - rank-prefixed line forwarding. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,6 +15,67 @@ void output_init(struct output *o, int fd, int rank, int is_err, int file_fd)
     o->is_err = is_err;
     o->file_fd = file_fd;
     o->len = 0;
+    o->labelled = 0;
+    o->nranks = 0;
+    o->rank_files = NULL;
+    o->first_failure = -1;
+}
+
+void output_init_labelled(struct output *o, int fd, int is_err, int nranks, const int *rank_files)
+{
+    output_init(o, fd, -1, is_err, -1);
+    o->labelled = 1;
+    o->nranks = nranks;
+    o->rank_files = rank_files;
+}
+
+int output_srun_failure(const char *line, size_t n)
+{
+    static const struct {
+        const char *text;
+        int status;
+    } signals[] = {{"Killed", 128 + 9},  {"Terminated", 128 + 15}, {"Segmentation fault", 128 + 11},
+                   {"Aborted", 128 + 6}, {"Bus error", 128 + 7},   {"Interrupt", 128 + 2}};
+    const char *code = "Exited with exit code ";
+    char buf[512];
+    const char *p;
+
+    if (n >= sizeof(buf))
+        n = sizeof(buf) - 1;
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    if (strncmp(buf, "srun: error: ", 13) != 0 || strstr(buf, ": task") == NULL)
+        return -1;
+    if ((p = strstr(buf, code)) != NULL)
+        return atoi(p + strlen(code));
+    p = strrchr(buf, ':');
+    for (size_t i = 0; p != NULL && i < sizeof(signals) / sizeof(signals[0]); i++) {
+        if (strncmp(p + 2, signals[i].text, strlen(signals[i].text)) == 0)
+            return signals[i].status;
+    }
+    return -1;
+}
+
+int output_parse_label(const char *line, size_t n, int *rank)
+{
+    size_t i = 0;
+    long r = 0;
+    while (i < n && line[i] == ' ')
+        i++;
+    if (i == n || line[i] < '0' || line[i] > '9')
+        return -1;
+    for (; i < n && line[i] >= '0' && line[i] <= '9'; i++) {
+        r = r * 10 + (line[i] - '0');
+        if (r > 1 << 24)
+            return -1;
+    }
+    if (i >= n || line[i] != ':')
+        return -1;
+    i++;
+    if (i < n && line[i] == ' ')
+        i++;
+    *rank = (int)r;
+    return (int)i;
 }
 
 /* Writes all of buf, retrying short writes. Output that cannot be written (a closed
@@ -34,7 +96,27 @@ static void write_all(int fd, const char *buf, size_t n)
 static void emit(struct output *o, const char *line, size_t n)
 {
     char out[OUTPUT_LINE_MAX + 32];
-    int p = snprintf(out, sizeof(out), "[%d]<%s>:", o->rank, o->is_err ? "stderr" : "stdout");
+    int p, rank = o->rank;
+
+    if (o->labelled) {
+        int at = output_parse_label(line, n, &rank);
+        if (at < 0 || rank >= o->nranks) { /* srun's own message: as it is */
+            if (o->first_failure < 0)
+                o->first_failure = output_srun_failure(line, n);
+            memcpy(out, line, n);
+            out[n] = '\n';
+            write_all(o->is_err ? STDERR_FILENO : STDOUT_FILENO, out, n + 1);
+            return;
+        }
+        line += at;
+        n -= (size_t)at;
+        if (o->rank_files != NULL && o->rank_files[rank] >= 0) {
+            memcpy(out, line, n);
+            out[n] = '\n';
+            write_all(o->rank_files[rank], out, n + 1);
+        }
+    }
+    p = snprintf(out, sizeof(out), "[%d]<%s>:", rank, o->is_err ? "stderr" : "stdout");
     memcpy(out + p, line, n);
     out[(size_t)p + n] = '\n';
     /* One write per line: ranks share our stdout, and a single write of a line keeps lines

@@ -4,6 +4,7 @@
  *
  *   ringrun -np 4 ./train --epochs 10
  *   ringrun -np 8 -H node1:4,node2:4 ./train
+ *   ringrun -np 8 ./train                  (inside a Slurm allocation: srun --mpi=pmix)
  *
  * ringrun serves the rendezvous that ranks meet at, starts each rank (fork/exec here, a
  * remote shell elsewhere) with the worker contract in its environment, forwards its
@@ -37,6 +38,7 @@
 #include "output.h"
 #include "rendezvous.h"
 #include "ring.h"
+#include "slurm.h"
 
 /* Exit codes of ringrun itself (sysexits.h and shell conventions); a rank's failure is
  * reported with that rank's own status instead. */
@@ -62,7 +64,10 @@ struct opts {
     int nx;
     const char *gpus; /* --gpus 0,1,2,3: CUDA_VISIBLE_DEVICES per local rank */
     int gpus_per_rank;
-    char **argv; /* the program and its arguments */
+    int gpus_per_rank_given;
+    int no_slurm; /* --no-slurm: fork or rsh even inside an allocation */
+    int slurm;    /* launch through srun (inside an allocation, no -H/--hostfile) */
+    char **argv;  /* the program and its arguments */
 };
 
 struct rank {
@@ -110,6 +115,10 @@ static void usage(FILE *f)
         "  --rendezvous-addr A   address remote ranks reach this host at\n"
         "  --kill-grace S        after a rank fails, wait S seconds before killing the\n"
         "                        others (default %d)\n"
+        "  --no-slurm            inside a Slurm allocation, start the ranks here anyway\n"
+        "                        (by default they start through srun --mpi=pmix on the\n"
+        "                        allocation's nodes, -np defaulting to SLURM_NTASKS,\n"
+        "                        --gpus-per-rank becoming srun --gpus-per-task)\n"
         "  -v, --verbose         say what is launched where\n"
         "  --version, --help\n"
         "\n"
@@ -141,6 +150,7 @@ enum {
     OPT_GRACE,
     OPT_GPUS,
     OPT_GPUS_PER_RANK,
+    OPT_NO_SLURM,
     OPT_VERSION,
     OPT_HELP,
 };
@@ -159,6 +169,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"kill-grace", required_argument, NULL, OPT_GRACE},
         {"gpus", required_argument, NULL, OPT_GPUS},
         {"gpus-per-rank", required_argument, NULL, OPT_GPUS_PER_RANK},
+        {"no-slurm", no_argument, NULL, OPT_NO_SLURM},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -216,6 +227,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case OPT_GPUS_PER_RANK:
             if (parse_int(optarg, 1, 64, &o->gpus_per_rank) < 0)
                 return say("--gpus-per-rank '%s' must be in 1..64", optarg), -1;
+            o->gpus_per_rank_given = 1;
+            break;
+        case OPT_NO_SLURM:
+            o->no_slurm = 1;
             break;
         case 'x': {
             const char **grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
@@ -252,6 +267,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return say("-H: %s", err.text), -1;
     if (hostfile != NULL && hosts_parse_file(&o->hosts, hostfile, &err) < 0)
         return say("--hostfile: %s", err.text), -1;
+    /* Inside an allocation the hosts are Slurm's, unless the user named others. */
+    if (!o->no_slurm && hosts_spec == NULL && hostfile == NULL && slurm_in_allocation()) {
+        if (o->gpus != NULL)
+            return say("--gpus names this host's GPUs; inside a Slurm allocation the GPUs are "
+                       "Slurm's (use --gpus-per-rank, or --no-slurm)"),
+                   -1;
+        o->slurm = 1;
+        return 0;
+    }
     if (o->np == 0) {
         if (o->hosts.count == 0)
             return say("-np N is required"), -1;
@@ -579,6 +603,22 @@ int main(int argc, char **argv)
         goto out;
     }
     verbose = o.verbose;
+    if (o.slurm) {
+        char step[64];
+        struct slurm_launch l = {
+            .np = o.np,
+            .gpus_per_rank = o.gpus_per_rank_given ? o.gpus_per_rank : 0,
+            .grace_s = o.grace_s,
+            .timeout_s = o.timeout_s,
+            .output_dir = o.output_dir,
+            .step_name = step,
+            .verbose = o.verbose,
+            .argv = o.argv,
+        };
+        snprintf(step, sizeof(step), "ringrun.%d", (int)getpid());
+        rc = slurm_run(&l);
+        goto out;
+    }
     pl = calloc((size_t)o.np, sizeof(*pl));
     ranks = calloc((size_t)o.np, sizeof(*ranks));
     pfd = calloc((size_t)o.np * 3 + 8, sizeof(*pfd));

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* slurm.c - ringrun's launch through srun --mpi=pmix inside a Slurm allocation. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "output.h"
+#include "slurm.h"
+
+#define EXIT_USAGE    64
+#define EXIT_OSERR    71
+#define EXIT_NOTFOUND 127
+/* squeue and scancel answer in milliseconds; a slurmctld that does not answer in this long
+ * is not going to, and ringrun falls back to signalling srun itself. */
+#define HELPER_TIMEOUT_MS 10000
+/* After the step is cancelled, srun normally exits within KillWait; past this, ringrun
+ * kills srun itself, which makes Slurm end the step. */
+#define SRUN_KILL_AFTER_MS 15000
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    int n = snprintf(line, sizeof(line), "ringrun: ");
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    n = (int)strlen(line);
+    line[n++] = '\n';
+    if (write(STDERR_FILENO, line, (size_t)n) < 0)
+        return;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int slurm_in_allocation(void)
+{
+    const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_NODELIST");
+    return job != NULL && *job != '\0' && nodes != NULL && *nodes != '\0';
+}
+
+/* The rank count: -np, else the allocation's task count; 0 when neither is known. */
+static int ranks_of(const struct slurm_launch *l)
+{
+    const char *nt = getenv("SLURM_NTASKS");
+    char *end;
+    long v;
+    if (l->np > 0)
+        return l->np;
+    if (nt == NULL || *nt == '\0')
+        return 0;
+    v = strtol(nt, &end, 10);
+    return *end == '\0' && v > 0 && v <= 1 << 20 ? (int)v : 0;
+}
+
+int slurm_srun_argv(const struct slurm_launch *l, char **av, int cap, char *buf, size_t bufcap,
+                    struct error *err)
+{
+    int n = 0, np = ranks_of(l);
+    size_t used = 0;
+    char *num;
+
+#define ADD(s)                                                                                     \
+    do {                                                                                           \
+        if (n + 1 >= cap)                                                                          \
+            goto too_long;                                                                         \
+        av[n++] = (char *)(s);                                                                     \
+    } while (0)
+#define NUM(fmt, v)                                                                                \
+    do {                                                                                           \
+        int k = snprintf(buf + used, bufcap - used, fmt, v);                                       \
+        if (k < 0 || (size_t)k >= bufcap - used)                                                   \
+            goto too_long;                                                                         \
+        num = buf + used;                                                                          \
+        used += (size_t)k + 1;                                                                     \
+    } while (0)
+
+    if (np == 0) {
+        snprintf(err->text, sizeof(err->text),
+                 "-np N is required: the allocation does not say how many tasks (SLURM_NTASKS)");
+        return -1;
+    }
+    ADD("srun");
+    ADD("--mpi=pmix");
+    /* Every line names its rank, which ringrun turns into its own prefix. */
+    ADD("--label");
+    ADD("--job-name");
+    ADD(l->step_name);
+    NUM("--ntasks=%d", np);
+    ADD(num);
+    /* A failing rank does not kill the step at once: the others get the grace period to
+     * notice, as ringrun gives them outside Slurm. srun's --wait=0 would mean "forever". */
+    ADD("--kill-on-bad-exit=0");
+    NUM("--wait=%d", l->grace_s > 0 ? l->grace_s : 1);
+    ADD(num);
+    if (l->gpus_per_rank > 0) {
+        NUM("--gpus-per-task=%d", l->gpus_per_rank);
+        ADD(num);
+    }
+    ADD("--");
+    for (char **a = l->argv; *a; a++)
+        ADD(*a);
+    av[n] = NULL;
+    return n;
+too_long:
+    snprintf(err->text, sizeof(err->text), "the srun command line is too long");
+    return -1;
+#undef ADD
+#undef NUM
+}
+
+/*
+ * Runs argv (squeue, scancel) and waits for it, with its stdout in out (NUL-terminated, may
+ * be NULL). Returns its exit status, or -1 when it cannot run or takes too long.
+ */
+static int run_helper(char *const *argv, char *out, size_t cap)
+{
+    int pfd[2], status, devnull;
+    size_t len = 0;
+    int64_t deadline = now_ms() + HELPER_TIMEOUT_MS;
+    pid_t pid;
+
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return -1;
+    pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
+        dup2(pfd[1], STDOUT_FILENO);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    for (;;) {
+        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+        int64_t left = deadline - now_ms();
+        char tmp[4096];
+        ssize_t k;
+        if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+            kill(pid, SIGKILL);
+            break;
+        }
+        k = read(pfd[0], tmp, sizeof(tmp));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        if (out != NULL && len + 1 < cap) {
+            size_t take = (size_t)k < cap - 1 - len ? (size_t)k : cap - 1 - len;
+            memcpy(out + len, tmp, take);
+            len += take;
+        }
+    }
+    close(pfd[0]);
+    if (out != NULL)
+        out[len] = '\0';
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    if (now_ms() > deadline)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Finds "JOB.STEP" of the step named name in this job; 0, or -1 when not (yet) there. */
+static int find_step(const char *name, char *step, size_t cap)
+{
+    char out[16384], *save = NULL;
+    char *job = getenv("SLURM_JOB_ID");
+    char *argv[] = {"squeue", "--noheader", "--steps", "--jobs", job, "--format", "%i %j", NULL};
+
+    if (run_helper(argv, out, sizeof(out)) != 0)
+        return -1;
+    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *sp = strchr(line, ' ');
+        if (sp != NULL && strcmp(sp + 1, name) == 0) {
+            *sp = '\0';
+            snprintf(step, cap, "%s", line);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/*
+ * Delivers sig to the step's tasks through scancel, so that they can stop gracefully (srun
+ * turns a SIGTERM of its own into an immediate kill of the step). SIGKILL cancels the
+ * step. Falls back to signalling srun. Returns 0 when the step got it.
+ */
+static int signal_step(const struct slurm_launch *l, pid_t srun, int sig)
+{
+    char step[64], sigarg[32];
+    char *cancel[] = {"scancel", "--quiet", sigarg, step, NULL};
+    char *kill_step[] = {"scancel", "--quiet", step, NULL};
+
+    if (find_step(l->step_name, step, sizeof(step)) == 0) {
+        snprintf(sigarg, sizeof(sigarg), "--signal=%d", sig);
+        if (run_helper(sig == SIGKILL ? kill_step : cancel, NULL, 0) == 0) {
+            if (l->verbose)
+                say("signal %d to step %s", sig, step);
+            return 0;
+        }
+    }
+    say("cannot signal the ranks through scancel; signal %d to srun", sig);
+    kill(srun, sig);
+    return -1;
+}
+
+/* Opens DIR/rank.R/stdout or stderr for every rank; -1 entries where that fails. */
+static int *open_rank_files(const char *dir, int np, const char *name)
+{
+    int *fds = malloc((size_t)np * sizeof(int));
+    char path[PATH_MAX];
+    if (fds == NULL)
+        return NULL;
+    for (int r = 0; r < np; r++) {
+        snprintf(path, sizeof(path), "%s/rank.%d", dir, r);
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+            say("cannot create %s: %s", path, strerror(errno));
+        snprintf(path, sizeof(path), "%s/rank.%d/%s", dir, r, name);
+        fds[r] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fds[r] < 0)
+            say("cannot create %s: %s", path, strerror(errno));
+    }
+    return fds;
+}
+
+static void close_files(int *fds, int np)
+{
+    if (fds == NULL)
+        return;
+    for (int r = 0; r < np; r++) {
+        if (fds[r] >= 0)
+            close(fds[r]);
+    }
+    free(fds);
+}
+
+int slurm_run(const struct slurm_launch *l)
+{
+    char *av[4200], buf[256], num[16];
+    struct output out[2];
+    struct error err;
+    int pout[2] = {-1, -1}, perr[2] = {-1, -1}, *files[2] = {NULL, NULL};
+    int np = ranks_of(l), sfd = -1, status = 0, alive = 1, signals = 0, rc = EXIT_OSERR;
+    int64_t kill_at = -1, hard_kill_at = -1;
+    sigset_t mask;
+    pid_t pid, parent = getpid();
+
+    if (slurm_srun_argv(l, av, (int)(sizeof(av) / sizeof(av[0])), buf, sizeof(buf), &err) < 0) {
+        say("%s", err.text);
+        return EXIT_USAGE;
+    }
+    if (l->timeout_s > 0) {
+        snprintf(num, sizeof(num), "%d", l->timeout_s);
+        setenv("RING_TIMEOUT_SECONDS", num, 1);
+    }
+    if (l->verbose) {
+        char line[2048];
+        size_t len = 0;
+        for (char **a = av; *a && len + 2 < sizeof(line); a++)
+            len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s", len ? " " : "", *a);
+        say("in Slurm job %s: %s", getenv("SLURM_JOB_ID"), line);
+    }
+    if (l->output_dir != NULL) {
+        if (mkdir(l->output_dir, 0755) < 0 && errno != EEXIST) {
+            say("cannot create --output-dir %s: %s", l->output_dir, strerror(errno));
+            return EXIT_USAGE;
+        }
+        files[0] = open_rank_files(l->output_dir, np, "stdout");
+        files[1] = open_rank_files(l->output_dir, np, "stderr");
+    }
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+        (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+        say("signalfd: %s", strerror(errno));
+        goto out;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
+        say("pipe: %s", strerror(errno));
+        goto out;
+    }
+    pid = fork();
+    if (pid < 0) {
+        say("fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        int devnull = open("/dev/null", O_RDONLY);
+        /* A group of its own: a SIGTERM to ringrun's group must reach srun only through
+         * ringrun, since srun would answer it by killing the step. If ringrun dies, srun
+         * dies with it, and Slurm ends the step. */
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(EXIT_OSERR);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
+        dup2(pout[1], STDOUT_FILENO);
+        dup2(perr[1], STDERR_FILENO);
+        execvp(av[0], av);
+        dprintf(STDERR_FILENO, "ringrun: cannot execute srun: %s\n", strerror(errno));
+        _exit(EXIT_NOTFOUND);
+    }
+    close(pout[1]);
+    close(perr[1]);
+    pout[1] = perr[1] = -1;
+    fcntl(pout[0], F_SETFL, O_NONBLOCK);
+    fcntl(perr[0], F_SETFL, O_NONBLOCK);
+    output_init_labelled(&out[0], pout[0], 0, np, files[0]);
+    output_init_labelled(&out[1], perr[0], 1, np, files[1]);
+    pout[0] = perr[0] = -1; /* the outputs own them now */
+
+    while (alive || out[0].fd >= 0 || out[1].fd >= 0) {
+        struct pollfd pfd[3];
+        int n = 0, timeout = -1;
+        int64_t now = now_ms();
+
+        if (alive && kill_at >= 0 && now >= kill_at) {
+            say("the ranks did not all end within %d s; killing the step", l->grace_s);
+            signal_step(l, pid, SIGKILL);
+            kill_at = -1;
+            hard_kill_at = now + SRUN_KILL_AFTER_MS;
+        }
+        if (alive && hard_kill_at >= 0 && now >= hard_kill_at) {
+            kill(pid, SIGKILL);
+            hard_kill_at = -1;
+        }
+        if (alive && kill_at >= 0)
+            timeout = (int)(kill_at - now);
+        else if (alive && hard_kill_at >= 0)
+            timeout = (int)(hard_kill_at - now);
+        for (int k = 0; k < 2; k++) {
+            if (out[k].fd >= 0)
+                pfd[n++] = (struct pollfd){.fd = out[k].fd, .events = POLLIN};
+        }
+        if (alive)
+            pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+        if (n == 0)
+            break;
+        if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+            say("poll: %s", strerror(errno));
+            kill(pid, SIGKILL);
+            break;
+        }
+        for (int k = 0; k < 2; k++)
+            output_pump(&out[k]);
+        for (;;) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+                break;
+            if (si.ssi_signo == SIGCHLD)
+                continue;
+            if (++signals == 1) {
+                say("got signal %d; passing it to every rank (again to kill them)",
+                    (int)si.ssi_signo);
+                signal_step(l, pid, (int)si.ssi_signo);
+                if (kill_at < 0 && hard_kill_at < 0)
+                    kill_at = now_ms() + (int64_t)l->grace_s * 1000;
+            } else if (signals == 2) {
+                signal_step(l, pid, SIGKILL);
+                kill_at = -1;
+                hard_kill_at = now_ms() + SRUN_KILL_AFTER_MS;
+            }
+        }
+        if (alive && waitpid(pid, &status, WNOHANG) == pid)
+            alive = 0;
+    }
+    if (alive) {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+    }
+    output_close(&out[0]);
+    output_close(&out[1]);
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    /* srun exits with the highest status of any task; ringrun's contract is the first
+     * failing rank's, which srun reports first. */
+    if (rc != 0 && out[1].first_failure > 0)
+        rc = out[1].first_failure;
+out:
+    for (int k = 0; k < 2; k++) {
+        if (pout[k] >= 0)
+            close(pout[k]);
+        if (perr[k] >= 0)
+            close(perr[k]);
+    }
+    if (sfd >= 0)
+        close(sfd);
+    close_files(files[0], np);
+    close_files(files[1], np);
+    return rc;
+}
