@@ -94,4 +94,10 @@ expect_rc 0 "$RINGRUN" --version
 expect_in out "ringrun "
 ok "--version"
 
+# A ringrun that is itself a task of srun --mpi=pmix or mpirun passes no PMIx identity on:
+# its ranks meet at its rendezvous, and libring would take PMIx first.
+expect_rc 0 env PMIX_RANK=3 PMIX_NAMESPACE=outer "$RINGRUN" -np 2 sh -c 'echo "pmix=${PMIX_RANK:-none}/${PMIX_NAMESPACE:-none}"'
+expect_in out "[1]<stdout>:pmix=none/none"
+ok "ringrun's own ranks get no PMIX_* variables from ringrun's environment"
+
 summary

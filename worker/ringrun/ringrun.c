@@ -576,6 +576,26 @@ static int guess_rdv_addr(const struct opts *o, const struct placement *pl, char
     return 0;
 }
 
+/* Removes every PMIX_* variable from the environment. */
+static void unset_pmix_env(void)
+{
+    extern char **environ;
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; e != NULL && *e != NULL; e++) {
+            if (strncmp(*e, "PMIX_", 5) == 0) {
+                char name[256];
+                size_t n = strcspn(*e, "=");
+                snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1),
+                         *e);
+                unsetenv(name);
+                again = 1; /* environ changed under us: start over */
+                break;
+            }
+        }
+    }
+}
+
 static int any_remote(const struct opts *o, const struct placement *pl)
 {
     for (int r = 0; r < o->np; r++) {
@@ -650,6 +670,11 @@ int main(int argc, char **argv)
         rc = EXIT_USAGE;
         goto out;
     }
+
+    /* ringrun's ranks meet at its rendezvous. A ringrun that is itself a task of a PMIx
+     * launcher (srun --mpi=pmix, mpirun) must not pass that launcher's PMIx identity on:
+     * libring tries PMIx first and every rank would claim ringrun's place in that job. */
+    unset_pmix_env();
 
     /* Local-only jobs keep the rendezvous off the network. */
     rdv = rendezvous_create(any_remote(&o, pl) ? "0.0.0.0" : "127.0.0.1", o.port, &err);
