@@ -11,6 +11,7 @@
 
 /* In the order of DESIGN.md; the first that does not decline wins. */
 static const struct ring__bootstrap_impl *const impls[] = {
+    &ring__bootstrap_pmix,
     &ring__bootstrap_rendezvous,
     &ring__bootstrap_single,
     NULL,

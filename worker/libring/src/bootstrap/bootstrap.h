@@ -12,7 +12,9 @@
  *
  * Implementations, tried in this order by ring__bootstrap_open() (DESIGN.md, "libring
  * internals"); the first that does not decline wins:
- *   pmix        PMIX_RANK is set: the job was started by a PMIx server (srun --mpi=pmix).
+ *   pmix        PMIX_RANK is set: the job was started by a PMIx server (srun --mpi=pmix,
+ *               Open MPI's mpirun); bootstrap_pmix.c. A libring built without PMIx refuses
+ *               such a process rather than letting it run alone as a world of one.
  *   rendezvous  RING_RENDEZVOUS is set: ringrun's key-value server (bootstrap_rendezvous.c).
  *   mpi         built with MPI and launched by mpirun (to come).
  *   single      otherwise: a world of one process (RING_SIZE must be 1 or unset).
@@ -64,6 +66,7 @@ struct ring__bootstrap_impl {
 };
 
 /* The implementations; each declines unless the environment names it. */
+extern const struct ring__bootstrap_impl ring__bootstrap_pmix; /* bootstrap_pmix.c */
 extern const struct ring__bootstrap_impl ring__bootstrap_rendezvous;
 extern const struct ring__bootstrap_impl ring__bootstrap_single;
 
