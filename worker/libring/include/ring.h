@@ -35,6 +35,13 @@
  *   RING_ALLREDUCE_ALGO       auto (default), ring or rd (recursive doubling).
  *   RING_SMALL_ALLREDUCE_BYTES  auto switches from recursive doubling to the ring above
  *                             this size, default 65536.
+ *   RING_TRANSPORT            auto (default: shared memory within a host, TCP between
+ *                             hosts), shm (auto, but failing when a local peer cannot use
+ *                             shared memory) or tcp (TCP for every peer).
+ *   RING_SHM_RING_BYTES, RING_SHM_CMA_BYTES, RING_SHM_CMA  the shared-memory rings' size,
+ *                             the size from which sends are read from the sender's memory
+ *                             (process_vm_readv), and 0 to never do that (README).
+ *   RING_TCP_ADDR             the IPv4 address published for TCP peers.
  *   RING_SOCKET_BUFFER_BYTES  SO_SNDBUF/SO_RCVBUF for peer sockets, 0 = kernel autotuning
  *                             (default 4194304).
  *   RING_HANDLE_SIGTERM       1 (default) installs a SIGTERM handler that requests a stop.

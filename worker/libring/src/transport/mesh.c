@@ -29,6 +29,7 @@
 
 /* In order of preference: the first one both ends offer and that can reach the peer. */
 static const struct ring__transport *const transports[] = {
+    &ring__transport_shm,
     &ring__transport_tcp,
 };
 #define NTRANSPORTS ((int)(sizeof(transports) / sizeof(transports[0])))
@@ -232,6 +233,18 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
     }
     for (int t = 0; t < NTRANSPORTS; t++)
         transports[t]->close(state[t]);
+    if (ring__log_enabled(RING_LOG_DEBUG)) {
+        char line[256];
+        size_t len = 0;
+        for (int t = 0; t < NTRANSPORTS; t++) {
+            int count = 0;
+            for (int p = 0; p < n; p++)
+                count += p != m->rank && via[p] == t;
+            len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s to %d peers",
+                                    t ? ", " : "", transports[t]->name, count);
+        }
+        ring__log(RING_LOG_DEBUG, "mesh: %d hosts; %s", m->nhosts, line);
+    }
     free(mine);
     free(all);
     free(use);
@@ -349,7 +362,7 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s)
         return ring__err(RING_EBROKEN, "rank %d: the communicator is broken", m->rank);
     for (;;) {
         size_t txlen = 0;
-        int moved = 0;
+        int moved = 0, flushed = 1;
 
         if (txo < s->tx_total) {
             const void *p = s->tx_src(s->arg, txo, &txlen);
@@ -380,7 +393,9 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s)
                     return fail(m, rc);
             }
         }
-        if (rxo == s->rx_total && txo == s->tx_total && (tx == NULL || tx->ops->flushed(tx)))
+        if (txo == s->tx_total && tx != NULL && (flushed = tx->ops->flushed(tx)) < 0)
+            return fail(m, flushed);
+        if (rxo == s->rx_total && txo == s->tx_total && flushed)
             return 0;
         if (moved) {
             idle_since = -1;
@@ -398,12 +413,17 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s)
             if (now_us < spin_until)
                 continue;
             left = m->op_timeout_ms - (now_us - idle_since) / 1000;
-            if (txo < s->tx_total ? txlen > 0 : tx != NULL && !tx->ops->flushed(tx))
+            if (txo < s->tx_total ? txlen > 0 : !flushed)
                 txw = RING__WANT_TX; /* room to send, or the flush */
             if (rxo < s->rx_total)
                 rxw = RING__WANT_RX;
+            if (!txw && !rxw && txo == s->tx_total && rxo == s->rx_total)
+                continue; /* the peer took the last bytes just now */
             if (!txw && !rxw) {
-                ring__err(RING_EPROTO, "rank %d: stream stalled with nothing to wait for", m->rank);
+                ring__err(RING_EPROTO,
+                          "rank %d: stream stalled with nothing to wait for (send to rank %d "
+                          "%zu/%zu bytes, recv from rank %d %zu/%zu bytes)",
+                          m->rank, s->tx_peer, txo, s->tx_total, s->rx_peer, rxo, s->rx_total);
                 return fail(m, RING_EPROTO);
             }
             if (left <= 0) {

@@ -48,7 +48,10 @@ struct ring__pair_ops {
     ssize_t (*send)(struct ring__pair *p, const void *buf, size_t len);
     /* Takes up to len > 0 bytes from the peer into buf. Returns how many (0: none yet). */
     ssize_t (*recv)(struct ring__pair *p, void *buf, size_t len);
-    /* 1 when the peer has taken every byte sent so far, 0 while some are referenced. */
+    /*
+     * 1 when the peer has taken every byte sent so far, 0 while some are referenced, or an
+     * error code when the peer is gone before taking them.
+     */
     int (*flushed)(struct ring__pair *p);
     /*
      * Prepares to sleep until the pair can move in the directions want (RING__WANT_*): TX
@@ -98,6 +101,7 @@ struct ring__transport {
     void (*close)(void *state);
 };
 
+extern const struct ring__transport ring__transport_shm;
 extern const struct ring__transport ring__transport_tcp;
 
 /* ---- the mesh (mesh.c) ---- */
