@@ -106,6 +106,29 @@ struct ring__pipe {
 };
 int ring__pipe_run(const struct ring__comm *c, const struct ring__pipe *p);
 
+struct ring__stream; /* transport.h */
+/* One rank's pass in progress: the cursors behind its stream's callbacks. */
+struct ring__pipe_state {
+    const struct ring__pipe *p;
+    int rank, size;
+    size_t esize, seg;
+    char *scratch;
+    size_t tx_len0;       /* length of send item 0: sendable from the start */
+    size_t tx_ready;      /* send-stream bytes that may go now */
+    int tx_item, rx_item; /* cursors: the item holding the current offset */
+    size_t tx_start, rx_start;
+};
+/*
+ * Sets up rank's pass over p on a ring of size ranks, moving no byte: *s gets the totals and
+ * the callbacks (which use *r, so it must outlive the stream) and peers -1, for the caller
+ * to fill in. scratch holds seg bytes, a multiple of the element size (unused, and may be
+ * NULL, when p->nreduce is 0). ring__pipe_run hands s to the transport; the unit tests
+ * drive every rank's stream in one process, which checks the offsets on every
+ * (count, size, segment) without sockets.
+ */
+void ring__pipe_init(struct ring__pipe_state *r, struct ring__stream *s, const struct ring__pipe *p,
+                     int rank, int size, size_t seg, char *scratch);
+
 /* ---- data-plane collectives (allreduce.c, collectives.c) -----------------------------------
  *
  * These move data; they do not check arguments or negotiate. The engine calls them, from

@@ -14,25 +14,14 @@
 #include "ring_internal.h"
 #include "transport.h"
 
-struct run {
-    const struct ring__pipe *p;
-    int rank, size;
-    size_t esize, seg;
-    char *scratch;
-    size_t tx_len0;       /* length of send item 0: sendable from the start */
-    size_t tx_ready;      /* send-stream bytes that may go now */
-    int tx_item, rx_item; /* cursors: the item holding the current offset */
-    size_t tx_start, rx_start;
-};
-
-static size_t item_len(const struct run *r, int item, int send)
+static size_t item_len(const struct ring__pipe_state *r, int item, int send)
 {
     int c = send ? ring__ring_send_chunk(r->rank, r->size, item, r->p->first_chunk)
                  : ring__ring_recv_chunk(r->rank, r->size, item, r->p->first_chunk);
     return r->p->blen[c];
 }
 
-static int recv_chunk(const struct run *r)
+static int recv_chunk(const struct ring__pipe_state *r)
 {
     return ring__ring_recv_chunk(r->rank, r->size, r->rx_item, r->p->first_chunk);
 }
@@ -63,7 +52,7 @@ static char *locate(const struct ring__bufv *bv, size_t at, int send, size_t max
 
 static const void *tx_src(void *arg, size_t off, size_t *len)
 {
-    struct run *r = arg;
+    struct ring__pipe_state *r = arg;
     size_t end, at;
     int c;
 
@@ -83,7 +72,7 @@ static const void *tx_src(void *arg, size_t off, size_t *len)
 }
 
 /* Moves the receive cursor to the item holding off (skipping empty chunks). */
-static void rx_seek(struct run *r, size_t off)
+static void rx_seek(struct ring__pipe_state *r, size_t off)
 {
     while (off >= r->rx_start + item_len(r, r->rx_item, 0)) {
         r->rx_start += item_len(r, r->rx_item, 0);
@@ -91,12 +80,12 @@ static void rx_seek(struct run *r, size_t off)
     }
 }
 
-static size_t seg_start(const struct run *r, size_t off)
+static size_t seg_start(const struct ring__pipe_state *r, size_t off)
 {
     return r->rx_start + (off - r->rx_start) / r->seg * r->seg;
 }
 
-static size_t seg_end(const struct run *r, size_t start)
+static size_t seg_end(const struct ring__pipe_state *r, size_t start)
 {
     size_t item_end = r->rx_start + item_len(r, r->rx_item, 0);
     return start + r->seg < item_end ? start + r->seg : item_end;
@@ -104,7 +93,7 @@ static size_t seg_end(const struct run *r, size_t start)
 
 static void *rx_dst(void *arg, size_t off, size_t *len)
 {
-    struct run *r = arg;
+    struct ring__pipe_state *r = arg;
 
     rx_seek(r, off);
     if (r->rx_item < r->p->nreduce) {
@@ -117,7 +106,7 @@ static void *rx_dst(void *arg, size_t off, size_t *len)
 }
 
 /* recv[at..] = send[at..] op scratch, for n bytes that may span pieces. */
-static void reduce_span(struct run *r, size_t at, size_t n, int finish)
+static void reduce_span(struct ring__pipe_state *r, size_t at, size_t n, int finish)
 {
     const struct ring__pipe *p = r->p;
     const char *in = r->scratch;
@@ -136,7 +125,7 @@ static void reduce_span(struct run *r, size_t at, size_t n, int finish)
 
 static int rx_done(void *arg, size_t off, size_t len)
 {
-    struct run *r = arg;
+    struct ring__pipe_state *r = arg;
     const struct ring__pipe *p = r->p;
 
     if (r->rx_item < p->nreduce) {
@@ -152,37 +141,48 @@ static int rx_done(void *arg, size_t off, size_t len)
     return 0;
 }
 
-int ring__pipe_run(const struct ring__comm *c, const struct ring__pipe *p)
+void ring__pipe_init(struct ring__pipe_state *r, struct ring__stream *s, const struct ring__pipe *p,
+                     int rank, int size, size_t seg, char *scratch)
 {
-    struct ring__ctx *ctx = c->ctx;
-    struct run r = {
+    *r = (struct ring__pipe_state){
         .p = p,
-        .rank = c->rank,
-        .size = c->size,
+        .rank = rank,
+        .size = size,
         .esize = ring_dtype_size(p->dtype),
-        .seg = ctx->segment_bytes,
+        .seg = seg,
+        .scratch = scratch,
     };
-    struct ring__stream s = {
-        .tx_peer = ring__peer(c, ring__mod(c->rank + 1, c->size)),
-        .rx_peer = ring__peer(c, ring__mod(c->rank - 1, c->size)),
+    *s = (struct ring__stream){
+        .tx_peer = -1,
+        .rx_peer = -1,
         .tx_src = tx_src,
         .rx_dst = rx_dst,
         .rx_done = rx_done,
-        .arg = &r,
+        .arg = r,
     };
-
     for (int j = 0; j < p->nitems; j++) {
-        s.tx_total += item_len(&r, j, 1);
-        s.rx_total += item_len(&r, j, 0);
+        s->tx_total += item_len(r, j, 1);
+        s->rx_total += item_len(r, j, 0);
     }
-    r.tx_len0 = item_len(&r, 0, 1);
-    r.tx_ready = r.tx_len0;
+    r->tx_len0 = item_len(r, 0, 1);
+    r->tx_ready = r->tx_len0;
+}
+
+int ring__pipe_run(const struct ring__comm *c, const struct ring__pipe *p)
+{
+    struct ring__ctx *ctx = c->ctx;
+    struct ring__pipe_state r;
+    struct ring__stream s;
+
     if (p->nreduce > 0) {
         /* Kept for the life of the context: a segment is above malloc's mmap threshold, so
          * allocating it per call would map, fault in and unmap it on every allreduce. */
-        if (ctx->scratch == NULL && (ctx->scratch = malloc(r.seg)) == NULL)
-            return ring__err(RING_ENOMEM, "cannot allocate a %zu-byte segment", r.seg);
-        r.scratch = ctx->scratch;
+        if (ctx->scratch == NULL && (ctx->scratch = malloc(ctx->segment_bytes)) == NULL)
+            return ring__err(RING_ENOMEM, "cannot allocate a %zu-byte segment", ctx->segment_bytes);
     }
+    ring__pipe_init(&r, &s, p, c->rank, c->size, ctx->segment_bytes,
+                    p->nreduce > 0 ? ctx->scratch : NULL);
+    s.tx_peer = ring__peer(c, ring__mod(c->rank + 1, c->size));
+    s.rx_peer = ring__peer(c, ring__mod(c->rank - 1, c->size));
     return ring__mesh_stream(ctx->mesh, &s);
 }
