@@ -7,10 +7,12 @@
 
 /*
  * Runs tests[] (NULL-terminated) as suite name, each in its own process (Check's fork
- * mode), with a per-test timeout in seconds. Returns the process exit status: 0 when all
+ * mode), with a per-test timeout in seconds; setup and teardown (either may be NULL) run in
+ * that process before and after each test. Returns the process exit status: 0 when all
  * passed, 1 otherwise.
  */
-static inline int unit_main(const char *name, const TTest *const *tests, double timeout)
+static inline int unit_main_fixture(const char *name, const TTest *const *tests, double timeout,
+                                    void (*setup)(void), void (*teardown)(void))
 {
     Suite *s = suite_create(name);
     TCase *tc = tcase_create("core");
@@ -18,6 +20,8 @@ static inline int unit_main(const char *name, const TTest *const *tests, double 
     int failed;
 
     tcase_set_timeout(tc, timeout);
+    if (setup != NULL || teardown != NULL)
+        tcase_add_checked_fixture(tc, setup, teardown);
     for (; *tests != NULL; tests++)
         tcase_add_test(tc, *tests);
     suite_add_tcase(s, tc);
@@ -26,6 +30,12 @@ static inline int unit_main(const char *name, const TTest *const *tests, double 
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? 0 : 1;
+}
+
+/* unit_main_fixture without a fixture. */
+static inline int unit_main(const char *name, const TTest *const *tests, double timeout)
+{
+    return unit_main_fixture(name, tests, timeout, NULL, NULL);
 }
 
 #endif /* RING_TEST_UNIT_H */
