@@ -59,6 +59,19 @@ expect_in() {
     grep -qF -- "$2" "$WORK/$1" || { cat "$WORK/$1" >&2; fail "$1 lacks '$2'"; }
 }
 
+# wait_for SECONDS WHAT CONDITION: evaluates CONDITION (shell code) every 50 ms until it
+# holds, and fails naming WHAT when it still does not after SECONDS. Tests wait for the
+# condition they need, never for a fixed time: a sleep is too short on a loaded machine
+# (or under a sanitizer) and too long everywhere else. SECONDS is a deadline, not a
+# duration, so make it generous.
+wait_for() {
+    local limit=$1 what=$2 cond=$3 end=$((SECONDS + $1))
+    until eval "$cond"; do
+        [ "$SECONDS" -lt "$end" ] || fail "$what: still not so after ${limit} s"
+        sleep 0.05
+    done
+}
+
 summary() {
     echo "$passed passed, 0 failed"
 }

@@ -8,7 +8,8 @@ DATA=$WORK/data
 RINGD_SLOTS=2 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" >"$WORK/ringd.log" 2>&1 &
 PID=$!
 trap 'kill -9 $PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+wait_for 30 "ringd to start or exit" '[ -s "$DATA/ringd.addr" ] || ! kill -0 $PID 2>/dev/null'
+[ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd did not start"; }
 export RINGMASTER_URL="http://$(cat "$DATA/ringd.addr")" RINGMASTER_TOKEN="$(cat "$DATA/admin.token")"
 C=$RINGCTL
 
@@ -46,8 +47,8 @@ expect_rc 0 "$C" submit -n 2 -- "$TRAIN" --epochs 40 --step-sleep-ms 2
 rid=$(cat "$WORK/out")
 "$C" events "$rid" -f >"$WORK/follow.out" 2>"$WORK/follow.err" &
 follower=$!
-for _ in $(seq 100); do grep -q "started" "$WORK/follow.out" && break; sleep 0.1; done
-sleep 1 # a checkpoint to resume from
+wait_for 60 "the follower to see the job start" 'grep -q "started" "$WORK/follow.out"'
+wait_for 60 "a checkpoint to resume from" '[ -f "$DATA/checkpoints/$rid/checkpoint.bin" ]'
 ADDR=$(cat "$DATA/ringd.addr")
 kill -9 "$PID"; wait "$PID" 2>/dev/null || true
 RINGD_SLOTS=2 "$RINGD" --listen "$ADDR" --data-dir "$DATA" >>"$WORK/ringd.log" 2>&1 &
@@ -103,7 +104,7 @@ ok "submit -f spec.yaml: typed scalars, flow and block styles; bad YAML says whe
 
 expect_rc 0 "$C" submit -- "$TRAIN" --epochs 1000 --step-sleep-ms 5
 long=$(cat "$WORK/out")
-for _ in $(seq 100); do "$C" show "$long" | grep -q "state      RUNNING" && break; sleep 0.1; done
+wait_for 60 "job $long to run" '"$C" show "$long" | grep -q "state      RUNNING"'
 expect_rc 0 "$C" cluster
 expect_in out "$long"
 expect_rc 0 "$C" cancel "$long"

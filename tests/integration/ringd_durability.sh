@@ -19,7 +19,7 @@ start_ringd() {
 }
 trap 'kill -9 $(cat "$WORK/pid") 2>/dev/null || true; pkill -9 -f "$WORK" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 start_ringd
-for _ in $(seq 200); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+wait_for 30 "ringd to start or exit" '[ -s "$DATA/ringd.addr" ] || ! kill -0 "$(cat "$WORK/pid")" 2>/dev/null'
 [ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd did not start"; }
 URL="http://127.0.0.1:$PORT"
 curl -sf -H 'Content-Type: application/json' -d '{"name":"holder","command":["/bin/sleep","600"]}' "$URL/v1/jobs" >/dev/null ||
@@ -59,7 +59,7 @@ while [ "$(cat "$WORK"/acked.* 2>/dev/null | wc -l)" -lt $((CLIENTS * PER_CLIENT
     [ $kills -lt 200 ] || fail "the clients made no progress"
 done
 wait "${clients[@]}"
-for _ in $(seq 100); do curl -sf "$URL/readyz" >/dev/null && break; sleep 0.05; done
+wait_for 60 "ringd to come back after the last kill" 'curl -sf "$URL/readyz" >/dev/null'
 
 cat "$WORK"/acked.* >"$WORK/acked"
 [ "$(wc -l <"$WORK/acked")" = $((CLIENTS * PER_CLIENT)) ] || fail "not every client finished"

@@ -10,7 +10,7 @@ start_ringd() {
     rm -f "$DATA/ringd.addr"
     RINGD_SLOTS=2 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" --no-auth >>"$WORK/ringd.log" 2>&1 &
     PID=$!
-    for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+    wait_for 30 "ringd to start or exit" '[ -s "$DATA/ringd.addr" ] || ! kill -0 $PID 2>/dev/null'
     [ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
     ADDR=$(cat "$DATA/ringd.addr")
 }
@@ -20,7 +20,8 @@ submit() { curl -s -H 'Content-Type: application/json' -d "$1" "http://$ADDR/v1/
 job() { curl -s "http://$ADDR/v1/jobs/$1"; }
 state() { job "$1" | jq -r .state; }
 wait_state() { # wait_state ID STATE SECONDS
-    for _ in $(seq $(($3 * 10))); do
+    local end=$((SECONDS + $3))
+    while [ "$SECONDS" -lt "$end" ]; do
         [ "$(state "$1")" = "$2" ] && return 0
         sleep 0.1
     done
@@ -45,14 +46,20 @@ ok "submit -> running -> succeeded with a real 2-worker libring job, logs and pr
 id=$(submit "{\"name\":\"long\",\"command\":[\"$TRAIN\",\"--epochs\",\"1000\",\"--step-sleep-ms\",\"5\"],\"workers\":2}")
 wait_state "$id" RUNNING 30
 id2=$(submit "{\"name\":\"waits\",\"command\":[\"/bin/true\"],\"workers\":1}")
-sleep 1
-[ "$(state "$id2")" = QUEUED ] || fail "a job started although the cluster is full"
+# No sleep to give the scheduler a chance to start id2 wrongly: the submission wakes it
+# before its 201, and the cancel below frees the slots only once the job has exited. So
+# a scheduler that ignored the full cluster starts id2 while id runs, and the records show
+# it: id2's attempt must start at or after the end of id's.
 pg=$(job "$id" | jq -r '.attempts[0].backend_id')
 code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/cancel")
 [ "$code" = 202 ] || { cat "$WORK/c.json"; fail "cancel answered $code"; }
 wait_state "$id" CANCELLED 30
 kill -0 -- "-$pg" 2>/dev/null && fail "the cancelled job's process group $pg is still alive"
 wait_state "$id2" SUCCEEDED 30
+ended=$(job "$id" | jq -r '.attempts[0].ended_at')
+started=$(job "$id2" | jq -r '.attempts[0].started_at')
+[[ ! "$started" < "$ended" ]] ||
+    fail "a job started although the cluster was full: $id2 started at $started, $id ended at $ended"
 code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/cancel")
 [ "$code" = 409 ] || fail "cancelling a finished job answered $code, want 409"
 jq -e '.type == "urn:ringmaster:problem:job-finished"' "$WORK/c.json" >/dev/null || fail "409 without problem"
@@ -63,7 +70,9 @@ wait_state "$id" RUNNING 30
 curl -s "http://$ADDR/v1/cluster" >"$WORK/cluster.json"
 jq -e --arg id "$id" '.nodes[0].slots == 2 and .nodes[0].slots_free == 0 and .nodes[0].jobs[0].id == $id' \
     "$WORK/cluster.json" >/dev/null || { cat "$WORK/cluster.json"; fail "/v1/cluster does not show the job"; }
-sleep 2
+# Rank 0 reports progress after an epoch, when every rank is past ring_init and a SIGTERM
+# becomes a stop; before that it would kill the workers.
+wait_for 60 "job $id to finish an epoch" '[ "$(job "$id" | jq ".progress.epoch // 0")" -ge 1 ]'
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/stop")
 [ "$code" = 202 ] || fail "stop answered $code"
 wait_state "$id" STOPPED 30
@@ -101,7 +110,7 @@ ok "a failing job restarts max_restarts times with backoff, then FAILED with the
 
 id=$(submit "{\"name\":\"survivor\",\"command\":[\"$TRAIN\",\"--epochs\",\"40\",\"--step-sleep-ms\",\"2\"],\"workers\":2}")
 wait_state "$id" RUNNING 30
-sleep 2 # let it write a checkpoint
+wait_for 60 "job $id to write a checkpoint" '[ -f "$DATA/checkpoints/$id/checkpoint.bin" ]'
 kill -9 "$PID"; wait "$PID" 2>/dev/null || true
 start_ringd
 wait_state "$id" SUCCEEDED 120

@@ -29,10 +29,12 @@ expect_rc 3 "$RINGRUN" -np 2 --kill-grace 1 sh -c '[ $RING_RANK = 0 ] && exit 3;
 expect_in err "killing the 1 remaining rank"
 ok "a failed rank gets the others killed after --kill-grace"
 
-"$RINGRUN" -np 2 sh -c 'trap "echo got-term; exit 5" TERM; sleep 30 & wait' >"$WORK/out" 2>&1 &
+# Each rank says "ready" once its trap is set: a SIGTERM before that would kill the shell
+# instead of running the trap.
+"$RINGRUN" -np 2 sh -c 'trap "echo got-term; exit 5" TERM; echo ready; sleep 30 & wait' \
+    >"$WORK/out" 2>&1 &
 pid=$!
-for _ in $(seq 50); do [ "$(pgrep -c -P $pid)" = 2 ] && break; sleep 0.1; done
-sleep 0.3
+wait_for 30 "both ranks set their SIGTERM trap" '[ "$(grep -c ready "$WORK/out")" = 2 ]'
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 [ "$rc" = 5 ] || { cat "$WORK/out"; fail "SIGTERM: ringrun exited $rc, want 5"; }
@@ -76,18 +78,23 @@ expect_rc 126 "$RINGRUN" -np 2 "$WORK/not-exec"
 expect_in err "not an executable file"
 ok "a missing program exits 127, a non-executable one 126"
 
-# Hold a port with one ringrun, then ask a second for the same one.
+# Hold a port with one ringrun, then ask a second for the same one. The holder listens
+# before it starts its rank, so once the rank has printed, the port is taken; it keeps the
+# port until it is killed. Another process may take a free port first: then try another.
 for _ in $(seq 20); do
     port=$(free_port)
-    "$RINGRUN" -np 1 --port $port sleep 3 >/dev/null 2>&1 &
+    "$RINGRUN" -np 1 --port $port sh -c 'echo holding; exec sleep 120' >"$WORK/holder" 2>&1 &
     holder=$!
-    sleep 0.3
-    kill -0 $holder 2>/dev/null && break
+    wait_for 30 "the port holder to start or fail" \
+        'grep -q holding "$WORK/holder" || ! kill -0 $holder 2>/dev/null'
+    grep -q holding "$WORK/holder" && break
+    wait $holder || true
 done
+grep -q holding "$WORK/holder" || fail "no port could be held: $(cat "$WORK/holder")"
 expect_rc 69 "$RINGRUN" -np 1 --port $port true
 expect_in err "port $port is in use"
-kill $holder 2>/dev/null || true
-wait $holder 2>/dev/null || true
+kill $holder
+wait $holder || true
 ok "a rendezvous port in use exits 69 with a message"
 
 expect_rc 0 "$RINGRUN" --version
