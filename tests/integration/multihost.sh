@@ -2,13 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Two "hosts" as network namespaces on a bridge: ringrun launches ranks in them through
 # --rsh 'ip netns exec %h sh -c', and the collectives run over real veth links between
-# namespaces. Needs root and iproute2; skips (exit 77) without them, but fails in CI.
+# namespaces. Needs root and iproute2: skips without them, and fails in CI (lib.sh: skip).
 . "$(dirname "$0")/lib.sh"
 : "${COLL_CHECK:?}" "${TRAIN:?}"
 
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-    skip "multi-host tests need root and iproute2 (ip netns)"
-fi
+[ "$(id -u)" = 0 ] || skip "multi-host tests need root (ip netns); run as root"
+command -v ip >/dev/null || skip "multi-host tests need iproute2 (contrib/deps.sh)"
 # Names unique to this run, so parallel runs and leftovers never collide.
 tag=$$
 br=rbr$tag
@@ -19,9 +18,8 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-if ! ip netns add "rh${tag}a" 2>/dev/null; then
-    skip "cannot create network namespaces here"
-fi
+ip netns add "rh${tag}a" 2>"$WORK/netns.err" ||
+    skip "cannot create network namespaces here: $(cat "$WORK/netns.err")"
 ip netns add "rh${tag}b"
 # A private test subnet that exists only inside this bridge and its namespaces.
 ip link add "$br" type bridge

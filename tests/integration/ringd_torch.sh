@@ -6,12 +6,10 @@
 . "$(dirname "$0")/lib.sh"
 : "${RINGD:?}" "${RING_LIBRARY:?RING_LIBRARY must name the libring.so of the build (ctest sets it)}"
 PY=/usr/bin/python3 # Debian's python3-torch imports only in Debian's own python3
-if [ -n "${RING_TEST_NO_TORCH:-}" ]; then
-    echo "SKIP: a sanitizer build's libring.so cannot go into torch (see tests/python/CMakeLists.txt)"
-    exit 77
-fi
+[ -z "${RING_TEST_NO_TORCH:-}" ] ||
+    skip "a sanitizer build's libring.so cannot go into torch (see tests/python/CMakeLists.txt)"
 "$PY" -c 'import torch, sklearn, numpy' 2>/dev/null ||
-    { echo "SKIP: $PY cannot import torch, sklearn and numpy (run contrib/deps.sh)"; exit 77; }
+    skip "$PY cannot import torch, sklearn and numpy (run contrib/deps.sh)"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 DIGITS=$SRC/worker/examples/torch_digits.py
 # A job's env may not set RING_* (ringd owns those), so the job cannot be given
