@@ -405,6 +405,32 @@ START_TEST(a_push_during_stop_fails_at_once)
 }
 END_TEST
 
+/* After committer_close (which a server calls before it stops its HTTP threads), a push is
+ * answered at once with EBUSY, and what was queued before the close is stored. */
+START_TEST(a_push_after_close_fails_at_once)
+{
+    struct item *late;
+
+    for (int i = 0; i < 10; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "c%d", i);
+        push(item(name, NULL, NULL));
+    }
+    committer_close(committer);
+    ck_assert_int_eq(answered, 10);
+    late = item("late", NULL, NULL);
+    push(late);
+    ck_assert(atomic_load(&late->done));
+    ck_assert(pthread_equal(late->by, pthread_self()));
+    ck_assert_int_eq(late->sub.rc, -1);
+    ck_assert_int_eq(late->sub.errnum, EBUSY);
+    ck_assert_ptr_nonnull(strstr(late->sub.err.text, "shutting down"));
+    committer_free(committer);
+    committer = NULL;
+    ck_assert_int_eq(count("SELECT count(*) FROM jobs"), 10);
+}
+END_TEST
+
 /* A database the committer cannot open: every submission fails, and is answered. */
 START_TEST(an_unopenable_database_fails_every_submission)
 {
@@ -434,6 +460,7 @@ int main(void)
                             a_reused_key_fails_alone_in_a_batch,
                             stop_answers_what_is_queued,
                             a_push_during_stop_fails_at_once,
+                            a_push_after_close_fails_at_once,
                             an_unopenable_database_fails_every_submission,
                             NULL};
     return unit_main_fixture("commit", tests, 60, setup, teardown);
