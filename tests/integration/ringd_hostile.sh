@@ -17,11 +17,8 @@ start() { # start DATA ARGS...: sets ADDR, URL
     RINGD_SLOTS=1 "$RINGD" --listen 127.0.0.1:0 --data-dir "$data" "$@" \
         >>"$WORK/ringd.log" 2>&1 &
     ringd_pid=$!
-    for _ in $(seq 200); do
-        [ -s "$data/ringd.addr" ] && break
-        kill -0 $ringd_pid 2>/dev/null || { cat "$WORK/ringd.log" >&2; fail "ringd exited"; }
-        sleep 0.05
-    done
+    wait_for 30 "ringd to start or exit" '[ -s "$data/ringd.addr" ] || ! kill -0 $ringd_pid 2>/dev/null'
+    [ -s "$data/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd exited"; }
     ADDR=$(cat "$data/ringd.addr")
     URL="http://$ADDR"
 }
@@ -98,10 +95,9 @@ ok "smuggling: CL+TE, two Content-Lengths, odd Transfer-Encodings refused and cl
 
 # NUL and broken UTF-8: refused, never cut. The job must survive the NUL-suffixed DELETE.
 http 202 "" -X POST "$URL/v1/jobs/$HOLDER/cancel"
-for _ in $(seq 100); do
-    [ "$(curl -s "$URL/v1/jobs/$HOLDER" | jq -r .state)" = CANCELLED ] && break
-    sleep 0.1
-done
+# Finished, so that a DELETE cut at the NUL would succeed: only then can the test fail.
+wait_for 30 "the holder job to be cancelled" \
+    '[ "$(curl -s "$URL/v1/jobs/$HOLDER" | jq -r .state)" = CANCELLED ]'
 raw "DELETE /v1/jobs/$HOLDER%00.bak HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 raw_expect 1 400 bad-request-target true
 http 200 "" "$URL/v1/jobs/$HOLDER"
@@ -119,7 +115,8 @@ ok "NUL or invalid UTF-8 in an id, a query value or a header: 400 with a body, n
 lines=$(wc -l <"$WORK/ringd.log")
 raw "GET /v1/jobs/x%0d%0ats=0%20level=error%20msg=forged HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 raw "GET /v1/jobs/x?q=%0a%0dforged HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-sleep 0.2
+wait_for 10 "both requests in the log" \
+    '[ "$(tail -n +"$((lines + 1))" "$WORK/ringd.log" | grep -c "/v1/jobs/x")" -ge 2 ]'
 tail -n +"$((lines + 1))" "$WORK/ringd.log" | grep -q '^ts=0 \|^forged' &&
     fail "a forged line reached the log: $(tail -n 3 "$WORK/ringd.log")"
 tail -n +"$((lines + 1))" "$WORK/ringd.log" | grep -qF 'x%0d%0ats=0' || fail "the request was not logged"
@@ -154,10 +151,8 @@ LIVE=$(jq -r .id "$WORK/body")
 port=${ADDR##*:}
 curl -sN -H 'Accept: text/event-stream' "$URL/v1/jobs/$LIVE/events" >/dev/null &
 cpid=$!
-for _ in $(seq 50); do
-    [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge 1 ] && break
-    sleep 0.1
-done
+wait_for 30 "the event stream to connect" \
+    '[ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge 1 ]'
 kill $cpid
 wait $cpid 2>/dev/null || true
 for i in $(seq 40); do
@@ -226,7 +221,9 @@ for round in 1 2 3; do
         ) &
         pids+=($!)
     done
-    sleep 0.5
+    # SIGTERM once the submitters are under way (48 accepted), whatever the machine's speed.
+    wait_for 60 "the submitters to get going" \
+        '[ "$(curl -s "$URL/metrics" | sed -n "s/^ringd_submissions_total //p")" -ge 48 ]'
     stop
     kill "${pids[@]}" 2>/dev/null || true
     wait "${pids[@]}" 2>/dev/null || true

@@ -34,11 +34,8 @@ start() { # start DATA USER-OR-root ARGS...: ringd in the background; sets URL a
             --data-dir "$data" "$@" >>"$WORK/ringd.log" 2>&1 &
     fi
     ringd_pid=$!
-    for _ in $(seq 200); do
-        [ -s "$data/ringd.addr" ] && break
-        kill -0 $ringd_pid 2>/dev/null || { cat "$WORK/ringd.log" >&2; fail "ringd exited"; }
-        sleep 0.05
-    done
+    wait_for 30 "ringd to start or exit" '[ -s "$data/ringd.addr" ] || ! kill -0 $ringd_pid 2>/dev/null'
+    [ -s "$data/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd exited"; }
     URL="http://$(cat "$data/ringd.addr")"
 }
 stop() { kill -TERM "$ringd_pid"; wait "$ringd_pid" || fail "ringd exited $? after SIGTERM"; }
