@@ -242,6 +242,66 @@ START_TEST(match_reports_errors_as_responses)
 }
 END_TEST
 
+/*
+ * Found by fuzzing (tests/fuzz/corpus/message/group_size_on_a_plain_name): ranks that
+ * disagree on the group of a tensor whose name is no member name ("j", not "j/0") made the
+ * coordinator emit nothing for it and then read the response before the first.
+ */
+START_TEST(match_group_disagreement_on_a_plain_name)
+{
+    struct ring__process_sets p = world(3);
+    struct ring__request r0[1] = {req("j", 0, RING_FLOAT32, 16)};
+    struct ring__request r2[1] = {req("j", 0, RING_FLOAT32, 16)};
+    struct ring__request *reqs[3] = {r0, NULL, r2};
+    int nreqs[3] = {1, 0, 1};
+    unsigned char joined[3] = {0, 1, 0};
+    struct ring__response *resp;
+    int n;
+
+    r0[0].group_size = 64;
+    r2[0].group_size = 0;
+    n = match(3, reqs, nreqs, joined, &p, &resp);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(resp[0].req.name, "j");
+    ck_assert_int_ne(resp[0].error, 0);
+    ck_assert_ptr_nonnull(resp[0].message);
+    ring__response_clear(&resp[0]);
+    free(resp);
+    ring__psets_free(&p);
+}
+END_TEST
+
+/* A name that is not among its own group's members ("x/5" in a group of 2) fails, instead
+ * of never being answered; the group it names, complete and agreed, runs. */
+START_TEST(match_misnamed_group_member)
+{
+    struct ring__process_sets p = world(2);
+    struct ring__request m[3] = {req("x/5", 0, RING_FLOAT32, 4), req("x/0", 0, RING_FLOAT32, 4),
+                                 req("x/1", 0, RING_FLOAT32, 4)};
+    struct ring__request *reqs[2] = {m, m};
+    int nreqs[2] = {3, 3};
+    unsigned char joined[2] = {0};
+    struct ring__response *resp;
+    int n;
+
+    for (int i = 0; i < 3; i++)
+        m[i].group_size = 2;
+    n = match(2, reqs, nreqs, joined, &p, &resp);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(resp[0].req.name, "x/0"); /* the group of x/5's first, as it names it */
+    ck_assert_str_eq(resp[1].req.name, "x/1");
+    ck_assert_str_eq(resp[2].req.name, "x/5");
+    ck_assert_int_eq(resp[2].error, RING_EPROTO);
+    ck_assert_str_eq(resp[2].message, "allreduce 'x/5': not a member name of a group of 2");
+    ck_assert_int_eq(resp[0].error, 0);
+    ck_assert_int_eq(resp[1].error, 0);
+    for (int i = 0; i < n; i++)
+        ring__response_clear(&resp[i]);
+    free(resp);
+    ring__psets_free(&p);
+}
+END_TEST
+
 START_TEST(fusion_batches)
 {
     struct ring__response r[6];
@@ -374,6 +434,8 @@ int main(void)
         match_needs_every_rank_and_keeps_order,
         match_groups_and_process_sets,
         match_reports_errors_as_responses,
+        match_group_disagreement_on_a_plain_name,
+        match_misnamed_group_member,
         fusion_batches,
         cache_lookup_put_and_lru,
         wire_format_round_trip,

@@ -258,6 +258,16 @@ static int fail_group(struct match *m, struct ring__response *resp, int *nout,
     return 0;
 }
 
+/* Turns r into the error for a group member whose name is not "<group>/<i>", i < n. */
+static int misnamed(struct ring__response *r, int n)
+{
+    char msg[RING__NAME_MAX + 128];
+    snprintf(msg, sizeof(msg), "allreduce '%s': not a member name of a group of %d", r->req.name,
+             n);
+    r->error = RING_EPROTO;
+    return (r->message = strdup(msg)) == NULL ? RING_ENOMEM : 0;
+}
+
 int ring__coord_match(int size, struct ring__request *const *reqs, const int *nreqs,
                       const unsigned char *joined, const struct ring__process_sets *psets,
                       struct ring__response **out, int *nout)
@@ -355,8 +365,13 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
                 if (t != NULL && t->ready && !t->emitted)
                     rc = emit(resp, nout, t, size, psets, joined);
             }
-        } else {
+        }
+        /* Alone: not in a group; or a name that is not among the members of its own group
+         * (only a corrupt message names one so), which fails. */
+        if (rc == 0 && !s->emitted) {
             rc = emit(resp, nout, s, size, psets, joined);
+            if (rc == 0 && resp[*nout - 1].error == 0 && any->group_size > 1)
+                rc = misnamed(&resp[*nout - 1], any->group_size);
         }
         /* A failed member fails its whole group, so no rank waits for the rest. */
         if (rc == 0 && resp[*nout - 1].error != 0)
