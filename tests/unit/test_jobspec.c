@@ -140,9 +140,36 @@ START_TEST(long_non_ascii_keys_are_still_errors)
 }
 END_TEST
 
+/*
+ * Found by fuzzing (tests/fuzz/corpus/jobspec_json/invalid_utf8_near_a_parse_error): Jansson's
+ * parse error quotes the input near the fault ("invalid escape near '\"comman\\<0xd4>'"), so
+ * a body with bytes that are not UTF-8 made an error text that was not UTF-8 either; it could
+ * not be recorded, and the 400 went out with no error at all.
+ */
+START_TEST(parse_errors_quoting_bad_bytes_are_kept)
+{
+    static const char text[] = "{\"name\":\"x\",\"comman\\\xd4\x95K\xf6\x7f\"]}";
+    json_t *spec = NULL, *errors = NULL;
+    const char *detail;
+    int status;
+    const char *kind;
+
+    ck_assert_int_eq(jobspec_parse(text, sizeof(text) - 1, 8, 4, &spec, &errors, &status, &kind),
+                     -1);
+    ck_assert_int_eq(status, 400);
+    ck_assert_str_eq(kind, "malformed-json");
+    ck_assert_int_eq(json_array_size(errors), 1);
+    detail = json_string_value(json_object_get(json_array_get(errors, 0), "detail"));
+    ck_assert_ptr_nonnull(detail);
+    ck_assert_msg(strncmp(detail, "malformed JSON at line 1", 24) == 0, "%s", detail);
+    json_decref(errors);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {defaults_are_filled_in, every_rule_names_its_field,
-                            long_non_ascii_keys_are_still_errors, NULL};
+                            long_non_ascii_keys_are_still_errors,
+                            parse_errors_quoting_bad_bytes_are_kept, NULL};
     return unit_main("jobspec", tests, 30);
 }
