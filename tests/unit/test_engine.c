@@ -392,6 +392,37 @@ START_TEST(wire_format_round_trip)
 }
 END_TEST
 
+/*
+ * Found by fuzzing (tests/fuzz/corpus/message/group_size_of_a_billion): a request claiming
+ * a group of 1072693248 tensors kept the coordinator looping over the group's member
+ * names for minutes. A group size above RING__GROUP_MAX is refused when read.
+ */
+START_TEST(wire_format_refuses_absurd_group_sizes)
+{
+    static const uint64_t sizes[] = {RING__GROUP_MAX + 1, 1072693248, UINT32_MAX + 2ULL,
+                                     UINT64_MAX};
+    struct ring__request in = req("g/0", RING__ALLREDUCE, RING_FLOAT32, 4), out;
+    struct ring__buf b = {0};
+    struct ring__reader rd;
+
+    in.group_size = RING__GROUP_MAX;
+    ring__put_request(&b, &in);
+    rd = (struct ring__reader){b.data, b.data + b.len, 0};
+    ck_assert_int_eq(ring__get_request(&rd, &out), 0);
+    ck_assert_int_eq(out.group_size, RING__GROUP_MAX);
+    ring__request_clear(&out);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        /* after the name (its length, then its bytes) six numbers precede the group size */
+        size_t at = 8 + strlen(in.name) + 6 * 8;
+        for (int k = 0; k < 8; k++)
+            b.data[at + k] = (char)(sizes[i] >> (8 * k));
+        rd = (struct ring__reader){b.data, b.data + b.len, 0};
+        ck_assert_int_eq(ring__get_request(&rd, &out), RING_EPROTO);
+    }
+    ring__buf_free(&b);
+}
+END_TEST
+
 START_TEST(strmap_basics)
 {
     struct ring__strmap m = {0};
@@ -439,6 +470,7 @@ int main(void)
         fusion_batches,
         cache_lookup_put_and_lru,
         wire_format_round_trip,
+        wire_format_refuses_absurd_group_sizes,
         strmap_basics,
         process_set_registry,
         NULL,

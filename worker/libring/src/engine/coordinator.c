@@ -339,7 +339,7 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
             if (s->by_rank[w] != NULL && s->by_rank[w]->group_size != any->group_size)
                 goto next_slot;
         }
-        for (int g = 0; g < any->group_size; g++) {
+        for (int g = 0; g < any->group_size && s->ready; g++) {
             char sib[RING__NAME_MAX + 16];
             struct slot *t;
             sibling(s->name, g, sib, sizeof(sib));

@@ -16,6 +16,8 @@
 #include "ring_internal.h"
 
 #define RING__NAME_MAX 255
+/* Tensors in one grouped allreduce at most (ring_grouped_allreduce_async's limit). */
+#define RING__GROUP_MAX 65536
 
 enum ring__optype {
     RING__ALLREDUCE,
@@ -93,7 +95,9 @@ uint64_t ring__get_u64(struct ring__reader *rd);
 double ring__get_f64(struct ring__reader *rd);
 /* Reads a string into a malloc'ed copy (NULL when bad). */
 char *ring__get_str(struct ring__reader *rd);
-/* Returns 0, or RING_EPROTO for malformed input (r is then cleared). */
+/* Returns 0, or RING_EPROTO for malformed input (r is then cleared): a read past the end, a
+ * name over RING__NAME_MAX, an unknown operation type or a group size outside
+ * 0..RING__GROUP_MAX. */
 int ring__get_request(struct ring__reader *rd, struct ring__request *r);
 int ring__get_response(struct ring__reader *rd, struct ring__response *r);
 

@@ -184,7 +184,7 @@ char *ring__get_str(struct ring__reader *rd)
 int ring__get_request(struct ring__reader *rd, struct ring__request *r)
 {
     char *name = ring__get_str(rd);
-    uint64_t n;
+    uint64_t n, group;
 
     memset(r, 0, sizeof(*r));
     if (name == NULL || strlen(name) > RING__NAME_MAX) {
@@ -200,7 +200,8 @@ int ring__get_request(struct ring__reader *rd, struct ring__request *r)
     r->root = (int)(int64_t)ring__get_u64(rd);
     r->process_set = (int)ring__get_u64(rd);
     r->device = (int)(int64_t)ring__get_u64(rd);
-    r->group_size = (int)ring__get_u64(rd);
+    group = ring__get_u64(rd);
+    r->group_size = group <= RING__GROUP_MAX ? (int)group : -1;
     r->count = ring__get_u64(rd);
     r->prescale = ring__get_f64(rd);
     r->postscale = ring__get_f64(rd);
@@ -219,7 +220,9 @@ int ring__get_request(struct ring__reader *rd, struct ring__request *r)
         for (uint64_t i = 0; i < n; i++)
             r->counts[i] = ring__get_u64(rd);
     }
-    if (rd->bad || r->type < 0 || r->type >= RING__OPTYPE_COUNT) {
+    /* The group size bounds the coordinator's loops over a group's members: a corrupt
+     * one must not make rank 0 count to two billion. */
+    if (rd->bad || r->type < 0 || r->type >= RING__OPTYPE_COUNT || r->group_size < 0) {
         ring__request_clear(r);
         rd->bad = 1;
         return RING_EPROTO;
