@@ -149,16 +149,17 @@ void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
 /* Sleeps until there is work, a peer starts a cycle, or the cycle time passes. */
 static void wait_for_work(struct ring__engine *e, int64_t last_cycle_us)
 {
-    int timeout = -1, busy;
+    int timeout = -1, busy, shutdown;
 
     pthread_mutex_lock(&e->mu);
     busy = e->qhead != NULL || e->join_pending || e->timeline_swapping;
+    shutdown = e->shutdown; /* ring__engine_stop sets it from the program's thread */
     e->sleeping = !busy;
     pthread_mutex_unlock(&e->mu);
     if (busy || ring__stop_local() > e->stop_agreed)
         goto awake;
     /* Waiting on other ranks (for tensors, a join or the shutdown): cycle at the cycle time. */
-    if (e->npending > 0 || e->joined || e->shutdown) {
+    if (e->npending > 0 || e->joined || shutdown) {
         int64_t left = last_cycle_us + (int64_t)e->cycle_ms * 1000 - ring__now_us();
         if (left <= 0)
             goto awake;
