@@ -8,8 +8,10 @@ BUILD ?= build
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
 
-.PHONY: all deps configure build run test bench format clean
+.PHONY: all deps configure build run test bench fuzz format clean
 
 all: build
 
@@ -36,8 +38,17 @@ bench: build
 	@bench/torch/run.sh --build $(BUILD)
 	@bench/rest/run.sh --build $(BUILD)
 
+# The libFuzzer harnesses (tests/fuzz/), built by clang with ASan and UBSan in their own
+# folder, each run for FUZZ_SECONDS (FUZZ_JOBS at a time). Prints executions per harness;
+# fails when one crashed, leaving the input in build-fuzz/tests/fuzz/crashes/.
+fuzz: deps
+	@CC=clang cmake -S . -B build-fuzz -DRING_FUZZ=ON -DRING_SANITIZE=address,undefined \
+		$(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzzers
+	@FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
 format:
 	@find worker tests bench server api db scheduler -name '*.[ch]' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz build-tsan

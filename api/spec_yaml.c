@@ -132,14 +132,36 @@ static json_t *convert(struct conv *c, yaml_node_t *n, int depth)
     }
 }
 
+/* The first document from an initialized parser, named name in messages. */
+static json_t *load(yaml_parser_t *parser, const char *name, char *err, size_t errlen)
+{
+    yaml_document_t doc;
+    yaml_node_t *root;
+    json_t *out = NULL;
+    struct conv c = {&doc, name, err, errlen};
+
+    if (!yaml_parser_load(parser, &doc)) {
+        snprintf(err, errlen, "%s:%lu:%lu: %s%s%s", name,
+                 (unsigned long)parser->problem_mark.line + 1,
+                 (unsigned long)parser->problem_mark.column + 1,
+                 parser->problem ? parser->problem : "not YAML", parser->context ? " " : "",
+                 parser->context ? parser->context : "");
+        return NULL;
+    }
+    root = yaml_document_get_root_node(&doc);
+    if (root == NULL)
+        snprintf(err, errlen, "%s: the file holds no YAML document", name);
+    else
+        out = convert(&c, root, 0);
+    yaml_document_delete(&doc);
+    return out;
+}
+
 json_t *spec_yaml_load_file(const char *path, char *err, size_t errlen)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     yaml_parser_t parser;
-    yaml_document_t doc;
-    yaml_node_t *root;
-    json_t *out = NULL;
-    struct conv c = {&doc, path, err, errlen};
+    json_t *out;
 
     if (f == NULL) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -147,22 +169,22 @@ json_t *spec_yaml_load_file(const char *path, char *err, size_t errlen)
     }
     yaml_parser_initialize(&parser);
     yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errlen, "%s:%lu:%lu: %s%s%s", path,
-                 (unsigned long)parser.problem_mark.line + 1,
-                 (unsigned long)parser.problem_mark.column + 1,
-                 parser.problem ? parser.problem : "not YAML", parser.context ? " " : "",
-                 parser.context ? parser.context : "");
-    } else {
-        root = yaml_document_get_root_node(&doc);
-        if (root == NULL)
-            snprintf(err, errlen, "%s: the file holds no YAML document", path);
-        else
-            out = convert(&c, root, 0);
-        yaml_document_delete(&doc);
-    }
+    out = load(&parser, path, err, errlen);
     yaml_parser_delete(&parser);
     if (f != stdin)
         fclose(f);
+    return out;
+}
+
+json_t *spec_yaml_load_string(const char *text, size_t len, const char *name, char *err,
+                              size_t errlen)
+{
+    yaml_parser_t parser;
+    json_t *out;
+
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    out = load(&parser, name, err, errlen);
+    yaml_parser_delete(&parser);
     return out;
 }

@@ -16,5 +16,8 @@
 
 /* The document as a new JSON value, or NULL with "path:line:column: what" in err. */
 json_t *spec_yaml_load_file(const char *path, char *err, size_t errlen);
+/* The same for len bytes of text (need not end in NUL), named name in err. */
+json_t *spec_yaml_load_string(const char *text, size_t len, const char *name, char *err,
+                              size_t errlen);
 
 #endif /* RINGCTL_SPEC_YAML_H */

@@ -19,14 +19,16 @@ set -eu
 # (worker/python) and their tests: Debian's python3 with numpy, PyTorch 1.13 (python3-torch
 # imports only in Debian's /usr/bin/python3), torchvision (bench/torch's resnet18),
 # scikit-learn (the digits data set of the PyTorch example), pytest, and setuptools, pip and
-# venv (the packaging test installs the package offline).
+# venv (the packaging test installs the package offline). Fuzzing (make fuzz): clang with
+# libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes; only a Recommends of clang)
+# and llvm (llvm-symbolizer, for readable stacks in its reports).
 PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev libyaml-dev curl
 iproute2 procps jq python3 openssl util-linux
 openmpi-bin libopenmpi-dev wrk
 slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurm-wlm-basic-plugins
 libpmix-dev libslurm-dev
-clang-format
+clang-format clang libclang-rt-14-dev llvm
 python3 python3-numpy python3-torch python3-torchvision python3-sklearn python3-pytest
 python3-setuptools python3-pip python3-venv"
 

@@ -116,11 +116,20 @@ int hosts_parse_list(struct hostlist *hl, const char *spec, struct error *err)
 int hosts_parse_file(struct hostlist *hl, const char *path, struct error *err)
 {
     FILE *f = fopen(path, "r");
-    char line[512];
-    int lineno = 0, rc = 0;
+    int rc;
 
     if (f == NULL)
         return errprintf(err, "cannot open hostfile %s: %s", path, strerror(errno));
+    rc = hosts_parse_stream(hl, f, path, err);
+    fclose(f);
+    return rc;
+}
+
+int hosts_parse_stream(struct hostlist *hl, FILE *f, const char *path, struct error *err)
+{
+    char line[512];
+    int lineno = 0, rc = 0;
+
     while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
         char *s = line, *end, *slots;
         lineno++;
@@ -154,7 +163,6 @@ int hosts_parse_file(struct hostlist *hl, const char *path, struct error *err)
                 rc = errprintf(err, "%s:%d: %s", path, lineno, e2.text);
         }
     }
-    fclose(f);
     if (rc == 0 && hl->count == 0)
         return errprintf(err, "hostfile %s lists no hosts", path);
     return rc;

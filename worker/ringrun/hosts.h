@@ -6,6 +6,7 @@
 #define RINGRUN_HOSTS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define HOSTS_NAME_MAX 255
 
@@ -41,6 +42,8 @@ int hosts_parse_list(struct hostlist *hl, const char *spec, struct error *err);
  * comment. Returns 0, or -1 with err->text naming the file and line.
  */
 int hosts_parse_file(struct hostlist *hl, const char *path, struct error *err);
+/* The same for a hostfile already open as f (not closed), named path in messages. */
+int hosts_parse_stream(struct hostlist *hl, FILE *f, const char *path, struct error *err);
 
 /* Total slots. */
 int hosts_slots(const struct hostlist *hl);
