@@ -53,7 +53,14 @@ ADDR=$(cat "$DATA/ringd.addr")
 kill -9 "$PID"; wait "$PID" 2>/dev/null || true
 RINGD_SLOTS=2 "$RINGD" --listen "$ADDR" --data-dir "$DATA" >>"$WORK/ringd.log" 2>&1 &
 PID=$!
-wait "$follower" || fail "events -f exited $? across the restart: $(cat "$WORK/follow.err")"
+frc=0
+wait "$follower" || frc=$?
+if [ "$frc" != 0 ]; then
+    cat "$WORK/follow.out" >&2
+    grep -v 'msg=request\|msg="request' "$WORK/ringd.log" | tail -30 >&2
+    find "$DATA/runs/$rid" -name stderr -exec tail -5 {} + >&2 2>/dev/null || true
+    fail "events -f exited $frc across the restart: $(cat "$WORK/follow.err")"
+fi
 grep -q "requeued\|queued" "$WORK/follow.out" && grep -q "succeeded  SUCCEEDED" "$WORK/follow.out" ||
     fail "the follower missed events across the restart: $(cat "$WORK/follow.out")"
 [ "$(grep -c "submitted" "$WORK/follow.out")" = 1 ] || fail "events were printed twice"
