@@ -129,9 +129,20 @@ static int fill(struct stream *st)
     json_t *events, *e, *job;
     struct error err;
     size_t i;
+    int ended = 0;
     FILE *f;
 
-    if (store == NULL || store_events(store, st->id, st->after, 100, &events, &err) < 0)
+    /*
+     * The state first, then the events. A job that was terminal before the events were read
+     * has every event in them (a transition commits with its event), so an empty read then
+     * is the end. Read the other way round, an event committed between the two reads (the
+     * job's last) was never sent, and the stream ended without it.
+     */
+    if (store == NULL || store_job_get(store, st->id, NULL, &job, &err) < 0)
+        return -1;
+    ended = terminal(json_string_value(json_object_get(job, "state")));
+    json_decref(job);
+    if (store_events(store, st->id, st->after, 100, &events, &err) < 0)
         return -1;
     free(st->pending);
     st->pending = NULL;
@@ -150,10 +161,8 @@ static int fill(struct stream *st)
         free(data);
     }
     /* Finished once the job is terminal and every event has been read. */
-    if (json_array_size(events) == 0 && store_job_get(store, st->id, NULL, &job, &err) == 0) {
-        st->finished = terminal(json_string_value(json_object_get(job, "state")));
-        json_decref(job);
-    }
+    if (json_array_size(events) == 0)
+        st->finished = ended;
     if (json_array_size(events) == 0 && !st->finished &&
         now_ms() - st->last_sent_ms >= SSE_KEEPALIVE_MS)
         fputs(": keep-alive\n\n", f);
@@ -170,9 +179,16 @@ static int fill_log(struct stream *st)
     struct error err;
     const char *dir = NULL;
     char path[4300];
+    int ended;
     FILE *f;
 
-    if (store == NULL || store_attempts(store, st->id, &attempts, &err) < 0)
+    /* The state first, then the file, as in fill: a job terminal before the read has
+     * written all its output by then, so an empty read is the end. */
+    if (store == NULL || store_job_get(store, st->id, NULL, &job, &err) < 0)
+        return -1;
+    ended = terminal(json_string_value(json_object_get(job, "state")));
+    json_decref(job);
+    if (store_attempts(store, st->id, &attempts, &err) < 0)
         return -1;
     if (json_array_size(attempts) > 0)
         dir = json_string_value(
@@ -196,10 +212,8 @@ static int fill_log(struct stream *st)
             fclose(f);
         }
     }
-    if (st->len == 0 && store_job_get(store, st->id, NULL, &job, &err) == 0) {
-        st->finished = terminal(json_string_value(json_object_get(job, "state")));
-        json_decref(job);
-    }
+    if (st->len == 0)
+        st->finished = ended;
     return 0;
 }
 
