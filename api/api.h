@@ -17,8 +17,8 @@
 struct api_config {
     const char *data_dir;    /* checkpoint_dir defaults under data_dir/checkpoints/<job> */
     const char *ckpt_prefix; /* data_dir/checkpoints/: the default checkpoint_dir is this + id */
-    int slots;               /* workers that fit when jobs need no GPU */
-    int gpus;                /* GPUs on this host */
+    const struct cluster *cluster; /* what jobs run on (the scheduler's, fixed at start) */
+    const char *backend;           /* the backend's name: what JobSpecs may ask for */
     /* Creates an API token (the server owns the hashing): writes the secret token into
      * token (at least 128 bytes). Returns 0 or -1 with err. */
     int (*token_create)(struct store *st, const char *name, int admin, const char *unix_user,
@@ -112,6 +112,17 @@ void api_submit_end(const struct api_config *cfg, const struct api_request *req,
 json_t *api_problem(struct api_response *resp, int status, const char *kind, const char *title,
                     const char *instance, const char *detail_fmt, ...)
     __attribute__((format(printf, 6, 7)));
+
+/*
+ * A job's sizes and speeds as the API shows them (scaling.c), as a new reference, from its
+ * attempts (store_attempts), its spec (borrowed) and its state:
+ *   {"workers": size now (0 when not running), "history": [{"attempt", "workers",
+ *    "started_at", "ended_at"?, "ran_s", "reason"?}], "throughput": [{"workers",
+ *    "observed_samples_per_s" (null where never run), "predicted_samples_per_s"}],
+ *    "restart_overhead_s": {"stop": mean, "start": mean, "restarts": n} }
+ * The prediction is speed.h's model fitted to the observations.
+ */
+json_t *api_job_scaling(json_t *attempts, json_t *spec, const char *state);
 
 /* The OpenAPI 3.1 document (static text). */
 const char *api_openapi(void);

@@ -222,9 +222,10 @@ static void check_dir(struct check *c, json_t *spec, const char *key, int must_e
         bad(c, key, "%s '%s' does not exist or is not a directory", key, json_string_value(v));
 }
 
-int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **out, json_t **errors,
-                  int *status, const char **kind)
+int jobspec_parse(const char *text, size_t len, const struct jobspec_limits *lim, json_t **out,
+                  json_t **errors, int *status, const char **kind)
 {
+    const char *backend = lim && lim->backend ? lim->backend : "local";
     struct check c = {.errors = json_array()};
     json_error_t jerr;
     json_t *spec, *v;
@@ -265,22 +266,34 @@ int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **ou
     if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v), "local") != 0 &&
                                              strcmp(json_string_value(v), "slurm") != 0)))
         bad(&c, "backend", "backend must be \"local\" or \"slurm\"");
+    else if (v != NULL && strcmp(json_string_value(v), backend) != 0)
+        /* Accepting it would run the job somewhere the user did not ask for. */
+        bad(&c, "backend",
+            "this ringd runs jobs on the %s backend; the %s backend is not configured here "
+            "(drop backend, or submit to a ringd started with backend = %s)",
+            backend, json_string_value(v), json_string_value(v));
     if (json_array_size(c.errors) > 0 || c.lost)
         goto invalid;
     /* A job that can never fit is refused now rather than queued forever. */
-    if (gpw > 0 && min * gpw > gpus) {
-        bad(&c, "workers",
-            "the job needs %lld GPUs (workers.min %lld x gpus_per_worker %lld) but "
-            "this cluster has %d",
-            (long long)(min * gpw), (long long)min, (long long)gpw, gpus);
+    if (lim != NULL && lim->cluster != NULL &&
+        cluster_capacity(lim->cluster, (int)cpw, (int)gpw) < min) {
+        const struct cluster *cl = lim->cluster;
+        if (gpw > 0)
+            bad(&c, "workers",
+                "the job needs %lld workers of %lld GPUs and %lld slots each (workers.min x "
+                "gpus_per_worker, cpus_per_worker) but this cluster fits %ld: %d node%s, %ld "
+                "GPUs and %ld slots in all",
+                (long long)min, (long long)gpw, (long long)cpw,
+                cluster_capacity(cl, (int)cpw, (int)gpw), cl->nnodes, cl->nnodes == 1 ? "" : "s",
+                cl->gpus, cl->slots);
+        else
+            bad(&c, "workers",
+                "the job needs %lld workers of %lld slots each (workers.min x cpus_per_worker) "
+                "but this cluster fits %ld: %d node%s, %ld slots in all",
+                (long long)min, (long long)cpw, cluster_capacity(cl, (int)cpw, 0), cl->nnodes,
+                cl->nnodes == 1 ? "" : "s", cl->slots);
         goto invalid;
     }
-    if (gpw == 0 && min > slots) {
-        bad(&c, "workers", "the job needs %lld workers but this cluster has %d slots",
-            (long long)min, slots);
-        goto invalid;
-    }
-    (void)cpw;
     /* Defaults, so that what is stored says exactly what will run. */
     json_object_set_new(spec, "workers", json_pack("{s:I, s:I}", "min", min, "max", max));
     if (!json_object_get(spec, "gpus_per_worker"))
@@ -296,7 +309,7 @@ int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **ou
     if (!json_object_get(spec, "labels"))
         json_object_set_new(spec, "labels", json_object());
     if (!json_object_get(spec, "backend"))
-        json_object_set_new(spec, "backend", json_string("local"));
+        json_object_set_new(spec, "backend", json_string(backend));
     json_decref(c.errors);
     *errors = NULL;
     *out = spec;

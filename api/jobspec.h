@@ -12,14 +12,23 @@
 
 #include <jansson.h>
 
+#include "cluster.h"
+
+/* What this ringd can run (borrowed). */
+struct jobspec_limits {
+    const struct cluster *cluster; /* a job whose workers.min can never fit is refused;
+                                    * NULL: no check */
+    const char *backend;           /* the backend this ringd runs ("local"); a JobSpec that
+                                    * names another is refused; NULL: "local" */
+};
+
 /*
  * Parses text (len bytes) into a validated JobSpec with every default filled in, as a new
  * reference in *out. On failure returns -1 and sets *errors to a new array of
  * {"field": path, "detail": what to fix} (at least one), *status to the HTTP status
  * (400 malformed JSON, 422 invalid values) and *kind to the problem kind.
- * slots and gpus are the cluster's capacity: a job that can never fit is rejected.
  */
-int jobspec_parse(const char *text, size_t len, int slots, int gpus, json_t **out, json_t **errors,
-                  int *status, const char **kind);
+int jobspec_parse(const char *text, size_t len, const struct jobspec_limits *lim, json_t **out,
+                  json_t **errors, int *status, const char **kind);
 
 #endif /* RINGD_JOBSPEC_H */

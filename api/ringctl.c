@@ -7,7 +7,8 @@
  *   ringctl ls [--state S] [--label k=v]      ringctl show ID
  *   ringctl cancel|stop|resume|rm ID          ringctl events ID [-f]
  *   ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]
- *   ringctl cluster                           ringctl token create NAME [--admin] [--user U]
+ *   ringctl cluster                           ringctl policy [NAME]
+ *   ringctl token create NAME [--admin] [--user U]
  *   ringctl token list                        ringctl token revoke ID
  *
  * RINGMASTER_URL (default http://127.0.0.1:8080) and RINGMASTER_TOKEN configure it. Output
@@ -27,6 +28,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "ringctl_sched.h"
 #include "spec_yaml.h"
 
 #define EXIT_REFUSED     1
@@ -535,6 +537,7 @@ static int cmd_show(const char *id)
                json_number_value(json_object_get(p, "loss")),
                json_number_value(json_object_get(p, "samples_per_s")),
                json_integer_value(json_object_get(p, "world_size")));
+    ringctl_show_scaling(j);
     json_array_foreach(json_object_get(j, "attempts"), i, a)
     {
         printf("attempt %lld: %lld workers on %s, started %s",
@@ -920,6 +923,21 @@ static int cmd_token(int argc, char **argv)
     return token_usage();
 }
 
+int ringctl__call(const char *method, const char *path, const char *body, json_t **out)
+{
+    return call(method, path, body, NULL, out);
+}
+
+int ringctl__json_out(void)
+{
+    return json_out;
+}
+
+void ringctl__print_json(json_t *j)
+{
+    print_json(j);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ringctl [--json] [--cacert FILE] [--insecure-http] COMMAND ...\n"
@@ -930,6 +948,7 @@ static void usage(FILE *f)
                "  events ID [-f]\n"
                "  logs ID [--rank R] [--stderr] [--tail N] [-f]\n"
                "  cluster\n"
+               "  policy [fifo|priority|tiresias|dynamic]   (switching it takes an admin)\n"
                "  token create NAME [--admin] [--user UNIX_USER] | token list | token revoke ID\n"
                "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN,\n"
                "RINGMASTER_CACERT (as --cacert). Tokens go in clear text only to loopback,\n"
@@ -990,6 +1009,8 @@ int main(int argc, char **argv)
         rc = cmd_logs(argc, argv);
     else if (!strcmp(cmd, "cluster"))
         rc = cmd_cluster();
+    else if (!strcmp(cmd, "policy"))
+        rc = ringctl_policy(argc, argv);
     else if (!strcmp(cmd, "token"))
         rc = cmd_token(argc, argv);
     else if ((!strcmp(cmd, "show") || !strcmp(cmd, "cancel") || !strcmp(cmd, "stop") ||

@@ -22,7 +22,8 @@ typedef void handler_fn(const struct api_config *cfg, const struct api_request *
                         const char *param, struct api_response *resp);
 
 static handler_fn job_create, job_list, job_get, job_cancel, job_stop, job_resume, job_delete,
-    job_events, job_logs, cluster, healthz, readyz, openapi, token_create, token_list, token_revoke;
+    job_events, job_logs, cluster, healthz, readyz, openapi, token_create, token_list, token_revoke,
+    scheduler_get, scheduler_put;
 
 static const struct route {
     const char *method;
@@ -39,6 +40,8 @@ static const struct route {
     {"GET", "/v1/jobs/{}/events", job_events},
     {"GET", "/v1/jobs/{}/logs", job_logs},
     {"GET", "/v1/cluster", cluster},
+    {"GET", "/v1/scheduler", scheduler_get},
+    {"PUT", "/v1/scheduler", scheduler_put},
     {"POST", "/v1/tokens", token_create},
     {"GET", "/v1/tokens", token_list},
     {"DELETE", "/v1/tokens/{}", token_revoke},
@@ -154,6 +157,27 @@ static void render_job(const struct api_config *cfg, const struct api_request *r
         return;
     }
     progress = run_dir ? progress_text(run_dir) : NULL;
+    {
+        /* ,"scaling":{...}: sizes, speeds and restart overheads from the attempts */
+        json_error_t jerr;
+        json_t *job = json_loads(text, 0, &jerr);
+        json_t *sc =
+            job ? api_job_scaling(json_object_get(job, "attempts"), json_object_get(job, "spec"),
+                                  json_string_value(json_object_get(job, "state")) ?: "")
+                : NULL;
+        char *sct = sc ? json_dumps(sc, JSON_COMPACT) : NULL;
+        if (sct != NULL) {
+            size_t tl = strlen(text), sl = strlen(sct);
+            char *grown = realloc(text, tl + sl + 13);
+            if (grown != NULL) {
+                text = grown;
+                snprintf(text + tl - 1, sl + 14, ",\"scaling\":%s}", sct);
+            }
+        }
+        free(sct);
+        json_decref(sc);
+        json_decref(job);
+    }
     if (progress != NULL) { /* splice ,"progress":{...} before the closing brace */
         size_t tl = strlen(text), pl = strlen(progress);
         char *grown = realloc(text, tl + pl + 13);
@@ -245,8 +269,8 @@ int api_submit_begin(const struct api_config *cfg, const struct api_request *req
                     "Idempotency-Key must have 1..%zu characters", sizeof(s->key) - 1);
         return 0;
     }
-    if (jobspec_parse(req->body, req->body_len, cfg->slots, cfg->gpus, &spec, &errors, &status,
-                      &kind) < 0) {
+    struct jobspec_limits lim = {cfg->cluster, cfg->backend};
+    if (jobspec_parse(req->body, req->body_len, &lim, &spec, &errors, &status, &kind) < 0) {
         json_t *first = json_array_get(errors, 0);
         json_t *p =
             api_problem(resp, status, kind, status == 400 ? "Malformed JSON" : "Invalid JobSpec",
@@ -384,11 +408,20 @@ static void end_job(const struct api_config *cfg, const struct api_request *req,
             api_problem(resp, 409, "job-finished", "Conflict", req->path,
                         "job %s finished meanwhile; there is nothing to %s", param,
                         stop ? "stop" : "cancel");
+        else if (errno == EALREADY && !stop) /* cancelled twice: the same outcome */
+            reply_job(cfg, req, param, 202, resp);
+        else if (errno == EALREADY)
+            api_problem(resp, 409, "job-cancelling", "Conflict", req->path,
+                        "job %s is being cancelled; it ends CANCELLED, so it cannot be stopped "
+                        "to resume later",
+                        param);
         else
             store_problem(resp, req->path, &err);
         return;
     }
-    reply_job(cfg, req, param, 202, resp); /* 202: a running job ends once reaped */
+    /* 202: a running job ends once its workers exit; a cancel wins over a stop or a resize
+     * already under way, so this job ends CANCELLED (or STOPPED). */
+    reply_job(cfg, req, param, 202, resp);
 }
 
 static void job_cancel(const struct api_config *cfg, const struct api_request *req,
@@ -412,8 +445,7 @@ static void job_resume(const struct api_config *cfg, const struct api_request *r
     if (own_job(req, param, resp, &job) < 0)
         return;
     json_decref(job);
-    if (store_job_transition_if(req->store, param, "STOPPED", "QUEUED", "resumed",
-                                "resumed by request; it restarts from its checkpoint", &err) < 0) {
+    if (scheduler_resume(cfg->sched, param, &err) < 0) {
         if (errno == EAGAIN)
             api_problem(resp, 409, "job-not-stopped", "Conflict", req->path,
                         "only a STOPPED job can be resumed; %s", err.text);
@@ -421,7 +453,6 @@ static void job_resume(const struct api_config *cfg, const struct api_request *r
             store_problem(resp, req->path, &err);
         return;
     }
-    scheduler_wake(cfg->sched);
     reply_job(cfg, req, param, 200, resp);
 }
 
@@ -878,4 +909,67 @@ static void openapi(const struct api_config *cfg, const struct api_request *req,
     /* Static text, checked to be JSON by a unit test: served as it is. */
     resp->json_text = strdup(api_openapi());
     resp->status = resp->json_text ? 200 : 503;
+}
+
+/* GET /v1/scheduler: the policy, the other policies, the backend and the loop's figures. */
+static void scheduler_get(const struct api_config *cfg, const struct api_request *req,
+                          const char *param, struct api_response *resp)
+{
+    json_t *info = scheduler_info(cfg->sched);
+    if (info == NULL) {
+        api_problem(resp, 503, "busy", "Service Unavailable", req->path,
+                    "the scheduler did not answer; retry shortly");
+        return;
+    }
+    resp->status = 200;
+    resp->body = info;
+}
+
+/* PUT /v1/scheduler {"policy": "dynamic"}: admins switch the policy at runtime (until ringd
+ * restarts; ringd.conf's `policy` is the default). */
+static void scheduler_put(const struct api_config *cfg, const struct api_request *req,
+                          const char *param, struct api_response *resp)
+{
+    json_error_t jerr;
+    json_t *body, *policy;
+    const char *key;
+    json_t *v;
+    struct error err;
+
+    if (!req->admin) {
+        api_problem(resp, 403, "forbidden", "Forbidden", req->path,
+                    "only an admin token can change the scheduling policy");
+        return;
+    }
+    body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (body == NULL || !json_is_object(body)) {
+        api_problem(resp, 400, "malformed-json", "Malformed JSON", req->path,
+                    "want {\"policy\": \"fifo\" | \"priority\" | \"tiresias\" | \"dynamic\"}");
+        json_decref(body);
+        return;
+    }
+    json_object_foreach(body, key, v)
+    {
+        if (strcmp(key, "policy") != 0) {
+            api_problem(resp, 422, "validation-error", "Invalid scheduler settings", req->path,
+                        "unknown field '%.60s'; only policy can be changed at runtime", key);
+            json_decref(body);
+            return;
+        }
+    }
+    policy = json_object_get(body, "policy");
+    if (!json_is_string(policy)) {
+        api_problem(resp, 422, "validation-error", "Invalid scheduler settings", req->path,
+                    "policy is required: one of fifo, priority, tiresias, dynamic");
+        json_decref(body);
+        return;
+    }
+    if (scheduler_set_policy(cfg->sched, json_string_value(policy), &err) < 0) {
+        api_problem(resp, 422, "validation-error", "Invalid scheduler settings", req->path, "%s",
+                    err.text);
+        json_decref(body);
+        return;
+    }
+    json_decref(body);
+    scheduler_get(cfg, req, param, resp);
 }

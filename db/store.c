@@ -98,14 +98,24 @@ static const char *const migrations[] = {
     "ALTER TABLE tokens ADD COLUMN unix_user TEXT;"
     "ALTER TABLE jobs ADD COLUMN run_as TEXT;"
     "UPDATE jobs SET doc = json_set(doc, '$.user', run_as);",
+    /* 7: what the scheduler's loop needs of a spec, as columns too; and per attempt its two
+     * overheads (stop requested -> exited, start -> first progress) and its throughput */
+    "ALTER TABLE jobs ADD COLUMN cpus_per_worker INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN max_restarts INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE jobs SET cpus_per_worker = coalesce(json_extract(spec, '$.cpus_per_worker'), 1),"
+    " max_restarts = coalesce(json_extract(spec, '$.max_restarts'), 0);"
+    "ALTER TABLE attempts ADD COLUMN stop_s REAL;"
+    "ALTER TABLE attempts ADD COLUMN start_s REAL;"
+    "ALTER TABLE attempts ADD COLUMN samples_per_s REAL;",
 };
 
 static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir, doc,"
-    " min_workers, max_workers, gpus_per_worker, priority, run_as)"
+    " min_workers, max_workers, gpus_per_worker, priority, run_as, cpus_per_worker,"
+    " max_restarts)"
     " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5, ?6, json_object('id', ?1, 'name', ?2, 'owner',"
     " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5, 'user', ?11),"
-    " ?7, ?8, ?9, ?10, ?11)"
+    " ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
     " RETURNING doc";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO events (job_id, time, type, state, message) VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -128,7 +138,10 @@ static const char SQL_JOB_GET[] =
     " '$.ended_at', ended_at, '$.exit_status', exit_status, '$.reason', coalesce(reason, ''))"     \
     " END)) FROM (SELECT json_object('number', number, 'world_size', world_size, 'hosts',"         \
     " hosts, 'gpus', gpus, 'backend_id', coalesce(backend_id, ''), 'run_dir', run_dir,"            \
-    " 'started_at', started_at) AS o, ended_at, exit_status, reason FROM attempts"                 \
+    " 'started_at', started_at, 'start_overhead_s', start_s, 'stop_overhead_s', stop_s,"           \
+    " 'samples_per_s', samples_per_s, 'ran_s', round((julianday(coalesce(ended_at,"                \
+    " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) - julianday(started_at)) * 86400.0, 3))"             \
+    " AS o, ended_at, exit_status, reason FROM attempts"                                           \
     " WHERE job_id = j.id ORDER BY number))"
 static const char SQL_JOB_RENDER[] =
     "SELECT " JOB_COLUMNS ", " JOB_ATTEMPTS ","
@@ -160,20 +173,28 @@ static const char SQL_JOB_SCHED[] =
     "UPDATE jobs SET attempts = ?2, failures = ?3, not_before = ?4, stop_requested = ?5"
     " WHERE id = ?1";
 static const char SQL_JOBS_QUEUED[] =
-    "SELECT id, min_workers, max_workers, gpus_per_worker, priority, not_before FROM jobs"
-    " WHERE state = 'QUEUED' ORDER BY seq";
-static const char SQL_JOB_ACTIVE[] =
-    "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner, run_as"
-    " FROM jobs WHERE id = ?1";
+    "SELECT id, min_workers, max_workers, gpus_per_worker, priority, not_before, seq,"
+    " cpus_per_worker, max_restarts, owner, (julianday(created_at) - 2440587.5) * 86400.0,"
+    " attempts, failures FROM jobs WHERE state = 'QUEUED' AND seq > ?1 ORDER BY seq";
+#define ACTIVE_COLUMNS                                                                             \
+    "id, state, spec, attempts, failures, not_before, stop_requested, owner, run_as, seq,"         \
+    " (julianday(created_at) - 2440587.5) * 86400.0"
+static const char SQL_JOB_ACTIVE[] = "SELECT " ACTIVE_COLUMNS " FROM jobs WHERE id = ?1";
 static const char SQL_JOBS_ACTIVE[] =
-    "SELECT id, state, spec, attempts, failures, not_before, stop_requested, owner, run_as"
-    " FROM jobs WHERE state IN ('QUEUED', 'STARTING', 'RUNNING', 'STOPPING') ORDER BY seq";
+    "SELECT " ACTIVE_COLUMNS " FROM jobs"
+    " WHERE state IN ('QUEUED', 'STARTING', 'RUNNING', 'STOPPING') ORDER BY seq";
 static const char SQL_ATTEMPT_INSERT[] =
     "INSERT INTO attempts (job_id, number, world_size, hosts, gpus, backend_id, run_dir,"
     " started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 static const char SQL_ATTEMPT_END[] =
-    "UPDATE attempts SET ended_at = ?3, exit_status = ?4, reason = ?5"
+    "UPDATE attempts SET ended_at = ?3, exit_status = ?4, reason = ?5, stop_s = ?6"
     " WHERE job_id = ?1 AND number = ?2";
+static const char SQL_ATTEMPT_PROGRESS[] =
+    "UPDATE attempts SET start_s = coalesce(?3, start_s), samples_per_s = ?4"
+    " WHERE job_id = ?1 AND number = ?2";
+static const char SQL_OVERHEADS[] =
+    "SELECT stop_s, start_s FROM attempts WHERE stop_s IS NOT NULL OR start_s IS NOT NULL";
+static const char SQL_RESIZES[] = "SELECT count(*) FROM events WHERE type = 'resizing'";
 static const char SQL_EVENTS_OF[] =
     "SELECT id, time, type, state, message FROM events WHERE job_id = ?1 AND id > ?2"
     " ORDER BY id LIMIT ?3";
@@ -186,7 +207,9 @@ static const char SQL_LATENCIES[] =
     " JOIN jobs j ON j.id = a.job_id WHERE a.number = 1";
 static const char SQL_ATTEMPTS_OF[] =
     "SELECT number, world_size, hosts, gpus, backend_id, run_dir, started_at, ended_at,"
-    " exit_status, reason FROM attempts WHERE job_id = ?1 ORDER BY number";
+    " exit_status, reason, start_s, stop_s, samples_per_s,"
+    " (julianday(coalesce(ended_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) -"
+    " julianday(started_at)) * 86400.0 FROM attempts WHERE job_id = ?1 ORDER BY number";
 
 static const char *const sql_text[S_COUNT] = {
     [S_JOB_INSERT] = SQL_JOB_INSERT,
@@ -208,6 +231,9 @@ static const char *const sql_text[S_COUNT] = {
     [S_JOB_ACTIVE] = SQL_JOB_ACTIVE,
     [S_ATTEMPT_INSERT] = SQL_ATTEMPT_INSERT,
     [S_ATTEMPT_END] = SQL_ATTEMPT_END,
+    [S_ATTEMPT_PROGRESS] = SQL_ATTEMPT_PROGRESS,
+    [S_OVERHEADS] = SQL_OVERHEADS,
+    [S_RESIZES] = SQL_RESIZES,
     [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,
     [S_EVENTS_OF] = SQL_EVENTS_OF,
     [S_JOB_DELETE] = SQL_JOB_DELETE,
@@ -591,6 +617,11 @@ static void create_one(struct store *st, struct store_submission *sub)
         sqlite3_bind_int64(s, 8, max > 0 ? max : 1);
         sqlite3_bind_int64(s, 9, json_integer_value(json_object_get(sub->spec, "gpus_per_worker")));
         sqlite3_bind_int64(s, 10, json_integer_value(json_object_get(sub->spec, "priority")));
+        {
+            json_t *cpw = json_object_get(sub->spec, "cpus_per_worker");
+            sqlite3_bind_int64(s, 12, json_is_integer(cpw) ? json_integer_value(cpw) : 1);
+        }
+        sqlite3_bind_int64(s, 13, json_integer_value(json_object_get(sub->spec, "max_restarts")));
     }
     sqlite3_bind_text(s, 11, sub->run_as, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
@@ -908,11 +939,15 @@ int store_token_revoke(struct store *st, const char *id, const char *name, json_
 
 int store__begin(struct store *st, struct error *err)
 {
+    if (st->batch)
+        return 0; /* inside store_batch_begin's transaction */
     return store__step_done(st, st->stmt[S_BEGIN], err, "begin");
 }
 
 int store__commit(struct store *st, struct error *err)
 {
+    if (st->batch)
+        return 0;
     if (store__step_done(st, st->stmt[S_COMMIT], err, "commit") < 0) {
         int saved = errno;
         store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
@@ -925,6 +960,10 @@ int store__commit(struct store *st, struct error *err)
 int store__rollback(struct store *st)
 {
     int saved = errno;
+    if (st->batch) { /* the whole batch goes at store_batch_commit */
+        st->batch_failed = 1;
+        return -1;
+    }
     store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
     errno = saved;
     return -1;
@@ -967,6 +1006,26 @@ int store__set_state(struct store *st, const char *id, const char *state, const 
                      struct error *err)
 {
     return store__set_state_if(st, id, NULL, state, now, err);
+}
+
+int store_batch_begin(struct store *st, struct error *err)
+{
+    if (store__step_done(st, st->stmt[S_BEGIN], err, "begin") < 0)
+        return -1;
+    st->batch = 1;
+    st->batch_failed = 0;
+    return 0;
+}
+
+int store_batch_commit(struct store *st, struct error *err)
+{
+    int failed = st->batch_failed;
+    st->batch = st->batch_failed = 0;
+    if (failed) {
+        store__step_done(st, st->stmt[S_ROLLBACK], NULL, "rollback");
+        return errno = EIO, errprintf(err, "a write of the batch failed; none of it was kept");
+    }
+    return store__commit(st, err);
 }
 
 int store_read_begin(struct store *st, struct error *err)

@@ -128,7 +128,8 @@ struct store_sched {
     int attempts;       /* attempts started so far */
     int failures;       /* failed attempts (counted against max_restarts) */
     int64_t not_before; /* unix seconds before which a retry must not start (backoff) */
-    int stop_requested; /* the user asked for a graceful stop */
+    int stop_requested; /* what a STOPPING job is being stopped for: 1 its user's stop,
+                         * 2 a cancel, 0 the scheduler (a resize or a preemption) */
 };
 
 struct store_attempt {
@@ -147,29 +148,46 @@ int store_job_transition(struct store *st, const char *id, const char *state, co
 int store_job_transition_if(struct store *st, const char *id, const char *expect, const char *state,
                             const char *type, const char *message, struct error *err);
 /* Jobs not finished (QUEUED, STARTING, RUNNING, STOPPING) in creation order, as a new array
- * of {id, state, spec, attempts, failures, not_before, stop_requested, owner, user?}. */
+ * of {id, state, spec, attempts, failures, not_before, stop_requested, owner, user?, seq,
+ * created_s (unix seconds)}. */
 int store_jobs_active(struct store *st, json_t **out, struct error *err);
 /* One job's record as store_jobs_active gives it (a new reference), or ENOENT. */
 int store_job_active(struct store *st, const char *id, json_t **out, struct error *err);
 
-/* What the scheduling policy needs of a queued job. */
+/* What the scheduler needs of a queued job. */
 struct store_queued {
     char id[32];
-    int min_workers, max_workers, gpus_per_worker, priority;
+    char owner[64];
+    int min_workers, max_workers, gpus_per_worker, cpus_per_worker, priority, max_restarts;
+    int attempts, failures;
     int64_t not_before;
+    int64_t seq;       /* submission order */
+    double created_at; /* unix seconds */
 };
-/* The QUEUED jobs in submission order, as a malloc'ed array of *n (the caller frees it).
- * Reads no spec: a pass over a long queue costs a row each. */
-int store_jobs_queued(struct store *st, struct store_queued **out, int *n, struct error *err);
+/* The QUEUED jobs submitted after seq after (0: all), in submission order, as a malloc'ed
+ * array of *n (the caller frees it). Reads no spec: a long queue costs a row each. */
+int store_jobs_queued(struct store *st, int64_t after, struct store_queued **out, int *n,
+                      struct error *err);
 
 /* Records a started attempt and moves the job to RUNNING. */
 int store_attempt_start(struct store *st, const char *id, const struct store_attempt *a,
                         const struct store_sched *sched, struct error *err);
-/* Records how attempt number ended and moves the job to state with an event. */
-int store_attempt_end(struct store *st, const char *id, int number, int exit_status,
+/* Records how attempt number ended (stop_s: seconds from the stop request to the exit, or
+ * < 0 when nobody asked it to stop) and moves the job to state with an event. */
+int store_attempt_end(struct store *st, const char *id, int number, int exit_status, double stop_s,
                       const char *reason, const char *state, const char *event_type,
                       const struct store_sched *sched, struct error *err);
-/* The job's attempts, oldest first, as a new array. */
+/* Records attempt number's throughput (samples_per_s) and, when start_s >= 0, the seconds
+ * from its start to its first progress report. */
+int store_attempt_progress(struct store *st, const char *id, int number, double start_s,
+                           double samples_per_s, struct error *err);
+/* For /metrics: every attempt's stop and start overheads (malloc'ed arrays the caller
+ * frees; *nstop and *nstart entries) and how many resizes were ever decided. */
+int store_overheads(struct store *st, double **stop, int *nstop, double **start, int *nstart,
+                    int64_t *resizes, struct error *err);
+/* The job's attempts, oldest first, as a new array of {number, world_size, hosts, gpus,
+ * backend_id, run_dir, started_at, ran_s, [ended_at, exit_status, reason,]
+ * [start_overhead_s,] [stop_overhead_s,] [samples_per_s]} (ran_s: until now if running). */
 int store_attempts(struct store *st, const char *id, json_t **out, struct error *err);
 
 /* Events of job id after event id after (0: from the first), at most limit, as a new array
@@ -194,6 +212,14 @@ struct store_checkpointer;
 struct store_checkpointer *store_checkpointer_start(const char *path, struct error *err);
 /* Stops the thread after a final checkpoint. Accepts NULL. */
 void store_checkpointer_stop(struct store_checkpointer *c);
+
+/*
+ * A batch: the writes between store_batch_begin and store_batch_commit on st share one
+ * transaction (the scheduler's pass). When one of them fails, store_batch_commit rolls all
+ * of them back and fails (EIO).
+ */
+int store_batch_begin(struct store *st, struct error *err);
+int store_batch_commit(struct store *st, struct error *err);
 
 /*
  * One read transaction around several reads (a GET request's token, job and attempts): one

@@ -30,6 +30,9 @@ enum {
     S_JOB_ACTIVE,
     S_ATTEMPT_INSERT,
     S_ATTEMPT_END,
+    S_ATTEMPT_PROGRESS,
+    S_OVERHEADS,
+    S_RESIZES,
     S_ATTEMPTS_OF,
     S_EVENTS_OF,
     S_JOB_DELETE,
@@ -50,6 +53,7 @@ enum {
 struct store {
     sqlite3 *db;
     sqlite3_stmt *stmt[S_COUNT];
+    int batch, batch_failed; /* inside store_batch_begin; an op in it failed */
 };
 
 /* Set by store_checkpointer_start: new connections do not checkpoint on commit. */

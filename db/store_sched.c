@@ -60,10 +60,11 @@ static json_t *active_json(sqlite3_stmt *s)
     json_error_t jerr;
     json_t *spec = json_loads(store__col(s, 2), 0, &jerr);
     json_t *j = json_pack(
-        "{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s}", "id", store__col(s, 0), "state",
+        "{s:s, s:s, s:o, s:i, s:i, s:I, s:i, s:s, s:I, s:f}", "id", store__col(s, 0), "state",
         store__col(s, 1), "spec", spec ? spec : json_object(), "attempts", sqlite3_column_int(s, 3),
         "failures", sqlite3_column_int(s, 4), "not_before", (json_int_t)sqlite3_column_int64(s, 5),
-        "stop_requested", sqlite3_column_int(s, 6), "owner", store__col(s, 7));
+        "stop_requested", sqlite3_column_int(s, 6), "owner", store__col(s, 7), "seq",
+        (json_int_t)sqlite3_column_int64(s, 9), "created_s", sqlite3_column_double(s, 10));
     /* The Unix user the job runs as; absent for jobs stored before users were mapped. */
     if (j != NULL && sqlite3_column_type(s, 8) != SQLITE_NULL)
         json_object_set_new(j, "user", json_string(store__col(s, 8)));
@@ -91,12 +92,14 @@ int store_job_active(struct store *st, const char *id, json_t **out, struct erro
     return store__get_one(st, st->stmt[S_JOB_ACTIVE], id, NULL, active_json, out, err);
 }
 
-int store_jobs_queued(struct store *st, struct store_queued **out, int *n, struct error *err)
+int store_jobs_queued(struct store *st, int64_t after, struct store_queued **out, int *n,
+                      struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_JOBS_QUEUED];
     struct store_queued *q = NULL;
     int rc, cap = 0, len = 0;
 
+    sqlite3_bind_int64(s, 1, after);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (len == cap) {
             struct store_queued *grown;
@@ -114,9 +117,17 @@ int store_jobs_queued(struct store *st, struct store_queued **out, int *n, struc
         q[len].gpus_per_worker = sqlite3_column_int(s, 3);
         q[len].priority = sqlite3_column_int(s, 4);
         q[len].not_before = sqlite3_column_int64(s, 5);
+        q[len].seq = sqlite3_column_int64(s, 6);
+        q[len].cpus_per_worker = sqlite3_column_int(s, 7);
+        q[len].max_restarts = sqlite3_column_int(s, 8);
+        snprintf(q[len].owner, sizeof(q[len].owner), "%s", store__col(s, 9));
+        q[len].created_at = sqlite3_column_double(s, 10);
+        q[len].attempts = sqlite3_column_int(s, 11);
+        q[len].failures = sqlite3_column_int(s, 12);
         len++;
     }
     sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
     if (rc != SQLITE_DONE) {
         free(q);
         return store__fail(st, rc, err, "queued jobs");
@@ -154,7 +165,7 @@ int store_attempt_start(struct store *st, const char *id, const struct store_att
     return store__commit(st, err);
 }
 
-int store_attempt_end(struct store *st, const char *id, int number, int exit_status,
+int store_attempt_end(struct store *st, const char *id, int number, int exit_status, double stop_s,
                       const char *reason, const char *state, const char *event_type,
                       const struct store_sched *sched, struct error *err)
 {
@@ -168,6 +179,8 @@ int store_attempt_end(struct store *st, const char *id, int number, int exit_sta
     sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 4, exit_status);
     sqlite3_bind_text(s, 5, reason, -1, SQLITE_STATIC);
+    if (stop_s >= 0)
+        sqlite3_bind_double(s, 6, stop_s);
     if (store__step_done(st, s, err, "end attempt") < 0 ||
         store__set_state(st, id, state, now, err) < 0 ||
         store__event(st, id, now, event_type, state, reason, err) < 0)
@@ -194,6 +207,13 @@ int store_attempts(struct store *st, const char *id, json_t **out, struct error 
             json_object_set_new(a, "exit_status", json_integer(sqlite3_column_int(s, 8)));
             json_object_set_new(a, "reason", json_string(store__col(s, 9)));
         }
+        if (sqlite3_column_type(s, 10) != SQLITE_NULL)
+            json_object_set_new(a, "start_overhead_s", json_real(sqlite3_column_double(s, 10)));
+        if (sqlite3_column_type(s, 11) != SQLITE_NULL)
+            json_object_set_new(a, "stop_overhead_s", json_real(sqlite3_column_double(s, 11)));
+        if (sqlite3_column_type(s, 12) != SQLITE_NULL)
+            json_object_set_new(a, "samples_per_s", json_real(sqlite3_column_double(s, 12)));
+        json_object_set_new(a, "ran_s", json_real(sqlite3_column_double(s, 13)));
         json_array_append_new(arr, a);
     }
     sqlite3_reset(s);
@@ -290,4 +310,68 @@ int store_metrics(struct store *st, json_t **states, int64_t *submissions, doubl
 error:
     json_decref(*states);
     return store__fail(st, rc, err, "metrics");
+}
+
+int store_attempt_progress(struct store *st, const char *id, int number, double start_s,
+                           double samples_per_s, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPT_PROGRESS];
+    if (store__begin(st, err) < 0)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, number);
+    if (start_s >= 0)
+        sqlite3_bind_double(s, 3, start_s);
+    if (samples_per_s >= 0)
+        sqlite3_bind_double(s, 4, samples_per_s);
+    if (store__step_done(st, s, err, "attempt progress") < 0)
+        return store__rollback(st);
+    return store__commit(st, err);
+}
+
+/* Appends v to a growing array; 0 or -1 (ENOMEM). */
+static int push_double(double **a, int *n, int *cap, double v)
+{
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 64;
+        double *grown = realloc(*a, (size_t)c * sizeof(double));
+        if (grown == NULL)
+            return -1;
+        *a = grown;
+        *cap = c;
+    }
+    (*a)[(*n)++] = v;
+    return 0;
+}
+
+int store_overheads(struct store *st, double **stop, int *nstop, double **start, int *nstart,
+                    int64_t *resizes, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_OVERHEADS];
+    int rc, cstop = 0, cstart = 0, oom = 0;
+    *stop = *start = NULL;
+    *nstop = *nstart = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (sqlite3_column_type(s, 0) != SQLITE_NULL)
+            oom |= push_double(stop, nstop, &cstop, sqlite3_column_double(s, 0));
+        if (sqlite3_column_type(s, 1) != SQLITE_NULL)
+            oom |= push_double(start, nstart, &cstart, sqlite3_column_double(s, 1));
+    }
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE) {
+        s = st->stmt[S_RESIZES];
+        rc = sqlite3_step(s);
+        *resizes = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+        sqlite3_reset(s);
+        rc = rc == SQLITE_ROW ? SQLITE_DONE : rc;
+    }
+    if (rc != SQLITE_DONE || oom) {
+        free(*stop);
+        free(*start);
+        *stop = *start = NULL;
+        if (oom)
+            return errno = ENOMEM, errprintf(err, "out of memory");
+        return store__fail(st, rc, err, "overheads");
+    }
+    return 0;
 }

@@ -1,58 +1,124 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* policy_fifo.c - first come, first served, with backfill. */
+/*
+ * policy_fifo.c - first come, first served, with backfill (and, for policy_priority.c,
+ * preemption by priority).
+ *
+ * Jobs go in order of (aged) priority, then of submission. Running jobs keep what they
+ * have: fifo never stops one. Each queued job in turn gets the most workers in [min, max]
+ * that fit; a job that does not fit lets later ones that do run ("backfill").
+ *
+ * Starvation: backfill alone lets a large job wait behind a stream of small ones. Once a
+ * job has waited reserve_after_s, nothing behind it starts until it does, so it waits at
+ * most reserve_after_s plus the time the jobs then running take to end. A stream of
+ * higher-priority jobs is bounded by aging: a waiting job gains a priority level every
+ * aging_s, so it overtakes any fixed priority eventually.
+ */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-#include "policy.h"
+#include "policy_impl.h"
 
-static int free_gpus(const struct policy_cluster *c)
+/*
+ * Priority's preemption: queued job q (which does not fit) may take the place of running
+ * jobs whose priority is lower than q's aged priority, lowest priority first and, among
+ * equals, the most recently started (it loses the least work). Only when stopping them
+ * makes q fit: nothing is stopped for nothing. Returns 1 when q now fits.
+ */
+static int preempt_for(const struct policy_snapshot *s, int q, int *size, long *slots_left,
+                       long *gpus_left, struct order_key *vkey, int *victims,
+                       struct policy_target *out)
 {
-    int n = 0;
-    for (int g = 0; g < c->gpus && g < POLICY_MAX_GPUS; g++)
-        n += !c->busy[g];
-    return n;
-}
+    const struct policy_job *jq = &s->job[q];
+    double pq = policy_aged_priority(s, jq);
+    long slots = *slots_left, gpus = *gpus_left;
+    int nv = 0, take = 0;
 
-int policy_fifo(const struct policy_job *queue, int n, struct policy_cluster *cluster, int64_t now,
-                struct policy_start *out)
-{
-    int *order = malloc((size_t)(n > 0 ? n : 1) * sizeof(int)), started = 0;
-
-    if (order == NULL)
+    for (int i = 0; i < s->njobs; i++) {
+        const struct policy_job *j = &s->job[i];
+        double pj = policy_aged_priority(s, j);
+        if (j->workers > 0 && size[i] > 0 && pj < pq)
+            vkey[nv++] = (struct order_key){{pj, -j->started, 0}, i};
+    }
+    order_sort(vkey, nv, victims);
+    while (policy_room(jq, slots, gpus) < jq->min && take < nv) {
+        const struct policy_job *v = &s->job[victims[take++]];
+        slots += (long)v->workers * v->cpw;
+        gpus += (long)v->workers * v->gpw;
+    }
+    if (policy_room(jq, slots, gpus) < jq->min)
         return 0;
-    for (int i = 0; i < n; i++)
-        order[i] = i;
-    /* Stable insertion sort by priority: equal priorities keep submission order. */
-    for (int i = 1; i < n; i++) {
-        int k = order[i], j = i;
-        while (j > 0 && queue[order[j - 1]].priority < queue[k].priority) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = k;
+    for (int k = 0; k < take; k++) {
+        int v = victims[k];
+        size[v] = 0;
+        snprintf(out[v].reason, sizeof(out[v].reason),
+                 "priority: preempted (priority %.0f) for a job of priority %.0f",
+                 policy_aged_priority(s, &s->job[v]), pq);
     }
-    for (int oi = 0; oi < n; oi++) {
-        const struct policy_job *j = &queue[order[oi]];
-        int w = j->max_workers;
-        if (j->not_before > now)
-            continue;
-        if (w > cluster->slots_free)
-            w = cluster->slots_free;
-        if (j->gpus_per_worker > 0 && w * j->gpus_per_worker > free_gpus(cluster))
-            w = free_gpus(cluster) / j->gpus_per_worker;
-        if (w < j->min_workers)
-            continue; /* does not fit now: let a later job use what is free */
-        out[started].job = order[oi];
-        out[started].workers = w;
-        out[started].ngpus = 0;
-        for (int g = 0; g < cluster->gpus && out[started].ngpus < w * j->gpus_per_worker; g++) {
-            if (!cluster->busy[g]) {
-                cluster->busy[g] = 1;
-                out[started].gpu[out[started].ngpus++] = g;
-            }
-        }
-        cluster->slots_free -= w;
-        started++;
-    }
-    free(order);
-    return started;
+    *slots_left = slots;
+    *gpus_left = gpus;
+    return 1;
 }
+
+int policy__fifo_decide(const struct policy_snapshot *s, const int *cap, int *size, int *order,
+                        struct policy_target *out, void *arg)
+{
+    int preempt = *(const int *)arg, n = s->njobs, m = n > 0 ? n : 1, rc = -1, blocked = 0;
+    int *victims = malloc((size_t)m * sizeof(int));
+    struct order_key *key = malloc((size_t)m * sizeof(*key));
+    struct order_key *vkey = malloc((size_t)m * sizeof(*vkey));
+    long slots_left = s->pinned->slots_left, gpus_left = s->pinned->gpus_left;
+    const char *name = preempt ? "priority" : "fifo";
+
+    if (victims == NULL || key == NULL || vkey == NULL) {
+        errno = ENOMEM;
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct policy_job *j = &s->job[i];
+        key[i] = (struct order_key){{-policy_aged_priority(s, j), 0, j->submitted}, i};
+        /* Running jobs keep their size: it is taken off what is left first. */
+        if (j->workers > 0) {
+            size[i] = j->workers;
+            slots_left -= (long)j->workers * j->cpw;
+            gpus_left -= (long)j->workers * j->gpw;
+        }
+    }
+    order_sort(key, n, order);
+    for (int k = 0; k < n; k++) {
+        int i = order[k], w;
+        const struct policy_job *j = &s->job[i];
+        if (j->workers > 0 || !j->eligible || blocked)
+            continue;
+        w = policy_room(j, slots_left, gpus_left);
+        if (w < j->min && cap[i] >= j->min && preempt &&
+            preempt_for(s, i, size, &slots_left, &gpus_left, vkey, victims, out))
+            w = policy_room(j, slots_left, gpus_left);
+        if (w > cap[i])
+            w = cap[i];
+        if (w < j->min) {
+            if (s->now - j->waiting_since >= s->params.reserve_after_s)
+                blocked = 1; /* it has waited long enough: no backfill past it */
+            continue;
+        }
+        size[i] = w;
+        slots_left -= (long)w * j->cpw;
+        gpus_left -= (long)w * j->gpw;
+        snprintf(out[i].reason, sizeof(out[i].reason), "%s: next in line (priority %.0f)", name,
+                 policy_aged_priority(s, j));
+    }
+    rc = 0;
+done:
+    free(victims);
+    free(key);
+    free(vkey);
+    return rc;
+}
+
+static int plan(const struct policy_snapshot *s, struct policy_target *out)
+{
+    int preempt = 0;
+    return policy_run(s, out, policy__fifo_decide, &preempt);
+}
+
+const struct policy_ops policy_fifo = {"fifo", 0, plan};

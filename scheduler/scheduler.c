@@ -1,284 +1,248 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* scheduler.c - the scheduler thread of ringd. */
+/*
+ * scheduler.c - ringd's scheduler thread: the loop (loop.h) over the configured backend,
+ * with the store as its journal, and the bridge to the HTTP threads.
+ */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "backend_local.h"
-#include "policy.h"
+#include "backend.h"
+#include "journal_store.h"
+#include "loop.h"
 #include "scheduler.h"
 
-/* The thread looks at the world at least this often, for backoffs and kill deadlines. */
-#define TICK_MS 200
-/* Backoff after the n-th failure: 2^(n-1) s, at most a minute, as systemd and Kubernetes do. */
-#define BACKOFF_MAX_S 60
+/* The thread looks at the world at least this often: the local backend has no way to wake
+ * it when a child exits or rank 0 reports progress, so it polls. 100 ms keeps a stop ->
+ * restart well inside a second without costing an idle ringd anything measurable. */
+#define TICK_MS 100
 
-struct run {
-    char id[32];
-    int attempt;
-    pid_t pid;
-    int workers;
-    int gpu[POLICY_MAX_GPUS], ngpus;
-    int cancel;      /* cancel requested: CANCELLED when reaped */
-    int stop;        /* graceful stop requested: STOPPED when reaped */
-    int64_t kill_at; /* SIGKILL the group then (ms), 0 when no kill is pending */
-    int failures, max_restarts, attempts;
-    struct run *next;
-};
-
-enum action { ACT_CANCEL, ACT_STOP, ACT_SNAPSHOT };
+enum action { ACT_CANCEL, ACT_STOP, ACT_RESUME, ACT_SNAPSHOT, ACT_INFO, ACT_POLICY };
 
 struct request {
     char id[32];
     enum action action;
-    json_t *snapshot;
-    int done, rc;
+    json_t *out;
+    int done, rc, errnum;
     struct error err;
     struct request *next;
 };
 
 struct scheduler {
     struct scheduler_config cfg;
-    struct store *st;
+    const struct backend_ops *bops;
+    void *bctx;
+    struct journal_store journal;
+    struct loop *loop;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv, done_cv;
     int stop, wake;
     struct request *requests; /* under mu */
-    /* scheduler thread only */
-    struct run *runs;
-    int64_t next_due; /* unix seconds: a backoff in the queue ends then */
+    int64_t last_seq;         /* the newest submission the loop was told of */
 };
 
-static int64_t now_ms(void)
+static void log_line(void *arg, const char *level, const char *job, const char *msg)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    fprintf(stderr, "level=%s job=%s msg=\"%s\"\n", level, job ? job : "-", msg);
 }
 
-static int64_t unix_s(void)
+/* The loop's view of a job from its store record (store_jobs_active's object). */
+static void submit_of(json_t *rec, struct loop_submit *s)
 {
-    return (int64_t)time(NULL);
+    json_t *spec = json_object_get(rec, "spec"), *w = json_object_get(spec, "workers");
+    json_t *cpw = json_object_get(spec, "cpus_per_worker");
+    *s = (struct loop_submit){
+        .id = json_string_value(json_object_get(rec, "id")),
+        .owner = json_string_value(json_object_get(rec, "owner")),
+        .min = (int)json_integer_value(json_object_get(w, "min")),
+        .max = (int)json_integer_value(json_object_get(w, "max")),
+        .gpw = (int)json_integer_value(json_object_get(spec, "gpus_per_worker")),
+        .cpw = json_is_integer(cpw) ? (int)json_integer_value(cpw) : 1,
+        .priority = (int)json_integer_value(json_object_get(spec, "priority")),
+        .max_restarts = (int)json_integer_value(json_object_get(spec, "max_restarts")),
+        .submitted = json_real_value(json_object_get(rec, "created_s")),
+        .attempts = (int)json_integer_value(json_object_get(rec, "attempts")),
+        .failures = (int)json_integer_value(json_object_get(rec, "failures")),
+        .not_before = (double)json_integer_value(json_object_get(rec, "not_before")),
+    };
 }
 
-static void log_job(const char *level, const char *id, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void log_job(const char *level, const char *id, const char *fmt, ...)
+/* Tells the loop of the submissions since the last time. */
+static void absorb(struct scheduler *s)
 {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "level=%s job=%s msg=\"%s\"\n", level, id, msg);
-}
-
-static int mkdirs(const char *path)
-{
-    char buf[4200];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* ---- attempts ending ---- */
-
-static void finish(struct scheduler *s, struct run *r, int status)
-{
-    struct store_sched sched = {.attempts = r->attempts, .failures = r->failures};
+    struct store_queued *q;
     struct error err;
-    char reason[256];
-    const char *state, *type;
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-
-    if (r->cancel) {
-        state = "CANCELLED";
-        type = "cancelled";
-        snprintf(reason, sizeof(reason), "cancelled by request (ringrun exited %d)", code);
-    } else if (r->stop) {
-        state = "STOPPED";
-        type = "stopped";
-        sched.stop_requested = 0;
-        if (code == 75)
-            snprintf(reason, sizeof(reason),
-                     "stopped by request after a checkpoint (exit 75); resume to continue");
-        else
-            snprintf(reason, sizeof(reason),
-                     "stopped by request, but the program exited %d instead of 75: its last "
-                     "checkpoint may be older",
-                     code);
-    } else if (code == 0) {
-        state = "SUCCEEDED";
-        type = "succeeded";
-        snprintf(reason, sizeof(reason), "every worker exited 0");
-    } else {
-        sched.failures++;
-        if (sched.failures <= r->max_restarts) {
-            int backoff = 1 << (sched.failures - 1 < 6 ? sched.failures - 1 : 6);
-            if (backoff > BACKOFF_MAX_S)
-                backoff = BACKOFF_MAX_S;
-            sched.not_before = unix_s() + backoff;
-            state = "QUEUED";
-            type = "retry";
-            snprintf(reason, sizeof(reason),
-                     "attempt %d failed (exit status %d); restart %d of %d in %d s", r->attempt,
-                     code, sched.failures, r->max_restarts, backoff);
-        } else {
-            state = "FAILED";
-            type = "failed";
-            snprintf(reason, sizeof(reason),
-                     "attempt %d failed (exit status %d; see %s/runs/%s/%d) and no restarts are "
-                     "left (max_restarts %d)",
-                     r->attempt, code, s->cfg.data_dir, r->id, r->attempt, r->max_restarts);
-        }
+    int n;
+    if (store_jobs_queued(s->journal.st, s->last_seq, &q, &n, &err) < 0) {
+        log_line(NULL, "error", NULL, err.text);
+        return;
     }
-    if (store_attempt_end(s->st, r->id, r->attempt, code, reason, state, type, &sched, &err) < 0)
-        log_job("error", r->id, "cannot record the end of attempt %d: %s", r->attempt, err.text);
-    log_job("info", r->id, "%s: %s", state, reason);
+    for (int i = 0; i < n; i++) {
+        struct loop_submit sub = {
+            .id = q[i].id,
+            .owner = q[i].owner,
+            .min = q[i].min_workers,
+            .max = q[i].max_workers,
+            .gpw = q[i].gpus_per_worker,
+            .cpw = q[i].cpus_per_worker,
+            .priority = q[i].priority,
+            .max_restarts = q[i].max_restarts,
+            .submitted = q[i].created_at,
+            .attempts = q[i].attempts,
+            .failures = q[i].failures,
+            .not_before = (double)q[i].not_before,
+        };
+        if (loop_submit(s->loop, &sub, &err) < 0 && errno != EEXIST)
+            log_line(NULL, "error", q[i].id, err.text);
+        if (q[i].seq > s->last_seq)
+            s->last_seq = q[i].seq;
+    }
+    free(q);
 }
 
-/* Records the attempts that ended; returns how many. */
-static int reap(struct scheduler *s)
+/* What attempts of job id attained: GPU-seconds (slot-seconds) and seconds run. */
+static void attained(json_t *attempts, int unit, double *service, double *run_time)
 {
-    int ended = 0;
-    for (;;) {
-        int status;
-        pid_t pid = waitpid(-1, &status, WNOHANG);
-        struct run **pp;
-        if (pid <= 0)
-            return ended;
-        ended++;
-        for (pp = &s->runs; *pp; pp = &(*pp)->next) {
-            if ((*pp)->pid == pid) {
-                struct run *r = *pp;
-                *pp = r->next;
-                finish(s, r, status);
-                free(r);
-                break;
-            }
+    size_t i;
+    json_t *a;
+    *service = *run_time = 0;
+    json_array_foreach(attempts, i, a)
+    {
+        double ran = json_real_value(json_object_get(a, "ran_s"));
+        if (ran > 0) {
+            *run_time += ran;
+            *service += ran * unit * json_integer_value(json_object_get(a, "world_size"));
         }
     }
 }
 
-static void enforce_kills(struct scheduler *s)
+/* The jobs a previous ringd left: running ones are recovered (stopped and queued again),
+ * queued ones handed to the loop. */
+static void recover(struct scheduler *s)
 {
-    int64_t now = now_ms();
-    for (struct run *r = s->runs; r; r = r->next) {
-        if (r->kill_at && now >= r->kill_at) {
-            local_signal(r->pid, SIGKILL);
-            r->kill_at = now + 1000; /* again, if something survives */
-        }
+    json_t *jobs, *rec;
+    struct error err;
+    size_t i;
+
+    if (store_jobs_active(s->journal.st, &jobs, &err) < 0) {
+        log_line(NULL, "error", NULL, err.text);
+        return;
     }
+    json_array_foreach(jobs, i, rec)
+    {
+        const char *state = json_string_value(json_object_get(rec, "state"));
+        struct loop_submit sub;
+        json_t *attempts = NULL, *last;
+        int number = 0;
+        const char *backend_id = NULL;
+
+        submit_of(rec, &sub);
+        if (json_integer_value(json_object_get(rec, "seq")) > s->last_seq)
+            s->last_seq = json_integer_value(json_object_get(rec, "seq"));
+        if (store_attempts(s->journal.st, sub.id, &attempts, &err) == 0) {
+            attained(attempts,
+                     sub.gpw > 0   ? sub.gpw
+                     : sub.cpw > 0 ? sub.cpw
+                                   : 1,
+                     &sub.service, &sub.run_time);
+            last = json_array_get(attempts, json_array_size(attempts) - 1);
+            number = (int)json_integer_value(json_object_get(last, "number"));
+            backend_id = json_string_value(json_object_get(last, "backend_id"));
+        }
+        if (strcmp(state, "QUEUED") == 0
+                ? loop_submit(s->loop, &sub, &err) < 0
+                : loop_recover(s->loop, &sub, number, backend_id,
+                               strcmp(state, "STOPPING") == 0
+                                   ? (int)json_integer_value(json_object_get(rec, "stop_requested"))
+                                   : 0,
+                               &err) < 0)
+            log_line(NULL, "error", sub.id, err.text);
+        json_decref(attempts);
+    }
+    json_decref(jobs);
 }
 
-/* ---- requests from API threads ---- */
-
-/* Cancel (CANCELLED) or graceful stop (STOPPED) of one job. */
-static int end_one(struct scheduler *s, const char *id, int stop, struct error *err)
+static int resume(struct scheduler *s, const char *id, struct error *err)
 {
-    json_t *job;
-    int found = 0;
+    json_t *rec, *attempts;
+    struct loop_submit sub;
+    int rc;
 
-    for (struct run *r = s->runs; r; r = r->next) {
-        if (strcmp(r->id, id) == 0) {
-            if (!r->cancel && !r->stop) {
-                if (stop)
-                    r->stop = 1;
-                else
-                    r->cancel = 1;
-                r->kill_at = now_ms() + (int64_t)s->cfg.kill_grace_s * 1000;
-                if (stop)
-                    store_job_transition(s->st, id, "STOPPING", "stopping",
-                                         "SIGTERM sent: the workers checkpoint and exit", NULL,
-                                         err);
-                local_signal(r->pid, SIGTERM);
-                log_job("info", id, "%s: SIGTERM to process group %d", stop ? "stop" : "cancel",
-                        (int)r->pid);
-            }
-            return 0;
-        }
-    }
-    if (store_job_active(s->st, id, &job, err) == 0) {
-        found = strcmp(json_string_value(json_object_get(job, "state")), "QUEUED") == 0;
-        json_decref(job);
-    } else if (errno != ENOENT) {
+    if (store_job_transition_if(s->journal.st, id, "STOPPED", "QUEUED", "resumed",
+                                "resumed by request; it restarts from its checkpoint", err) < 0)
         return -1;
-    }
-    if (!found)
-        return errno = ENOENT, errprintf(err, "job %s is not queued or running", id);
-    if (store_job_transition(
-            s->st, id, stop ? "STOPPED" : "CANCELLED", stop ? "stopped" : "cancelled",
-            stop ? "stopped while queued" : "cancelled while queued", NULL, err) < 0)
+    if (store_job_active(s->journal.st, id, &rec, err) < 0)
         return -1;
-    log_job("info", id, "%s while queued", stop ? "stopped" : "cancelled");
-    return 0;
+    submit_of(rec, &sub);
+    sub.submitted = s->bops->now(s->bctx); /* it waits from now, as a new job would */
+    if (store_attempts(s->journal.st, id, &attempts, NULL) == 0) {
+        attained(attempts, sub.gpw > 0 ? sub.gpw : sub.cpw, &sub.service, &sub.run_time);
+        json_decref(attempts);
+    }
+    rc = loop_submit(s->loop, &sub, err);
+    json_decref(rec);
+    return rc;
 }
 
-static json_t *snapshot(struct scheduler *s)
+static json_t *info(struct scheduler *s)
 {
-    char host[256] = "localhost";
-    json_t *gpus = json_array(), *jobs = json_array();
-    int used = 0;
-
-    gethostname(host, sizeof(host));
-    host[sizeof(host) - 1] = '\0';
-    for (int g = 0; g < s->cfg.gpus && g < POLICY_MAX_GPUS; g++) {
-        const char *owner = NULL;
-        for (struct run *r = s->runs; r && !owner; r = r->next) {
-            for (int k = 0; k < r->ngpus; k++)
-                if (r->gpu[k] == g)
-                    owner = r->id;
-        }
-        json_array_append_new(gpus, json_pack("{s:i, s:s?}", "id", g, "job", owner));
-    }
-    for (struct run *r = s->runs; r; r = r->next) {
-        json_t *ids = json_array();
-        for (int k = 0; k < r->ngpus; k++)
-            json_array_append_new(ids, json_integer(r->gpu[k]));
-        json_array_append_new(jobs, json_pack("{s:s, s:i, s:i, s:o, s:i}", "id", r->id, "attempt",
-                                              r->attempt, "workers", r->workers, "gpus", ids,
-                                              "pgid", (int)r->pid));
-        used += r->workers;
-    }
-    return json_pack("{s:[{s:s, s:i, s:i, s:o, s:o}]}", "nodes", "name", host, "slots",
-                     s->cfg.slots, "slots_free", s->cfg.slots - used, "gpus", gpus, "jobs", jobs);
+    const struct policy_params *p = loop_params(s->loop);
+    struct loop_stats st;
+    loop_stats(s->loop, &st);
+    return json_pack("{s:s, s:[s,s,s,s], s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f}", "policy",
+                     loop_policy(s->loop)->name, "policies", "fifo", "priority", "tiresias",
+                     "dynamic", "backend", s->bops->name, "interval_s", p->interval_s,
+                     "restart_cost_s", p->restart_cost_s, "hysteresis", p->hysteresis, "passes",
+                     (json_int_t)st.passes, "resizes", (json_int_t)st.resizes, "preemptions",
+                     (json_int_t)st.preemptions, "pass_ms_mean",
+                     st.passes ? st.pass_time_s / st.passes * 1e3 : 0.0, "pass_ms_max",
+                     st.pass_time_max_s * 1e3);
 }
 
-/* Carries out the API threads' requests; returns how many. */
+/* Carries out the HTTP threads' requests; returns how many. */
 static int serve_requests(struct scheduler *s)
 {
     int served = 0;
     pthread_mutex_lock(&s->mu);
     while (s->requests != NULL) {
-        served++;
         struct request *q = s->requests;
         s->requests = q->next;
         pthread_mutex_unlock(&s->mu);
-        if (q->action == ACT_SNAPSHOT) {
-            q->snapshot = snapshot(s);
-            q->rc = 0;
-        } else {
-            q->rc = end_one(s, q->id, q->action == ACT_STOP, &q->err);
-            if (q->rc < 0 && errno == ENOENT)
-                q->rc = -ENOENT;
+        served++;
+        q->rc = 0;
+        switch (q->action) {
+        case ACT_SNAPSHOT:
+            q->out = loop_describe(s->loop);
+            break;
+        case ACT_INFO:
+            q->out = info(s);
+            break;
+        case ACT_POLICY: {
+            const struct policy_ops *p = policy_find(q->id);
+            if (p == NULL) {
+                q->rc = -1;
+                q->errnum = EINVAL;
+                errprintf(&q->err, "no policy '%s'; the policies are %s", q->id, policy_names());
+            } else {
+                loop_set_policy(s->loop, p);
+                q->out = info(s);
+            }
+            break;
+        }
+        case ACT_CANCEL:
+        case ACT_STOP:
+        case ACT_RESUME:
+            absorb(s); /* a job submitted a moment ago is the loop's to cancel */
+            q->rc = q->action == ACT_CANCEL ? loop_cancel(s->loop, q->id, &q->err)
+                    : q->action == ACT_STOP ? loop_stop_job(s->loop, q->id, &q->err)
+                                            : resume(s, q->id, &q->err);
+            q->errnum = errno;
+            break;
         }
         pthread_mutex_lock(&s->mu);
         q->done = 1;
@@ -288,251 +252,21 @@ static int serve_requests(struct scheduler *s)
     return served;
 }
 
-/* ---- starting attempts ---- */
-
-static void start_attempt(struct scheduler *s, json_t *job, const struct policy_start *ps)
-{
-    const char *id = json_string_value(json_object_get(job, "id"));
-    json_t *spec = json_object_get(job, "spec");
-    const char *ckpt = json_string_value(json_object_get(spec, "checkpoint_dir"));
-    struct store_sched sched = {
-        .attempts = (int)json_integer_value(json_object_get(job, "attempts")) + 1,
-        .failures = (int)json_integer_value(json_object_get(job, "failures")),
-    };
-    char run_dir[4200], ckpt_dir[4200], gpus[512] = "", hosts[64], pgid[32];
-    struct store_attempt a;
-    struct local_launch l;
-    struct error err;
-    struct run *r;
-    const char *user;
-    size_t gl = 0;
-    pid_t pid;
-
-    for (int g = 0; g < ps->ngpus && gl + 8 < sizeof(gpus); g++)
-        gl += (size_t)snprintf(gpus + gl, sizeof(gpus) - gl, "%s%d", g ? "," : "", ps->gpu[g]);
-    snprintf(run_dir, sizeof(run_dir), "%s/runs/%s/%d", s->cfg.data_dir, id, sched.attempts);
-    snprintf(ckpt_dir, sizeof(ckpt_dir), "%s", ckpt ? ckpt : "");
-    if (ckpt == NULL)
-        snprintf(ckpt_dir, sizeof(ckpt_dir), "%s/checkpoints/%s", s->cfg.data_dir, id);
-    if (store_job_transition(s->st, id, "STARTING", "starting", "resources allocated", &sched,
-                             &err) < 0) {
-        log_job("error", id, "cannot record STARTING: %s", err.text);
-        return;
-    }
-    /* A checkpoint directory the user named is created by the job itself, as its user. */
-    if (mkdirs(run_dir) < 0 || (ckpt == NULL && mkdirs(ckpt_dir) < 0)) {
-        char msg[300];
-        snprintf(msg, sizeof(msg), "cannot create the run or checkpoint directory: %s",
-                 strerror(errno));
-        store_job_transition(s->st, id, "FAILED", "failed", msg, &sched, &err);
-        return;
-    }
-    user = json_string_value(json_object_get(job, "user"));
-    if (user == NULL && geteuid() == 0) /* a job stored before users were mapped */
-        user = s->cfg.default_user && s->cfg.default_user[0] ? s->cfg.default_user : NULL;
-    if (user == NULL && geteuid() == 0) {
-        store_job_transition(s->st, id, "FAILED", "failed",
-                             "the job has no Unix user to run as and ringd has no default_user",
-                             &sched, &err);
-        return;
-    }
-    l = (struct local_launch){
-        .ringrun = s->cfg.ringrun,
-        .exec_helper = s->cfg.exec_helper,
-        .checkpoint_in_data_dir = ckpt == NULL,
-        .hide_dir = s->cfg.isolate ? s->cfg.data_dir : NULL,
-        .user = user,
-        .job_id = id,
-        .attempt = sched.attempts,
-        .workers = ps->workers,
-        .gpus = gpus,
-        .gpus_per_worker = (int)json_integer_value(json_object_get(spec, "gpus_per_worker")),
-        .run_dir = run_dir,
-        .checkpoint_dir = ckpt_dir,
-        .spec = spec,
-    };
-    pid = local_launch(&l, &err);
-    if (pid < 0) {
-        store_job_transition(s->st, id, "FAILED", "failed", err.text, &sched, &err);
-        return;
-    }
-    snprintf(hosts, sizeof(hosts), "localhost:%d", ps->workers);
-    snprintf(pgid, sizeof(pgid), "%d", (int)pid);
-    a = (struct store_attempt){sched.attempts, ps->workers, hosts, gpus, pgid, run_dir};
-    if (store_attempt_start(s->st, id, &a, &sched, &err) < 0)
-        log_job("error", id, "cannot record the attempt: %s", err.text);
-    r = calloc(1, sizeof(*r));
-    if (r == NULL) { /* cannot track it: stop it rather than lose it */
-        local_signal(pid, SIGKILL);
-        return;
-    }
-    snprintf(r->id, sizeof(r->id), "%s", id);
-    r->attempt = sched.attempts;
-    r->pid = pid;
-    r->workers = ps->workers;
-    r->ngpus = ps->ngpus;
-    memcpy(r->gpu, ps->gpu, sizeof(r->gpu));
-    r->failures = sched.failures;
-    r->attempts = sched.attempts;
-    r->max_restarts = (int)json_integer_value(json_object_get(spec, "max_restarts"));
-    r->next = s->runs;
-    s->runs = r;
-    log_job("info", id, "attempt %d: %d workers, GPUs [%s], ringrun pid %d", r->attempt, r->workers,
-            gpus, (int)pid);
-}
-
-/*
- * One scheduling pass: the policy over the queue (read without specs), then the chosen
- * jobs' records to launch them. Remembers when the earliest backoff in the queue ends, for
- * the loop to pass again then.
- */
-static void schedule(struct scheduler *s)
-{
-    struct policy_cluster c = {.slots_free = s->cfg.slots, .gpus = s->cfg.gpus};
-    struct policy_job *q = NULL;
-    struct policy_start *out = NULL;
-    struct store_queued *queued = NULL;
-    struct error err;
-    int64_t now = unix_s();
-    int n = 0, k;
-
-    s->next_due = INT64_MAX;
-    for (struct run *r = s->runs; r; r = r->next) {
-        c.slots_free -= r->workers;
-        for (int g = 0; g < r->ngpus; g++)
-            c.busy[r->gpu[g]] = 1;
-    }
-    if (c.slots_free <= 0)
-        return; /* an exit (which marks the loop dirty) must come first */
-    if (store_jobs_queued(s->st, &queued, &n, &err) < 0) {
-        log_job("error", "-", "reading the queue: %s", err.text);
-        s->next_due = now + 1;
-        return;
-    }
-    q = calloc((size_t)n + 1, sizeof(*q));
-    out = calloc((size_t)n + 1, sizeof(*out));
-    if (q == NULL || out == NULL) {
-        s->next_due = now + 1;
-        goto done;
-    }
-    for (int i = 0; i < n; i++) {
-        q[i] = (struct policy_job){queued[i].min_workers, queued[i].max_workers,
-                                   queued[i].gpus_per_worker, queued[i].priority,
-                                   queued[i].not_before};
-        if (queued[i].not_before > now && queued[i].not_before < s->next_due)
-            s->next_due = queued[i].not_before;
-    }
-    k = policy_fifo(q, n, &c, now, out);
-    for (int x = 0; x < k; x++) {
-        json_t *job;
-        if (store_job_active(s->st, queued[out[x].job].id, &job, &err) < 0) {
-            log_job("error", queued[out[x].job].id, "cannot read the job to start it: %s",
-                    err.text);
-            continue;
-        }
-        start_attempt(s, job, &out[x]);
-        json_decref(job);
-    }
-done:
-    free(q);
-    free(out);
-    free(queued);
-}
-
-/* 1 when process group pgid is still led by a ringrun (a recycled pid must not be killed). */
-static int ringrun_alive(pid_t pgid)
-{
-    char path[64], cmd[4096];
-    FILE *f;
-    size_t n;
-    const char *base;
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pgid);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    n = fread(cmd, 1, sizeof(cmd) - 1, f);
-    fclose(f);
-    cmd[n] = '\0';
-    base = strrchr(cmd, '/');
-    return strcmp(base ? base + 1 : cmd, "ringrun") == 0 && local_signal(pgid, 0) == 0;
-}
-
-/* Attempts a previous ringd left running: their workers are stopped and the jobs queued
- * again (not counted as failures), to resume from their checkpoints. */
-static void recover(struct scheduler *s)
-{
-    json_t *jobs, *j, *attempts;
-    struct error err;
-    size_t i;
-
-    if (store_jobs_active(s->st, &jobs, &err) < 0) {
-        log_job("error", "-", "recovery: %s", err.text);
-        return;
-    }
-    json_array_foreach(jobs, i, j)
-    {
-        const char *id = json_string_value(json_object_get(j, "id"));
-        const char *state = json_string_value(json_object_get(j, "state"));
-        struct store_sched sched = {
-            .attempts = (int)json_integer_value(json_object_get(j, "attempts")),
-            .failures = (int)json_integer_value(json_object_get(j, "failures")),
-        };
-        json_t *last;
-        int number = 0, alive = 0;
-        pid_t pgid = 0;
-        char reason[256];
-
-        if (strcmp(state, "QUEUED") == 0)
-            continue;
-        if (store_attempts(s->st, id, &attempts, &err) == 0) {
-            last = json_array_get(attempts, json_array_size(attempts) - 1);
-            number = (int)json_integer_value(json_object_get(last, "number"));
-            pgid = (pid_t)atoi(json_string_value(json_object_get(last, "backend_id")) ?: "0");
-            json_decref(attempts);
-        }
-        if (pgid > 0 && ringrun_alive(pgid)) {
-            alive = 1;
-            local_signal(pgid, SIGTERM);
-            sleep(1);
-            local_signal(pgid, SIGKILL);
-        }
-        /* A job the user was stopping stays stopped; any other is queued again. */
-        if (strcmp(state, "STOPPING") == 0)
-            snprintf(reason, sizeof(reason),
-                     "ringd restarted while attempt %d was stopping; %s; resume to continue",
-                     number,
-                     alive ? "its surviving workers were stopped" : "its workers were gone");
-        else
-            snprintf(reason, sizeof(reason),
-                     "ringd restarted while attempt %d ran; %s; the job is queued again to "
-                     "resume from its checkpoint",
-                     number,
-                     alive ? "its surviving workers were stopped" : "its workers were gone");
-        state = strcmp(state, "STOPPING") == 0 ? "STOPPED" : "QUEUED";
-        if (number > 0)
-            store_attempt_end(s->st, id, number, -1, reason, state, "requeued", &sched, &err);
-        else
-            store_job_transition(s->st, id, state, "requeued", reason, &sched, &err);
-        log_job("warning", id, "%s", reason);
-    }
-    json_decref(jobs);
-}
-
-/*
- * The loop passes over the queue only when something could change the outcome: a
- * submission or resume (scheduler_wake), an attempt that ended, a cancel or stop, or the
- * end of a backoff. An idle daemon with a long queue that does not fit costs nothing.
- */
 static void *main_loop(void *arg)
 {
     struct scheduler *s = arg;
-    s->next_due = 0; /* a first pass at start */
     for (;;) {
         struct timespec until;
-        int woken, changed;
+        double wait_s = loop_next_wakeup(s->loop) - s->bops->now(s->bctx);
+        int woken;
+        if (!(wait_s < TICK_MS / 1e3))
+            wait_s = TICK_MS / 1e3;
+        if (wait_s < 0)
+            wait_s = 0;
         pthread_mutex_lock(&s->mu);
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += TICK_MS * 1000000L;
+        until.tv_sec += (time_t)wait_s;
+        until.tv_nsec += (long)((wait_s - floor(wait_s)) * 1e9);
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
@@ -547,11 +281,10 @@ static void *main_loop(void *arg)
             break;
         }
         pthread_mutex_unlock(&s->mu);
-        changed = serve_requests(s);
-        changed += reap(s);
-        enforce_kills(s);
-        if (woken || changed || unix_s() >= s->next_due)
-            schedule(s);
+        if (woken)
+            absorb(s);
+        serve_requests(s);
+        loop_step(s->loop);
     }
     return NULL;
 }
@@ -559,19 +292,70 @@ static void *main_loop(void *arg)
 struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct error *err)
 {
     struct scheduler *s = calloc(1, sizeof(*s));
+    const struct policy_ops *policy = policy_find(cfg->policy ? cfg->policy : "fifo");
+    struct backend_config bcfg;
+    struct loop_config lcfg;
+
     if (s == NULL)
         return errprintf(err, "out of memory"), NULL;
     s->cfg = *cfg;
-    if (store_open(cfg->db_path, &s->st, err) < 0) {
+    if (policy == NULL) {
+        free(s);
+        return errno = EINVAL,
+               errprintf(err, "no policy '%s'; the policies are %s", cfg->policy, policy_names()),
+               NULL;
+    }
+    s->bops = backend_find(cfg->backend ? cfg->backend : "local");
+    if (s->bops == NULL || strcmp(s->bops->name, "sim") == 0) {
+        free(s);
+        return errno = EINVAL,
+               errprintf(err, "no backend '%s' in this ringd (it has: local)", cfg->backend), NULL;
+    }
+    bcfg = (struct backend_config){
+        .data_dir = cfg->data_dir,
+        .ringrun = cfg->ringrun,
+        .slots = cfg->slots,
+        .gpus = cfg->gpus,
+        .kill_grace_s = cfg->kill_grace_s,
+        .options = cfg->backend_options,
+        .exec_helper = cfg->exec_helper,
+        .isolate = cfg->isolate,
+        .default_user = cfg->default_user,
+    };
+    if (s->bops->init(&bcfg, &s->bctx, err) < 0) {
         free(s);
         return NULL;
     }
+    if (store_open(cfg->db_path, &s->journal.st, err) < 0) {
+        s->bops->fini(s->bctx);
+        free(s);
+        return NULL;
+    }
+    lcfg = (struct loop_config){
+        .policy = policy,
+        .params = cfg->params,
+        .kill_grace_s = cfg->kill_grace_s,
+        .data_dir = cfg->data_dir,
+        .speed_mode = SPEED_WEAK,
+        .log = log_line,
+    };
+    s->loop = loop_create(&lcfg, s->bops, s->bctx, &journal_store_ops, &s->journal, err);
+    if (s->loop == NULL) {
+        store_close(s->journal.st);
+        s->bops->fini(s->bctx);
+        free(s);
+        return NULL;
+    }
+    s->journal.cluster = loop_cluster(s->loop);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
     recover(s);
+    absorb(s);
     if (pthread_create(&s->thread, NULL, main_loop, s) != 0) {
-        store_close(s->st);
+        loop_destroy(s->loop);
+        store_close(s->journal.st);
+        s->bops->fini(s->bctx);
         free(s);
         return errprintf(err, "cannot start the scheduler thread"), NULL;
     }
@@ -587,12 +371,9 @@ void scheduler_stop(struct scheduler *s)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
-    while (s->runs) {
-        struct run *r = s->runs;
-        s->runs = r->next;
-        free(r);
-    }
-    store_close(s->st);
+    loop_destroy(s->loop);
+    s->bops->fini(s->bctx);
+    store_close(s->journal.st);
     free(s);
 }
 
@@ -617,28 +398,65 @@ static int ask(struct scheduler *s, struct request *q, struct error *err)
     if (q->rc < 0) {
         if (err)
             *err = q->err;
-        errno = q->rc == -ENOENT ? ENOENT : EIO;
+        errno = q->errnum ? q->errnum : EIO;
         return -1;
     }
     return 0;
 }
 
-int scheduler_cancel(struct scheduler *s, const char *id, struct error *err)
+static int ask_id(struct scheduler *s, enum action a, const char *id, struct error *err)
 {
-    struct request q = {.action = ACT_CANCEL};
+    struct request q = {.action = a};
     snprintf(q.id, sizeof(q.id), "%s", id);
     return ask(s, &q, err);
 }
 
+int scheduler_cancel(struct scheduler *s, const char *id, struct error *err)
+{
+    return ask_id(s, ACT_CANCEL, id, err);
+}
+
 int scheduler_stop_job(struct scheduler *s, const char *id, struct error *err)
 {
-    struct request q = {.action = ACT_STOP};
-    snprintf(q.id, sizeof(q.id), "%s", id);
-    return ask(s, &q, err);
+    return ask_id(s, ACT_STOP, id, err);
+}
+
+int scheduler_resume(struct scheduler *s, const char *id, struct error *err)
+{
+    return ask_id(s, ACT_RESUME, id, err);
 }
 
 json_t *scheduler_snapshot(struct scheduler *s)
 {
     struct request q = {.action = ACT_SNAPSHOT};
-    return ask(s, &q, NULL) == 0 ? q.snapshot : NULL;
+    return ask(s, &q, NULL) == 0 ? q.out : NULL;
+}
+
+json_t *scheduler_info(struct scheduler *s)
+{
+    struct request q = {.action = ACT_INFO};
+    return ask(s, &q, NULL) == 0 ? q.out : NULL;
+}
+
+int scheduler_set_policy(struct scheduler *s, const char *name, struct error *err)
+{
+    struct request q = {.action = ACT_POLICY};
+    if (strlen(name) >= sizeof(q.id))
+        return errno = EINVAL,
+               errprintf(err, "no policy '%.40s'; the policies are %s", name, policy_names());
+    snprintf(q.id, sizeof(q.id), "%s", name);
+    if (ask(s, &q, err) < 0)
+        return -1;
+    json_decref(q.out);
+    return 0;
+}
+
+const struct cluster *scheduler_cluster(const struct scheduler *s)
+{
+    return loop_cluster(s->loop);
+}
+
+const char *scheduler_backend(const struct scheduler *s)
+{
+    return s->bops->name;
 }

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * scheduler.h - ringd's scheduler: one thread owns allocation decisions and backend calls.
- * It starts queued jobs (policy_fifo) through the local backend, reaps attempts, restarts
- * failed ones with exponential backoff up to max_restarts, and carries out cancels. Every
- * transition is committed to the store before it takes effect.
+ * scheduler.h - ringd's scheduler thread: one thread owns allocation decisions and backend
+ * calls. It runs the scheduler loop (loop.h) over the configured backend (backend.h) and
+ * policy (policy.h), with ringd's SQLite store as its journal: every transition is
+ * committed before it takes effect. HTTP threads reach it through the calls below, which
+ * hand a request to the thread and wait for its answer.
  */
 #ifndef RINGD_SCHEDULER_H
 #define RINGD_SCHEDULER_H
 
+#include "cluster.h"
+#include "policy.h"
 #include "store.h"
 
 struct scheduler_config {
@@ -17,36 +20,58 @@ struct scheduler_config {
     const char *exec_helper;  /* ringd-exec's path: isolates a job and becomes its user */
     int isolate;              /* hide data_dir from jobs (a private mount namespace) */
     const char *default_user; /* as root, the user of jobs stored without one */
-    int slots, gpus;
-    int kill_grace_s; /* after SIGTERM, SIGKILL the attempt's group */
+    int slots, gpus;          /* the local backend's node */
+    int kill_grace_s;         /* after SIGTERM, SIGKILL the attempt */
+    const char *backend;      /* "local" (NULL: local) */
+    const char *backend_options;
+    const char *policy; /* "fifo" (NULL: fifo) */
+    struct policy_params params;
 };
 
 struct scheduler;
 
-/* Recovers attempts a previous ringd left (their workers are stopped and the jobs requeued),
- * then starts the thread. Returns NULL with err. */
+/*
+ * Starts the backend and the loop, recovers the attempts a previous ringd left (their
+ * workers are stopped and the jobs queued again to resume from their checkpoints), then
+ * starts the thread. Returns NULL with err (an unknown policy or backend, a backend that
+ * declines, the store).
+ */
 struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct error *err);
 /* Stops the thread; running attempts keep running (a restarted ringd recovers them). */
 void scheduler_stop(struct scheduler *s);
 /* New work may be startable (a submission): wake the thread. Thread-safe. */
 void scheduler_wake(struct scheduler *s);
 /*
- * Cancels job id, from any thread: a queued job becomes CANCELLED; a running one gets
- * SIGTERM, then SIGKILL after the grace period, and becomes CANCELLED when reaped.
- * Returns 0, or -1 with errno ENOENT (no such active job: finished, or unknown).
+ * Cancels job id, from any thread: a queued job becomes CANCELLED; a running or stopping one
+ * gets SIGTERM, then SIGKILL after the grace period, and becomes CANCELLED when it exits,
+ * whatever it was being stopped for (cancel wins). Returns 0, or -1 with errno ENOENT (no
+ * such active job: finished, or unknown) or EALREADY (it is being cancelled already).
  */
 int scheduler_cancel(struct scheduler *s, const char *id, struct error *err);
 /*
  * Stops job id gracefully: a queued job becomes STOPPED; a running one gets SIGTERM, which
  * libring agrees on across ranks so that the program checkpoints and exits 75, and becomes
- * STOPPED when reaped (SIGKILL after the grace period). Resume puts it back in the queue.
- * Returns 0, or -1 with errno ENOENT (not queued or running).
+ * STOPPED when it exits (SIGKILL after the grace period). Resume puts it back in the queue.
+ * Returns 0, or -1 with errno ENOENT (not queued or running) or EALREADY (being cancelled:
+ * it ends CANCELLED).
  */
 int scheduler_stop_job(struct scheduler *s, const char *id, struct error *err);
+/* Puts STOPPED job id back in the queue. Returns 0, or -1 with errno ENOENT (no such job)
+ * or EAGAIN (it is not STOPPED; err says what it is). */
+int scheduler_resume(struct scheduler *s, const char *id, struct error *err);
 /*
- * The cluster as the scheduler sees it, as a new reference: {"nodes": [{"name", "slots",
- * "slots_free", "gpus": [{"id", "job"}], "jobs": [{"id", "attempt", "workers", "gpus"}]}]}.
+ * The cluster as the scheduler sees it, as a new reference: {"policy", "nodes": [{"name",
+ * "slots", "slots_free", "gpus_free", "gpus": [{"id", "job"}], "jobs": [{"id", "attempt",
+ * "workers", "gpus", "backend_id", "state"}]}]}.
  */
 json_t *scheduler_snapshot(struct scheduler *s);
+/* {"policy", "policies", "backend", "interval_s", "restart_cost_s", "hysteresis", "passes",
+ * "resizes", "preemptions", "pass_ms_mean", "pass_ms_max"} as a new reference. */
+json_t *scheduler_info(struct scheduler *s);
+/* Switches the policy at runtime. Returns 0, or -1 with errno EINVAL (no such policy). */
+int scheduler_set_policy(struct scheduler *s, const char *name, struct error *err);
+/* The cluster and the backend's name: fixed at start, safe to read from any thread. */
+const struct cluster *scheduler_cluster(const struct scheduler *s);
+const char *scheduler_backend(const struct scheduler *s);
 
 #endif /* RINGD_SCHEDULER_H */

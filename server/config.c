@@ -111,6 +111,25 @@ static int parse_int(const char *v, int lo, int hi, int *out)
     return 0;
 }
 
+static int parse_double(const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double x;
+    errno = 0;
+    x = strtod(v, &end);
+    if (errno || end == v || *end != '\0' || !(x >= lo && x <= hi))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* One of the scheduler's policies (scheduler/policy.h). */
+static int policy_ok(const char *v)
+{
+    return !strcmp(v, "fifo") || !strcmp(v, "priority") || !strcmp(v, "tiresias") ||
+           !strcmp(v, "dynamic");
+}
+
 static int parse_bool(const char *v, int *out)
 {
     if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
@@ -165,6 +184,19 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
              snprintf(c->tls_key, sizeof(c->tls_key), "%s", v) >= 0;
     else if (!strcmp(key, "allow_insecure_http"))
         ok = parse_bool(v, &c->insecure_http) == 0;
+    else if (!strcmp(key, "backend"))
+        ok = !strcmp(v, "local") && snprintf(c->backend, sizeof(c->backend), "%s", v) > 0;
+    else if (!strcmp(key, "backend_options"))
+        ok = strlen(v) < sizeof(c->backend_options) &&
+             snprintf(c->backend_options, sizeof(c->backend_options), "%s", v) >= 0;
+    else if (!strcmp(key, "policy"))
+        ok = policy_ok(v) && snprintf(c->policy, sizeof(c->policy), "%s", v) > 0;
+    else if (!strcmp(key, "sched_interval"))
+        ok = parse_double(v, 0.05, 86400, &c->sched_interval) == 0;
+    else if (!strcmp(key, "restart_cost"))
+        ok = parse_double(v, 0, 86400, &c->restart_cost) == 0;
+    else if (!strcmp(key, "hysteresis"))
+        ok = parse_double(v, 0, 1000, &c->hysteresis) == 0;
     else
         return errprintf(err, "%s: unknown setting '%s' (see ringd --help)", where, key);
     if (!ok)
@@ -240,6 +272,15 @@ static void usage(FILE *f)
             "                                            private mount namespace when possible\n"
             "  tls_cert, tls_key        RINGD_TLS_CERT, RINGD_TLS_KEY  none: serve HTTPS (PEM)\n"
             "  allow_insecure_http      -                false: tokens in clear text off loopback\n"
+            "  backend                  RINGD_BACKEND    local (where attempts run)\n"
+            "  backend_options          -                the backend's own key=value,...\n"
+            "  policy                   RINGD_POLICY     fifo (fifo, priority, tiresias,\n"
+            "                                            dynamic; PUT /v1/scheduler changes it)\n"
+            "  sched_interval           -                60 seconds between policy passes\n"
+            "  restart_cost             -                10 seconds a restart costs a job\n"
+            "                                            until measured (dynamic)\n"
+            "  hysteresis               -                2: a resize must gain that many\n"
+            "                                            restarts' worth (dynamic)\n"
             "\n"
             "Exit status: 0 after SIGTERM/SIGINT, 64 bad configuration, 69 address in use or\n"
             "data directory held by another ringd, 70 internal error.\n");
@@ -268,7 +309,8 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
         {"RINGD_GPUS", "gpus"},           {"RINGD_THREADS", "threads"},
         {"RINGD_RINGRUN", "ringrun"},     {"RINGD_DEFAULT_USER", "default_user"},
         {"RINGD_ISOLATION", "isolation"}, {"RINGD_TLS_CERT", "tls_cert"},
-        {"RINGD_TLS_KEY", "tls_key"},
+        {"RINGD_TLS_KEY", "tls_key"},     {"RINGD_BACKEND", "backend"},
+        {"RINGD_POLICY", "policy"},
     };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int o, print = 0;
@@ -282,6 +324,13 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
     c->per_ip_limit = 256;
     c->timeout_s = 30;
     c->kill_grace_s = 10;
+    snprintf(c->backend, sizeof(c->backend), "local");
+    snprintf(c->policy, sizeof(c->policy), "fifo");
+    c->sched_interval = 60;
+    /* Until a job's own stop and start are measured: a few seconds for the example trainer
+     * here, tens of seconds for a large model loading its checkpoint from shared storage. */
+    c->restart_cost = 10;
+    c->hysteresis = 2;
     /* The file first (flags and environment override it), so find --config before the rest. */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc && load_file(c, argv[i + 1], err) < 0)
@@ -365,12 +414,15 @@ void config_print(const struct config *c, FILE *f)
             "listen = %s\ndata_dir = %s\nno_auth = %s\nslots = %d\ngpus = %d\nthreads = %d\n"
             "connection_limit = %d\nper_ip_connection_limit = %d\nconnection_timeout = %d\n"
             "ringrun = %s\nkill_grace = %d\ndefault_user = %s\nisolation = %s\n"
-            "tls_cert = %s\ntls_key = %s\nallow_insecure_http = %s\n",
+            "tls_cert = %s\ntls_key = %s\nallow_insecure_http = %s\nbackend = %s\n"
+            "backend_options = %s\npolicy = %s\nsched_interval = %g\nrestart_cost = %g\n"
+            "hysteresis = %g\n",
             c->listen, c->data_dir, c->no_auth ? "true" : "false", c->slots, c->gpus, c->threads,
             c->connection_limit, c->per_ip_limit, c->timeout_s, c->ringrun, c->kill_grace_s,
             c->default_user,
             c->isolation == ISOLATION_NAMESPACE ? "namespace"
             : c->isolation == ISOLATION_NONE    ? "none"
                                                 : "auto",
-            c->tls_cert, c->tls_key, c->insecure_http ? "true" : "false");
+            c->tls_cert, c->tls_key, c->insecure_http ? "true" : "false", c->backend,
+            c->backend_options, c->policy, c->sched_interval, c->restart_cost, c->hysteresis);
 }

@@ -29,6 +29,12 @@ struct config {
     char tls_cert[2048];    /* tls_cert = PEM file   RINGD_TLS_CERT */
     char tls_key[2048];     /* tls_key = PEM file    RINGD_TLS_KEY */
     int insecure_http;      /* allow_insecure_http = true: tokens over plain HTTP off loopback */
+    char backend[32];          /* backend = local (where attempts run) RINGD_BACKEND */
+    char backend_options[512]; /* backend_options = key=value,... (the backend's own) */
+    char policy[32];           /* policy = fifo|priority|tiresias|dynamic RINGD_POLICY */
+    double sched_interval;     /* sched_interval = seconds between the policy's passes */
+    double restart_cost;       /* restart_cost = seconds a restart costs a job until measured */
+    double hysteresis;         /* hysteresis = a resize must gain this many restarts' worth */
 };
 
 enum { ISOLATION_AUTO, ISOLATION_NAMESPACE, ISOLATION_NONE };

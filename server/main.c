@@ -309,8 +309,6 @@ int main(int argc, char **argv)
     api.data_dir = cfg.data_dir;
     snprintf(ckpt_prefix, sizeof(ckpt_prefix), "%.2190s/", checkpoints);
     api.ckpt_prefix = ckpt_prefix;
-    api.slots = cfg.slots;
-    api.gpus = cfg.gpus;
     api.token_create = auth_token_create;
     api.token_revoked = auth_revoked;
     api.default_user = cfg.default_user;
@@ -324,7 +322,14 @@ int main(int argc, char **argv)
         .slots = cfg.slots,
         .gpus = cfg.gpus,
         .kill_grace_s = cfg.kill_grace_s,
+        .backend = cfg.backend,
+        .backend_options = cfg.backend_options[0] ? cfg.backend_options : NULL,
+        .policy = cfg.policy,
     };
+    policy_params_default(&scfg.params);
+    scfg.params.interval_s = cfg.sched_interval;
+    scfg.params.restart_cost_s = cfg.restart_cost;
+    scfg.params.hysteresis = cfg.hysteresis;
 
     /* Signals go to sigwait below, not to the server threads, which inherit this mask. */
     sigemptyset(&set);
@@ -340,6 +345,8 @@ int main(int argc, char **argv)
         return EXIT_SOFTWARE;
     }
     api.sched = sched;
+    api.cluster = scheduler_cluster(sched);
+    api.backend = scheduler_backend(sched);
     http = http_start(&cfg, &api, db_path, &port, &err);
     if (http == NULL) {
         say("error", "%s", err.text);
@@ -361,9 +368,10 @@ int main(int argc, char **argv)
         }
         say("info",
             "listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, isolation %s, "
-            "ringrun %s)",
+            "ringrun %s, backend %s, policy %s)",
             cfg.tls_cert[0] ? "https" : "http", host, port, cfg.data_dir, cfg.slots, cfg.gpus,
-            cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun);
+            cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun, cfg.backend,
+            cfg.policy);
     }
     while (sigwait(&set, &sig) != 0)
         ;

@@ -97,7 +97,13 @@ jq -e '.errors[0].field == "gpu_per_worker"' "$WORK/body" >/dev/null || fail "no
 submit -d '{"name":"x","command":["a"],"workers":0}'; expect 422 validation-error "workers must be in [1"
 submit -d '{"name":"x","command":["a"],"workers":-3}'; expect 422 validation-error "workers must be in [1"
 submit -d '{"name":"x","command":["a"],"workers":{"min":3,"max":2}}'; expect 422 validation-error "workers.max must be >= workers.min"
-submit -d '{"name":"x","command":["a"],"workers":999}'; expect 422 validation-error "this cluster has"
+submit -d '{"name":"x","command":["a"],"workers":999}'; expect 422 validation-error "but this cluster fits"
+slots=$(nproc)
+submit -d "{\"name\":\"x\",\"command\":[\"a\"],\"workers\":$slots,\"cpus_per_worker\":2}"
+expect 422 validation-error "workers.min x cpus_per_worker"
+submit -d '{"name":"x","command":["a"],"backend":"slurm"}'
+expect 422 validation-error "the slurm backend is not configured"
+jq -e '.errors[0].field == "backend"' "$WORK/body" >/dev/null || fail "the backend problem names no field"
 submit -d '{"name":"x","command":["a"],"gpus_per_worker":1}'; expect 422 validation-error "GPUs"
 submit -d '{"name":"x","command":["a"],"env":{"1BAD":"v"}}'; expect 422 validation-error "not a valid environment variable name"
 submit -d '{"name":"x","command":["a"],"working_dir":"/no/such/dir"}'; expect 422 validation-error "does not exist"
@@ -135,6 +141,24 @@ call GET /v1/jobs?page_size=1000; expect 200
 [ "$(jq '.jobs | length' "$WORK/body")" = 8 ] || fail "the admin does not see every job"
 ok "tokens: 401 without or with a wrong one; users see only their own jobs; admins all"
 
+# The scheduling policy: anyone reads it, admins switch it at runtime.
+TOKEN=$ALICE
+call GET /v1/scheduler; expect 200
+jq -e '.policy == "fifo" and .backend == "local" and (.policies | index("dynamic") != null)' \
+    "$WORK/body" >/dev/null || fail "GET /v1/scheduler: $(cat "$WORK/body")"
+call PUT /v1/scheduler -H "Content-Type: application/json" -d '{"policy":"dynamic"}'; expect 403 forbidden "only an admin"
+TOKEN=$(cat "$DATA/admin.token")
+call PUT /v1/scheduler -H "Content-Type: application/json" -d '{"policy":"lottery"}'; expect 422 validation-error "no policy 'lottery'"
+call PUT /v1/scheduler -H "Content-Type: application/json" -d '{"policy":"dynamic","interval":5}'; expect 422 validation-error "unknown field 'interval'"
+call PUT /v1/scheduler -H "Content-Type: application/json" -d '{"policy":'; expect 400 malformed-json
+call PUT /v1/scheduler -H "Content-Type: application/json" -d '{"policy":"dynamic"}'; expect 200
+jq -e '.policy == "dynamic"' "$WORK/body" >/dev/null || fail "PUT did not switch: $(cat "$WORK/body")"
+call GET /v1/scheduler; expect 200
+jq -e '.policy == "dynamic"' "$WORK/body" >/dev/null || fail "the switch did not stick"
+call PUT /v1/scheduler -H "Content-Type: application/json" -d '{"policy":"fifo"}'; expect 200
+call POST /v1/scheduler; expect 405 method-not-allowed
+ok "GET /v1/scheduler for all; PUT switches the policy, for admins only, with clear errors"
+
 ADMIN_ID=$(cut -d_ -f2 "$DATA/admin.token")
 ALICE_ID=$(cut -d_ -f2 <<<"$ALICE")
 call GET /v1/tokens; expect 200
@@ -167,6 +191,11 @@ expect_in err "unknown option"
 printf 'listen = 127.0.0.1:9\nslots = lots\n' >"$WORK/ringd.conf"
 expect_rc 64 "$RINGD" --config "$WORK/ringd.conf"
 expect_in err "ringd.conf:2: bad value 'lots' for slots"
+printf 'policy = lottery\n' >"$WORK/ringd.conf"
+expect_rc 64 "$RINGD" --config "$WORK/ringd.conf"
+expect_in err "bad value 'lottery' for policy"
+RINGD_BACKEND=slurm expect_rc 64 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/other"
+expect_in err "bad value 'slurm' for backend"
 printf 'listen = 127.0.0.1:9\nslots = 7\n' >"$WORK/ringd.conf"
 expect_rc 0 env RINGD_GPUS=3 "$RINGD" --config "$WORK/ringd.conf" --data-dir /tmp/x --print-config
 expect_in out "slots = 7"

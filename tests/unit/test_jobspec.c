@@ -13,7 +13,10 @@ static int parse(const char *text, json_t **spec, char *why, size_t len)
     json_t *errors;
     int status;
     const char *kind;
-    int rc = jobspec_parse(text, strlen(text), 8, 4, spec, &errors, &status, &kind);
+    struct cluster *c = cluster_create(1, 8, 4);
+    struct jobspec_limits lim = {c, "local"};
+    int rc = jobspec_parse(text, strlen(text), &lim, spec, &errors, &status, &kind);
+    cluster_free(c);
     if (rc < 0) {
         json_t *e = json_array_get(errors, 0);
         snprintf(why, len, "%d %s %s: %s", status, kind,
@@ -63,9 +66,16 @@ START_TEST(every_rule_names_its_field)
          "workers.max: workers.max must be >= workers.min (2), not 1"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":1,\"max\":2,\"x\":1}}",
          "workers.x: unknown field"},
-        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":9}", "this cluster has 8 slots"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":9}",
+         "needs 9 workers of 1 slots each (workers.min x cpus_per_worker) but this cluster fits 8"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":3,\"gpus_per_worker\":2}",
-         "needs 6 GPUs"},
+         "needs 3 workers of 2 GPUs and 1 slots each"},
+        /* cpus_per_worker counts: 3 workers of 3 slots need 9 of the 8 */
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":3,\"cpus_per_worker\":3}",
+         "cluster fits 2"},
+        /* no Slurm backend here: refused, not run locally */
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"backend\":\"slurm\"}",
+         "backend: this ringd runs jobs on the local backend; the slurm backend is not configured"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"env\":{\"A-B\":\"1\"}}", "env.A-B: 'A-B' is not"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"env\":{\"RING_RANK\":\"1\"}}", "set by ringd"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"env\":{\"A\":1}}", "env.A: env.A must be a string"},
@@ -118,7 +128,7 @@ START_TEST(long_non_ascii_keys_are_still_errors)
             const char *kind;
             size_t k;
             snprintf(text, sizeof(text), "%s%s%s", where[i][0], key, where[i][1]);
-            ck_assert_msg(jobspec_parse(text, strlen(text), 8, 4, &spec, &errors, &status, &kind) <
+            ck_assert_msg(jobspec_parse(text, strlen(text), NULL, &spec, &errors, &status, &kind) <
                               0,
                           "accepted a %d-character key in case %zu", n, i);
             ck_assert_int_eq(status, 422);
@@ -153,9 +163,12 @@ START_TEST(parse_errors_quoting_bad_bytes_are_kept)
     const char *detail;
     int status;
     const char *kind;
+    struct cluster *c = cluster_create(1, 8, 4);
+    struct jobspec_limits lim = {c, "local"};
 
-    ck_assert_int_eq(jobspec_parse(text, sizeof(text) - 1, 8, 4, &spec, &errors, &status, &kind),
+    ck_assert_int_eq(jobspec_parse(text, sizeof(text) - 1, &lim, &spec, &errors, &status, &kind),
                      -1);
+    cluster_free(c);
     ck_assert_int_eq(status, 400);
     ck_assert_str_eq(kind, "malformed-json");
     ck_assert_int_eq(json_array_size(errors), 1);

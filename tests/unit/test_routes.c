@@ -45,13 +45,16 @@ static struct store *st;
 static struct api_config cfg = {
     .data_dir = "/nonexistent/ringd",
     .ckpt_prefix = "/nonexistent/ringd/checkpoints/",
-    .slots = 4,
     .default_user = "", /* the test's own user runs the jobs (see submit) */
 };
 
 static void setup(void)
 {
     struct error err;
+    static struct cluster *four; /* one node of 4 slots */
+    if (four == NULL)
+        four = cluster_create(1, 4, 0);
+    cfg.cluster = four;
     struct passwd *pw = getpwuid(geteuid());
     int fd = mkstemp(path);
     static char me[64];

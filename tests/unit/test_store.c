@@ -34,10 +34,10 @@ START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 6);
+    ck_assert_int_eq(store_schema_version(st), 7);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 6);
+    ck_assert_int_eq(store_schema_version(again), 7);
     store_close(again);
     unlink(path);
 }
@@ -45,7 +45,7 @@ END_TEST
 
 /* A database from before migrations 4 to 6 gets every job's document, equal to a fresh
  * one's, its scheduling columns from the spec, and no Unix user. */
-START_TEST(migrations_4_to_6_backfill)
+START_TEST(migrations_4_to_7_backfill)
 {
     struct store *st = open_fresh();
     struct error err;
@@ -58,6 +58,7 @@ START_TEST(migrations_4_to_6_backfill)
     json_object_set_new(s, "workers", json_pack("{s:i, s:i}", "min", 2, "max", 4));
     json_object_set_new(s, "gpus_per_worker", json_integer(1));
     json_object_set_new(s, "priority", json_integer(7));
+    json_object_set_new(s, "cpus_per_worker", json_integer(3));
 
     ck_assert_int_eq(store_job_create(st, "alice", s, NULL, "h", &job, &created, &err), 0);
     id = json_string_value(json_object_get(job, "id"));
@@ -73,12 +74,17 @@ START_TEST(migrations_4_to_6_backfill)
                                   "ALTER TABLE jobs DROP COLUMN priority;"
                                   "ALTER TABLE jobs DROP COLUMN run_as;"
                                   "ALTER TABLE tokens DROP COLUMN unix_user;"
+                                  "ALTER TABLE jobs DROP COLUMN cpus_per_worker;"
+                                  "ALTER TABLE jobs DROP COLUMN max_restarts;"
+                                  "ALTER TABLE attempts DROP COLUMN stop_s;"
+                                  "ALTER TABLE attempts DROP COLUMN start_s;"
+                                  "ALTER TABLE attempts DROP COLUMN samples_per_s;"
                                   "PRAGMA user_version = 3",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), 6);
+    ck_assert_int_eq(store_schema_version(st), 7);
     ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &after, NULL, &err), 0);
     ck_assert_str_eq(after, before);
     free(before);
@@ -86,12 +92,19 @@ START_TEST(migrations_4_to_6_backfill)
     {
         struct store_queued *q;
         int n;
-        ck_assert_int_eq(store_jobs_queued(st, &q, &n, &err), 0);
+        ck_assert_int_eq(store_jobs_queued(st, 0, &q, &n, &err), 0);
         ck_assert_int_eq(n, 1);
         ck_assert_int_eq(q[0].min_workers, 2);
         ck_assert_int_eq(q[0].max_workers, 4);
         ck_assert_int_eq(q[0].gpus_per_worker, 1);
         ck_assert_int_eq(q[0].priority, 7);
+        ck_assert_int_eq(q[0].cpus_per_worker, 3); /* backfilled from the spec */
+        ck_assert_str_eq(q[0].owner, "alice");
+        ck_assert_int_gt(q[0].seq, 0);
+        free(q);
+        /* only what was submitted after a sequence number */
+        ck_assert_int_eq(store_jobs_queued(st, 1000, &q, &n, &err), 0);
+        ck_assert_int_eq(n, 0);
         free(q);
     }
     json_decref(job);
@@ -275,13 +288,18 @@ START_TEST(render)
     ck_assert_int_eq(json_integer_value(json_object_get(a, "world_size")), 2);
     ck_assert_ptr_null(json_object_get(a, "ended_at"));
     json_decref(got);
-    ck_assert_int_eq(store_attempt_end(st, id, 1, 3, "exit 3", "FAILED", "failed", &sc, &err), 0);
+    ck_assert_int_eq(store_attempt_progress(st, id, 1, 2.5, 1234.5, &err), 0);
+    ck_assert_int_eq(store_attempt_end(st, id, 1, 3, 1.25, "exit 3", "FAILED", "failed", &sc, &err),
+                     0);
     ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &text, NULL, &err), 0);
     got = json_loads(text, 0, &jerr);
     free(text);
     a = json_array_get(json_object_get(got, "attempts"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(a, "exit_status")), 3);
     ck_assert_str_eq(json_string_value(json_object_get(a, "reason")), "exit 3");
+    ck_assert(json_real_value(json_object_get(a, "start_overhead_s")) == 2.5);
+    ck_assert(json_real_value(json_object_get(a, "stop_overhead_s")) == 1.25);
+    ck_assert(json_real_value(json_object_get(a, "samples_per_s")) == 1234.5);
     ck_assert_str_eq(json_string_value(json_object_get(got, "state")), "FAILED");
     json_decref(got);
     json_decref(job);
@@ -392,7 +410,7 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {migrations_run_once,
-                            migrations_4_to_6_backfill,
+                            migrations_4_to_7_backfill,
                             create_get_and_owner_scoping,
                             idempotency_keys,
                             paging_and_filters,

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ringctl_sched.c - `ringctl policy`, and what `ringctl show` says of sizes and speeds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ringctl_sched.h"
+
+#define EXIT_USAGE 2
+
+int ringctl_policy(int argc, char **argv)
+{
+    json_t *info = NULL;
+    int rc;
+    if (argc > 2) {
+        fprintf(stderr, "usage: ringctl policy [fifo|priority|tiresias|dynamic]\n");
+        return EXIT_USAGE;
+    }
+    if (argc == 2) {
+        json_t *body = json_pack("{s:s}", "policy", argv[1]);
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        rc = ringctl__call("PUT", "/v1/scheduler", text, &info);
+        free(text);
+    } else {
+        rc = ringctl__call("GET", "/v1/scheduler", NULL, &info);
+    }
+    if (rc != 0)
+        return rc;
+    if (ringctl__json_out()) {
+        ringctl__print_json(info);
+    } else {
+        json_t *p;
+        size_t i;
+        printf("policy     %s (", json_string_value(json_object_get(info, "policy")));
+        json_array_foreach(json_object_get(info, "policies"), i, p)
+            printf("%s%s", i ? ", " : "", json_string_value(p));
+        printf(")\nbackend    %s\ninterval   %g s, restart cost %g s until measured, "
+               "hysteresis %g\npasses     %lld (%.2f ms mean, %.2f ms max), %lld resizes, %lld "
+               "preemptions\n",
+               json_string_value(json_object_get(info, "backend")),
+               json_number_value(json_object_get(info, "interval_s")),
+               json_number_value(json_object_get(info, "restart_cost_s")),
+               json_number_value(json_object_get(info, "hysteresis")),
+               json_integer_value(json_object_get(info, "passes")),
+               json_number_value(json_object_get(info, "pass_ms_mean")),
+               json_number_value(json_object_get(info, "pass_ms_max")),
+               json_integer_value(json_object_get(info, "resizes")),
+               json_integer_value(json_object_get(info, "preemptions")));
+    }
+    json_decref(info);
+    return 0;
+}
+
+void ringctl_show_scaling(json_t *job)
+{
+    json_t *sc = json_object_get(job, "scaling"), *h, *t, *ro;
+    size_t i;
+    if (sc == NULL)
+        return;
+    printf("size       %lld workers now; sizes so far:",
+           json_integer_value(json_object_get(sc, "workers")));
+    json_array_foreach(json_object_get(sc, "history"), i, h)
+        printf("%s%lld", i ? " -> " : " ", json_integer_value(json_object_get(h, "workers")));
+    printf("\nthroughput %7s %14s %14s\n", "workers", "observed/s", "predicted/s");
+    json_array_foreach(json_object_get(sc, "throughput"), i, t)
+    {
+        json_t *o = json_object_get(t, "observed_samples_per_s");
+        json_t *p = json_object_get(t, "predicted_samples_per_s");
+        char obs[32] = "-", pred[32] = "-";
+        if (json_is_number(o))
+            snprintf(obs, sizeof(obs), "%.1f", json_number_value(o));
+        if (json_is_number(p))
+            snprintf(pred, sizeof(pred), "%.1f", json_number_value(p));
+        printf("           %7lld %14s %14s\n", json_integer_value(json_object_get(t, "workers")),
+               obs, pred);
+    }
+    ro = json_object_get(sc, "restart_overhead_s");
+    printf("restarts   %lld", json_integer_value(json_object_get(ro, "restarts")));
+    if (json_is_number(json_object_get(ro, "stop")))
+        printf(", stop %.2f s", json_number_value(json_object_get(ro, "stop")));
+    if (json_is_number(json_object_get(ro, "start")))
+        printf(", start %.2f s", json_number_value(json_object_get(ro, "start")));
+    printf(" (mean: stop requested -> every rank exited; start -> first progress)\n");
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* backend.c - the table of built-in backends. */
+#include <string.h>
+
+#include "backend.h"
+
+static const struct backend_ops *const builtin[] = {&backend_local_ops, &backend_sim_ops, NULL};
+
+const struct backend_ops *backend_find(const char *name)
+{
+    for (int i = 0; builtin[i]; i++) {
+        if (name != NULL && strcmp(builtin[i]->name, name) == 0)
+            return builtin[i];
+    }
+    return NULL;
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * backend.h - where attempts run: the seam between the scheduler loop and the thing that
+ * starts processes. An ops table, in the shape of flux-core's job-exec
+ * `struct exec_implementation`: ringd picks one implementation at start-up and the loop
+ * calls it without knowing what it is.
+ *
+ *   local  (backend_local.c)  ringrun in a process group of its own on this host
+ *   sim    (backend_sim.c)    no processes: a virtual clock and a model of each job's
+ *                             speed, for unit tests, bench/sched and ringsim
+ *   slurm  (backend_slurm.c)  a batch job per attempt through libslurm (coming)
+ *
+ * Threads: every op is called from the scheduler's thread only (ringsim: its only thread),
+ * never from an HTTP thread, so an implementation needs no locks of its own and may block
+ * briefly (a Slurm RPC), never for long.
+ *
+ * Time: the loop reads the time from the backend (now()), in seconds. local and slurm
+ * answer the wall clock (CLOCK_REALTIME, so that it compares with the store's timestamps);
+ * sim answers its virtual clock.
+ *
+ * Errors: ops return 0 or -1 with errno set and a message in err (struct error, db/error.h)
+ * that says what went wrong and what to do.
+ *
+ * The life of an attempt, as the loop drives it:
+ *   start()    -> the backend's id for it (a process group, a Slurm job id), which the
+ *                 loop stores with the attempt before anything else happens to it; the
+ *                 job runs as its user (as slurmstepd does: setgid, initgroups, setuid),
+ *                 never with ringd's privileges;
+ *   signal()   -> SIGTERM asks for a graceful stop (libring agrees on it across ranks; the
+ *                 program checkpoints and exits 75); SIGKILL after the grace period;
+ *   poll()     -> BACKEND_EXITED once, when every rank is gone, with ringrun's status;
+ *                 BACKEND_PROGRESS whenever rank 0 reports progress (RING_RUN_DIR/
+ *                 progress.json: step, total steps, samples/s);
+ *   recover()  -> after ringd restarts, for each attempt the store says was running.
+ */
+#ifndef RINGD_BACKEND_H
+#define RINGD_BACKEND_H
+
+#include <jansson.h>
+
+#include "cluster.h"
+#include "error.h"
+
+/* ringd's configuration as the backends see it (borrowed for the backend's lifetime). */
+struct backend_config {
+    const char *data_dir; /* runs/<job>/<attempt> and checkpoints/<job> live here */
+    const char *ringrun;  /* the launcher's path */
+    int slots, gpus;      /* local: this host's capacity (ringd's `slots`, `gpus`) */
+    int kill_grace_s;     /* ringd's `kill_grace`: the loop's SIGTERM-to-SIGKILL delay */
+    const char *options;  /* backend-specific settings, "key=value,key=value" (the
+                           * `backend_options` key of ringd.conf), or NULL */
+    /* Who jobs run as and what they may see (ringd's `default_user`, `isolation`): */
+    const char *exec_helper;  /* local: ringd-exec, which isolates a job and becomes its user */
+    int isolate;              /* hide data_dir from jobs (a private mount namespace) */
+    const char *default_user; /* as root, the user of jobs stored without one */
+};
+
+/* One attempt to start. Everything is borrowed for the duration of start(). */
+struct backend_start {
+    const char *job_id;
+    int attempt;                       /* 1, 2, ... */
+    const struct placement *placement; /* where: nodes, workers per node, GPU ids */
+    const struct cluster *cluster;     /* what placement's node indexes refer to */
+    int gpus_per_worker, cpus_per_worker;
+    json_t *spec;               /* the validated JobSpec: command, env, working_dir (borrowed) */
+    const char *run_dir;        /* RING_RUN_DIR: the backend creates it, for the job's user */
+    const char *checkpoint_dir; /* RING_CHECKPOINT_DIR */
+    int checkpoint_is_default;  /* 1: ringd's default under data_dir (the backend creates it
+                                 * for the job's user); 0: the user named it (the job creates
+                                 * it, as its user) */
+    const char *owner;          /* the job's owner (the token's name) */
+    const char *user;           /* the Unix user it runs as (its token's); NULL: none known,
+                                 * then the backend's default_user, or ringd's own user when
+                                 * ringd is not root. A job never runs with ringd's privileges
+                                 * when ringd is root. */
+};
+
+enum backend_event_kind {
+    BACKEND_EXITED,   /* every rank is gone; status is set */
+    BACKEND_PROGRESS, /* rank 0 reported progress; the progress fields are set */
+};
+
+struct backend_event {
+    enum backend_event_kind kind;
+    char id[64]; /* the attempt's backend id, as start() gave it */
+    double time; /* when it happened, on the backend's clock */
+    /* BACKEND_EXITED: ringrun's exit status (0 done, 75 stopped and resumable), or 128+N
+     * when it died of signal N */
+    int status;
+    /* BACKEND_PROGRESS: what rank 0 reported; a negative value was not reported. samples
+     * and total_samples count the whole job's work (over all attempts) in the unit of
+     * samples_per_s; they tell the scheduler how much work is left. */
+    long step, total_steps;
+    double samples_per_s;
+    double samples, total_samples;
+    int world_size;
+};
+
+/* What recover() found of an attempt a previous ringd left. */
+enum backend_recovered {
+    BACKEND_GONE = 0,    /* nothing of it runs any more */
+    BACKEND_STOPPED = 1, /* it still ran; the backend stopped it (SIGTERM, grace, SIGKILL) */
+    BACKEND_ADOPTED = 2, /* it still runs and the backend tracks it again: poll() will
+                          * report its end (a backend that cannot adopt stops it) */
+};
+
+struct backend_ops {
+    const char *name; /* "local", "sim", "slurm": what a JobSpec's `backend` names */
+    /*
+     * Prepares the backend from cfg. Returns a context in *ctx and 0; or -1 when the backend
+     * declines (errno ENOTSUP: not built in, not configured, its service unreachable) or
+     * fails, with err saying which and what to do. A declined backend is not offered: a
+     * JobSpec naming it gets 422 with err's text.
+     */
+    int (*init)(const struct backend_config *cfg, void **ctx, struct error *err);
+    /* Releases ctx; attempts keep running (a restarted ringd recovers them). NULL-safe. */
+    void (*fini)(void *ctx);
+    /*
+     * The cluster this backend runs on, as a new struct the caller frees (cluster_free):
+     * its nodes, each with slots and GPUs. Called after init and whenever the loop wants a
+     * fresh view. Returns 0 or -1 with err.
+     */
+    int (*describe)(void *ctx, struct cluster **out, struct error *err);
+    /*
+     * Starts one attempt where s->placement says, with the worker contract (RING_JOB_ID,
+     * RING_ATTEMPT, RING_RUN_DIR, RING_CHECKPOINT_DIR, and through ringrun RING_RANK, ...,
+     * CUDA_VISIBLE_DEVICES), as s->uid/s->gid when ringd runs as root. Writes the attempt's
+     * backend id (NUL-terminated, at most idlen bytes) to id: a process group, a Slurm job
+     * id. Returns 0, or -1 with err (nothing was left running).
+     */
+    int (*start)(void *ctx, const struct backend_start *s, char *id, size_t idlen,
+                 struct error *err);
+    /* Sends sig to every process of attempt id: SIGTERM (graceful stop), SIGKILL.
+     * Returns 0, or -1 with errno ESRCH when nothing of it is left. */
+    int (*signal)(void *ctx, const char *id, int sig);
+    /*
+     * Reports what happened since the last call, without blocking: at most max events into
+     * out, oldest first. Returns how many (0: nothing new). An attempt's BACKEND_EXITED
+     * comes once; after it the id is forgotten.
+     */
+    int (*poll)(void *ctx, struct backend_event *out, int max);
+    /*
+     * After a ringd restart: attempt id of job_id was running when the old ringd went away
+     * (s describes it as it was started; s->placement may be NULL when unknown). Returns a
+     * enum backend_recovered, or -1 with err.
+     */
+    int (*recover)(void *ctx, const char *id, const struct backend_start *s, struct error *err);
+    /* The backend's clock, in seconds. */
+    double (*now)(void *ctx);
+};
+
+/* The built-in implementations. */
+extern const struct backend_ops backend_local_ops;
+extern const struct backend_ops backend_sim_ops;
+
+/* The implementation called name, or NULL when this ringd has none by that name. */
+const struct backend_ops *backend_find(const char *name);
+
+#endif /* RINGD_BACKEND_H */

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * backend_local_ops.c - the local backend behind the backend interface (backend.h): one
+ * node, this host, with ringd's `slots` and `gpus`. backend_local.c starts an attempt's
+ * ringrun in a process group of its own; this file tracks those children: it reaps them
+ * by pid (never waitpid(-1), which would steal the exit of any other child of ringd), reads
+ * rank 0's progress.json, and stops what a previous ringd left.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "backend_local.h"
+#include "progress.h"
+
+struct local_attempt {
+    pid_t pid; /* also its process group */
+    char run_dir[4200];
+    struct timespec progress_mtime;
+    struct local_attempt *next;
+};
+
+struct local {
+    struct backend_config cfg;
+    char host[256];
+    struct local_attempt *attempts;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int local_init(const struct backend_config *cfg, void **ctx, struct error *err)
+{
+    struct local *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    l->cfg = *cfg;
+    if (gethostname(l->host, sizeof(l->host)) < 0 || l->host[0] == '\0')
+        snprintf(l->host, sizeof(l->host), "localhost");
+    l->host[sizeof(l->host) - 1] = '\0';
+    *ctx = l;
+    return 0;
+}
+
+static void local_fini(void *ctx)
+{
+    struct local *l = ctx;
+    if (l == NULL)
+        return;
+    while (l->attempts) {
+        struct local_attempt *a = l->attempts;
+        l->attempts = a->next;
+        free(a);
+    }
+    free(l);
+}
+
+static int local_describe(void *ctx, struct cluster **out, struct error *err)
+{
+    struct local *l = ctx;
+    struct cluster *c = cluster_create(0, 0, 0);
+    if (c == NULL || cluster_add_node(c, l->host, l->cfg.slots, l->cfg.gpus) < 0) {
+        cluster_free(c);
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    }
+    *out = c;
+    return 0;
+}
+
+static int mkdirs(const char *path)
+{
+    char buf[4200];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int local_start(void *ctx, const struct backend_start *s, char *id, size_t idlen,
+                       struct error *err)
+{
+    struct local *l = ctx;
+    struct local_attempt *a;
+    struct local_launch launch;
+    const char *user = s->user;
+    char gpus[1024];
+    pid_t pid;
+
+    if (s->placement->nparts != 1 || s->placement->part[0].node != 0)
+        return errno = EINVAL, errprintf(err, "the local backend runs on one node only");
+    if (s->run_dir == NULL || s->checkpoint_dir == NULL)
+        return errno = EINVAL, errprintf(err, "the local backend needs run and checkpoint dirs");
+    /* As root a job runs as its user, never as root by default. */
+    if (user == NULL && geteuid() == 0) /* a job stored before users were mapped */
+        user = l->cfg.default_user && l->cfg.default_user[0] ? l->cfg.default_user : NULL;
+    if (user == NULL && geteuid() == 0)
+        return errno = EPERM, errprintf(err, "the job has no Unix user to run as and ringd has no "
+                                             "default_user");
+    /* A checkpoint directory the user named is created by the job itself, as its user;
+     * local_launch gives the run directory and the default checkpoint one to the user. */
+    if (mkdirs(s->run_dir) < 0 || (s->checkpoint_is_default && mkdirs(s->checkpoint_dir) < 0))
+        return errprintf(err, "cannot create the run or checkpoint directory: %s", strerror(errno));
+    a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    placement_gpus(s->placement, gpus, sizeof(gpus));
+    launch = (struct local_launch){
+        .ringrun = l->cfg.ringrun,
+        .exec_helper = l->cfg.exec_helper,
+        .checkpoint_in_data_dir = s->checkpoint_is_default,
+        .hide_dir = l->cfg.isolate ? l->cfg.data_dir : NULL,
+        .user = user,
+        .job_id = s->job_id,
+        .attempt = s->attempt,
+        .workers = s->placement->workers,
+        .gpus = gpus,
+        .gpus_per_worker = s->gpus_per_worker,
+        .run_dir = s->run_dir,
+        .checkpoint_dir = s->checkpoint_dir,
+        .spec = s->spec,
+    };
+    pid = local_launch(&launch, err);
+    if (pid < 0) {
+        free(a);
+        return -1;
+    }
+    a->pid = pid;
+    snprintf(a->run_dir, sizeof(a->run_dir), "%s", s->run_dir);
+    a->next = l->attempts;
+    l->attempts = a;
+    snprintf(id, idlen, "%d", (int)pid);
+    return 0;
+}
+
+static struct local_attempt *find(struct local *l, const char *id)
+{
+    char *end;
+    long pid = strtol(id, &end, 10);
+    if (*end != '\0' || pid <= 0)
+        return NULL;
+    for (struct local_attempt *a = l->attempts; a; a = a->next)
+        if (a->pid == (pid_t)pid)
+            return a;
+    return NULL;
+}
+
+static int local_sig(void *ctx, const char *id, int sig)
+{
+    struct local_attempt *a = find(ctx, id);
+    if (a == NULL)
+        return errno = ESRCH, -1;
+    return local_signal(a->pid, sig);
+}
+
+/* A progress event when rank 0 rewrote progress.json since the last look. */
+static int progress_event(struct local_attempt *a, struct backend_event *e)
+{
+    char path[4400];
+    struct stat st;
+    struct progress p;
+    snprintf(path, sizeof(path), "%s/progress.json", a->run_dir);
+    if (stat(path, &st) < 0 || (st.st_mtim.tv_sec == a->progress_mtime.tv_sec &&
+                                st.st_mtim.tv_nsec == a->progress_mtime.tv_nsec))
+        return 0;
+    a->progress_mtime = st.st_mtim;
+    if (progress_read(path, &p) < 0)
+        return 0;
+    memset(e, 0, sizeof(*e));
+    e->kind = BACKEND_PROGRESS;
+    snprintf(e->id, sizeof(e->id), "%d", (int)a->pid);
+    e->time = now_s();
+    e->step = p.step;
+    e->total_steps = p.total_steps;
+    e->samples_per_s = p.samples_per_s;
+    e->samples = p.samples;
+    e->total_samples = p.total_samples;
+    e->world_size = p.world_size;
+    return 1;
+}
+
+static int local_poll(void *ctx, struct backend_event *out, int max)
+{
+    struct local *l = ctx;
+    struct local_attempt **pp = &l->attempts;
+    int n = 0;
+    while (*pp != NULL && n < max) {
+        struct local_attempt *a = *pp;
+        int status;
+        pid_t r;
+        if (progress_event(a, &out[n]))
+            n++;
+        if (n >= max)
+            break;
+        r = waitpid(a->pid, &status, WNOHANG);
+        if (r == a->pid || (r < 0 && errno == ECHILD)) {
+            memset(&out[n], 0, sizeof(out[n]));
+            out[n].kind = BACKEND_EXITED;
+            snprintf(out[n].id, sizeof(out[n].id), "%d", (int)a->pid);
+            out[n].time = now_s();
+            out[n].status = r < 0               ? -1
+                            : WIFEXITED(status) ? WEXITSTATUS(status)
+                                                : 128 + WTERMSIG(status);
+            n++;
+            *pp = a->next;
+            free(a);
+            continue;
+        }
+        pp = &a->next;
+    }
+    return n;
+}
+
+/* 1 when process group pgid is still led by a ringrun (a recycled pid must not be killed). */
+static int ringrun_alive(pid_t pgid)
+{
+    char path[64], cmd[4096];
+    FILE *f;
+    size_t n;
+    const char *base;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pgid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    n = fread(cmd, 1, sizeof(cmd) - 1, f);
+    fclose(f);
+    cmd[n] = '\0';
+    base = strrchr(cmd, '/');
+    return strcmp(base ? base + 1 : cmd, "ringrun") == 0 && local_signal(pgid, 0) == 0;
+}
+
+/* A previous ringd's attempt: not our child, so it cannot be reaped or adopted; it is
+ * stopped (SIGTERM so that it checkpoints, SIGKILL after the grace, at most 5 s here so that
+ * a restart is not held up for long) and its job resumes from the checkpoint. */
+static int local_recover(void *ctx, const char *id, const struct backend_start *s,
+                         struct error *err)
+{
+    struct local *l = ctx;
+    char *end;
+    long pgid = strtol(id, &end, 10);
+    int grace_ms = (l->cfg.kill_grace_s < 5 ? l->cfg.kill_grace_s : 5) * 1000;
+
+    if (*end != '\0' || pgid <= 0 || !ringrun_alive((pid_t)pgid))
+        return BACKEND_GONE;
+    local_signal((pid_t)pgid, SIGTERM);
+    for (int waited = 0; waited < grace_ms && local_signal((pid_t)pgid, 0) == 0; waited += 50) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    local_signal((pid_t)pgid, SIGKILL);
+    return BACKEND_STOPPED;
+}
+
+static double local_now(void *ctx)
+{
+    return now_s();
+}
+
+const struct backend_ops backend_local_ops = {
+    "local",   local_init, local_fini,    local_describe, local_start,
+    local_sig, local_poll, local_recover, local_now,
+};

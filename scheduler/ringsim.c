@@ -1,0 +1,854 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ringsim - replays a workload against ringd's scheduling policies, in virtual time.
+ *
+ *   ringsim --workload W.csv --traces DIR --nodes 16 --gpus-per-node 4 --policy P[,P...]
+ *           [--restart-cost 30] [--interval 60] [--json]
+ *   ringsim --synthesize N --traces DIR --nodes 2500 --gpus-per-node 4 [--seed S] > W.csv
+ *
+ * It drives the scheduler loop ringd runs (loop.c: the same policies and the same diff and
+ * apply) over the sim backend (backend_sim.c), with a journal that keeps statistics instead
+ * of a database. Jobs follow the Pollux-format traces in DIR (trace.h): each trains at the
+ * workload's fixed global batch, and a reallocation costs --restart-cost seconds without
+ * progress, as in Pollux's simulator. fifo, priority and tiresias run each job at its
+ * num_replicas; dynamic, which resizes jobs, gets each one the range from 1 GPU to the most
+ * its batch can use (at most 64).
+ *
+ * The workload CSV has a header naming the columns name, time, application, num_replicas
+ * and batch_size (any order; others are ignored). --synthesize writes one: N jobs sampled
+ * from DIR/philly.csv, arriving at the rate of Pollux's workloads per GPU.
+ *
+ * Output: per policy, the average, median and 99th percentile job completion time, the
+ * makespan, the GPU utilisation (GPU-seconds allocated over GPUs x makespan) and the
+ * restarts (attempts beyond each job's first), as a table or one JSON object per row.
+ *
+ * Exit status: 0 done, 64 bad usage, 65 a malformed workload or trace, 66 an input that
+ * cannot be read, 70 a job never finished.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend_sim.h"
+#include "loop.h"
+#include "trace.h"
+
+#define EXIT_USAGE   64
+#define EXIT_DATA    65
+#define EXIT_NOINPUT 66
+#define EXIT_STUCK   70
+
+/* Epochs until a job counts as complete, and per-GPU batch caps, of the applications in
+ * Pollux's traces (its simulator's settings); others run every epoch their tables have. */
+static const struct {
+    const char *name;
+    int epochs, max_local_bsz;
+} known_apps[] = {
+    {"bert", 2, 0},      {"cifar10", 100, 0},    {"ncf", 10, 0},
+    {"imagenet", 90, 0}, {"deepspeech2", 80, 0}, {"yolov3", 50, 8},
+};
+
+struct wjob {
+    char name[64];
+    double time;
+    int app, replicas, batch;
+    /* results */
+    double end, gpu_s, started;
+    int gpus, done, attempts;
+};
+
+struct workload {
+    struct wjob *job;
+    int n;
+    struct trace_app **app;
+    int napps;
+};
+
+/* How a run is set up (the command line). */
+struct setup {
+    int nodes, gpn;
+    double restart_cost, interval, hysteresis;
+    int per_gpu_batch; /* dynamic keeps the per-GPU batch instead of the global one */
+    int verbose;
+    FILE *jobs; /* per-job results, or NULL */
+};
+
+struct run {
+    struct workload *w;
+    int elastic; /* the model counts progress at a per-GPU batch (see model_speed) */
+    void *sim;
+    int finished, failed;
+    double gpu_s;
+};
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- inputs ---- */
+
+static int app_index(struct workload *w, const char *traces, const char *name)
+{
+    char err[512];
+    int epochs = 0, cap = 0;
+    struct trace_app *a, **grown;
+    for (int i = 0; i < w->napps; i++)
+        if (strcmp(trace_name(w->app[i]), name) == 0)
+            return i;
+    for (size_t k = 0; k < sizeof(known_apps) / sizeof(known_apps[0]); k++) {
+        if (strcmp(known_apps[k].name, name) == 0) {
+            epochs = known_apps[k].epochs;
+            cap = known_apps[k].max_local_bsz;
+        }
+    }
+    a = trace_load(traces, name, epochs, cap, err, sizeof(err));
+    if (a == NULL) {
+        fprintf(stderr, "ringsim: %s\n", err);
+        return -1;
+    }
+    grown = realloc(w->app, (size_t)(w->napps + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        trace_free(a);
+        return -1;
+    }
+    w->app = grown;
+    w->app[w->napps] = a;
+    return w->napps++;
+}
+
+/* Splits a CSV line in place; returns the number of fields. */
+static int split(char *line, char **f, int max)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (char *p = line; n < max;) {
+        f[n++] = p;
+        p = strchr(p, ',');
+        if (p == NULL)
+            break;
+        *p++ = '\0';
+    }
+    return n;
+}
+
+static int read_workload(const char *path, const char *traces, struct workload *w)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024], *f_[16];
+    int col[5] = {-1, -1, -1, -1, -1}, n, lineno = 1, cap = 0;
+    static const char *const names[5] = {"name", "time", "application", "num_replicas",
+                                         "batch_size"};
+
+    if (f == NULL) {
+        fprintf(stderr, "ringsim: cannot read --workload %s: %s\n", path, strerror(errno));
+        return EXIT_NOINPUT;
+    }
+    if (fgets(line, sizeof(line), f) == NULL) {
+        fclose(f);
+        fprintf(stderr, "ringsim: %s is empty; want a header and one job per line\n", path);
+        return EXIT_DATA;
+    }
+    n = split(line, f_, 16);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 5; k++)
+            if (strcmp(f_[i], names[k]) == 0)
+                col[k] = i;
+    for (int k = 0; k < 5; k++) {
+        if (col[k] < 0) {
+            fclose(f);
+            fprintf(stderr,
+                    "ringsim: %s: the header lacks the column '%s' (want name, time, "
+                    "application, num_replicas, batch_size)\n",
+                    path, names[k]);
+            return EXIT_DATA;
+        }
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        struct wjob j;
+        char *end;
+        int app;
+        memset(&j, 0, sizeof(j));
+        lineno++;
+        if (line[0] == '\n' || line[0] == '\0')
+            continue;
+        n = split(line, f_, 16);
+        if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] || n <= col[4])
+            goto bad;
+        snprintf(j.name, sizeof(j.name), "%s", f_[col[0]]);
+        j.time = strtod(f_[col[1]], &end);
+        if (*end || !isfinite(j.time) || j.time < 0)
+            goto bad;
+        j.replicas = (int)strtol(f_[col[3]], &end, 10);
+        if (*end || j.replicas < 1)
+            goto bad;
+        j.batch = (int)strtol(f_[col[4]], &end, 10);
+        if (*end || j.batch < 1)
+            goto bad;
+        if ((app = app_index(w, traces, f_[col[2]])) < 0) {
+            fclose(f);
+            return EXIT_DATA;
+        }
+        j.app = app;
+        if (w->n == cap) {
+            struct wjob *grown;
+            cap = cap ? cap * 2 : 256;
+            grown = realloc(w->job, (size_t)cap * sizeof(*grown));
+            if (grown == NULL) {
+                fclose(f);
+                fprintf(stderr, "ringsim: out of memory\n");
+                return EXIT_DATA;
+            }
+            w->job = grown;
+        }
+        w->job[w->n++] = j;
+        continue;
+    bad:
+        fclose(f);
+        fprintf(stderr,
+                "ringsim: %s:%d: want name,time,application,num_replicas,batch_size with a "
+                "time >= 0 and positive integers\n",
+                path, lineno);
+        return EXIT_DATA;
+    }
+    fclose(f);
+    if (w->n == 0) {
+        fprintf(stderr, "ringsim: %s has no jobs\n", path);
+        return EXIT_DATA;
+    }
+    /* Arrival order: the loop's submission order. */
+    for (int i = 1; i < w->n; i++) {
+        struct wjob x = w->job[i];
+        int k = i;
+        while (k > 0 && w->job[k - 1].time > x.time) {
+            w->job[k] = w->job[k - 1];
+            k--;
+        }
+        w->job[k] = x;
+    }
+    return 0;
+}
+
+/* ---- the journal: statistics instead of a database ---- */
+
+static struct wjob *wjob_of(struct run *r, const char *id)
+{
+    int i = atoi(id + 1);
+    return i >= 0 && i < r->w->n ? &r->w->job[i] : NULL;
+}
+
+static int j_ok(void *j, struct error *err)
+{
+    return 0;
+}
+
+static int j_transition(void *j, const struct loop_job *job, const char *state, const char *type,
+                        const char *message, const struct journal_sched *s, struct error *err)
+{
+    if (strcmp(state, "FAILED") == 0 || strcmp(state, "CANCELLED") == 0) {
+        struct run *r = j;
+        r->failed++;
+        fprintf(stderr, "ringsim: job %s %s: %s\n", job->id, state, message);
+    }
+    return 0;
+}
+
+static int j_starting(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                      const char *reason, const struct journal_sched *s, struct error *err)
+{
+    return 0;
+}
+
+static int j_started(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                     const char *backend_id, const char *run_dir, const struct journal_sched *s,
+                     struct error *err)
+{
+    struct wjob *w = wjob_of(j, job->id);
+    w->started = job->started;
+    w->gpus = p->ngpus;
+    return 0;
+}
+
+static int j_stopping(void *j, const struct loop_job *job, const char *type, const char *reason,
+                      struct error *err)
+{
+    return 0;
+}
+
+static int j_ended(void *j, const struct loop_job *job, int attempt, int status, double stop_s,
+                   const char *state, const char *type, const char *reason,
+                   const struct journal_sched *s, struct error *err)
+{
+    struct run *r = j;
+    struct wjob *w = wjob_of(r, job->id);
+    double now = backend_sim_ops.now(r->sim); /* ringsim moves the clock to each event */
+    if (w == NULL)
+        return 0;
+    if (attempt > 0 && w->gpus > 0) {
+        r->gpu_s += (now - w->started) * w->gpus;
+        w->gpus = 0;
+    }
+    if (strcmp(state, "SUCCEEDED") == 0) {
+        w->done = 1;
+        w->end = now;
+        w->attempts = job->attempts;
+        r->finished++;
+    } else if (strcmp(state, "QUEUED") != 0) {
+        r->failed++;
+        fprintf(stderr, "ringsim: job %s %s: %s\n", job->id, state, reason);
+    }
+    return 0;
+}
+
+static int j_progress(void *j, const struct loop_job *job, int attempt, double start_s, double thr,
+                      struct error *err)
+{
+    return 0;
+}
+
+static const struct journal_ops stats_journal = {
+    j_ok, j_ok, j_transition, j_starting, j_started, j_stopping, j_ended, j_progress, NULL};
+
+/* ---- the job model ---- */
+
+/*
+ * fifo, priority and tiresias run a job at its num_replicas and fixed global batch: it
+ * needs trace_iterations() iterations, at one per step time. dynamic resizes it, keeping
+ * the per-GPU batch (Horovod's way): on n GPUs the global batch is n x local, and an
+ * iteration makes gain_e(n x local) of progress in epoch e, so the model counts progress
+ * and its speed changes at each epoch.
+ */
+static int model_speed(void *arg, const struct backend_start *s, double done, double *rate,
+                       double *until, double *steps)
+{
+    struct run *r = arg;
+    struct wjob *w = wjob_of(r, s->job_id);
+    const struct trace_app *a;
+    int gpus[4096], n = 0, local, e;
+    double t;
+    if (w == NULL)
+        return -1;
+    a = r->w->app[w->app];
+    for (int i = 0; i < s->placement->nparts && n < 4096; i++)
+        gpus[n++] = s->placement->part[i].ngpus;
+    if (!r->elastic) {
+        t = trace_step_time(a, w->batch, gpus, n);
+        if (!(t > 0))
+            return -1;
+        *rate = 1.0 / t;
+        *until = *steps = trace_iterations(a, w->batch);
+        return 0;
+    }
+    local = (w->batch + w->replicas - 1) / w->replicas;
+    t = trace_step_time_local(a, local, gpus, n);
+    if (!(t > 0))
+        return -1;
+    for (e = 0; e + 1 < trace_epochs(a) && trace_progress(a, e + 1) <= done; e++)
+        ;
+    *rate = trace_gain(a, local * s->placement->workers, e) / t;
+    *until = trace_progress(a, e + 1);
+    *steps = trace_progress(a, trace_epochs(a));
+    return 0;
+}
+
+/* ---- one run ---- */
+
+struct result {
+    const char *policy;
+    int jobs, unfinished;
+    double avg, p50, p99, makespan, util, wall;
+    long restarts, passes;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    return (*(const double *)a > *(const double *)b) - (*(const double *)a < *(const double *)b);
+}
+
+/* The loop's log lines are ringd's; ringsim reports errors, and with --verbose every
+ * decision. */
+static void say(void *arg, const char *level, const char *job, const char *msg)
+{
+    const struct setup *su = arg;
+    if (su->verbose || strcmp(level, "error") == 0)
+        fprintf(stderr, "ringsim: %s job %s: %s\n", level, job ? job : "-", msg);
+}
+
+/* Replays w under policy; fills res. Returns 0 or -1. */
+static int simulate(struct workload *w, const struct policy_ops *policy, const struct setup *su,
+                    struct result *res)
+{
+    int nodes = su->nodes, gpn = su->gpn;
+    char options[200];
+    struct backend_config bc = {.options = options};
+    struct loop_config lc = {.policy = policy, .speed_mode = SPEED_STRONG};
+    struct run r = {.w = w, .elastic = policy->elastic && su->per_gpu_batch};
+    struct sim_model model = {model_speed, &r};
+    struct error err;
+    struct loop *l;
+    struct loop_stats st;
+    void *sim;
+    double t0 = wall_s(), first = w->job[0].time, last = first, *jct;
+    int next = 0;
+
+    snprintf(options, sizeof(options), "nodes=%d,gpus=%d,slots=%d,start_s=%g,stop_s=0", nodes, gpn,
+             gpn > 0 ? gpn : 1, su->restart_cost);
+    if (backend_sim_ops.init(&bc, &sim, &err) < 0) {
+        fprintf(stderr, "ringsim: %s\n", err.text);
+        return -1;
+    }
+    r.sim = sim;
+    backend_sim_set_model(sim, &model);
+    policy_params_default(&lc.params);
+    lc.params.interval_s = su->interval;
+    lc.params.restart_cost_s = su->restart_cost;
+    lc.params.hysteresis = su->hysteresis;
+    lc.kill_grace_s = 3600;
+    lc.log = say;
+    lc.log_arg = (void *)su;
+    l = loop_create(&lc, &backend_sim_ops, sim, &stats_journal, &r, &err);
+    if (l == NULL) {
+        backend_sim_ops.fini(sim);
+        fprintf(stderr, "ringsim: %s\n", err.text);
+        return -1;
+    }
+    for (int i = 0; i < w->n; i++)
+        w->job[i].done = 0;
+    for (;;) {
+        double t = backend_sim_next_event(sim), wake = loop_next_wakeup(l);
+        if (next < w->n && w->job[next].time < t)
+            t = w->job[next].time;
+        if (r.finished + r.failed >= w->n)
+            break;
+        if (wake < t && (next < w->n || loop_njobs(l) > 0))
+            t = wake;
+        if (!isfinite(t))
+            break; /* nothing will ever happen again: stuck */
+        backend_sim_advance(sim, t);
+        while (next < w->n && w->job[next].time <= t) {
+            struct wjob *j = &w->job[next];
+            const struct trace_app *a = w->app[j->app];
+            int local = (j->batch + j->replicas - 1) / j->replicas;
+            char id[32];
+            struct loop_submit s = {
+                .id = id, .gpw = 1, .cpw = 1, .submitted = j->time, .max_restarts = 0};
+            /* dynamic sizes a job from 1 GPU up to its tuned num_replicas at the tuned
+             * global batch; keeping the per-GPU batch instead, up to the largest validated
+             * batch (at most 64 GPUs, as Pollux's simulator). */
+            s.min = s.max = j->replicas;
+            if (policy->elastic) {
+                s.min = 1;
+                if (su->per_gpu_batch) {
+                    s.max = trace_max_batch(a) / local;
+                    if (s.max > 64)
+                        s.max = 64;
+                    if (s.max < j->replicas)
+                        s.max = j->replicas;
+                }
+            }
+            if (s.max > nodes * gpn)
+                s.max = nodes * gpn;
+            if (s.min > s.max)
+                s.min = s.max;
+            snprintf(id, sizeof(id), "w%d", next);
+            if (loop_submit(l, &s, &err) < 0)
+                fprintf(stderr, "ringsim: %s\n", err.text);
+            next++;
+        }
+        loop_step(l);
+        last = t;
+    }
+    loop_stats(l, &st);
+    if (su->jobs != NULL)
+        for (int i = 0; i < w->n; i++)
+            fprintf(su->jobs, "%s,%s,%s,%d,%d,%.0f,%.1f,%d\n", policy->name, w->job[i].name,
+                    trace_name(w->app[w->job[i].app]), w->job[i].replicas, w->job[i].batch,
+                    w->job[i].time, w->job[i].done ? w->job[i].end - w->job[i].time : -1.0,
+                    w->job[i].attempts);
+    jct = malloc((size_t)w->n * sizeof(double));
+    res->jobs = 0;
+    res->unfinished = w->n - r.finished;
+    if (jct != NULL) {
+        double sum = 0;
+        for (int i = 0; i < w->n; i++) {
+            if (w->job[i].done) {
+                jct[res->jobs++] = w->job[i].end - w->job[i].time;
+                sum += w->job[i].end - w->job[i].time;
+                if (w->job[i].end > last)
+                    last = w->job[i].end;
+            }
+        }
+        qsort(jct, (size_t)res->jobs, sizeof(double), cmp_double);
+        res->avg = res->jobs ? sum / res->jobs : 0;
+        res->p50 = res->jobs ? jct[(res->jobs - 1) / 2] : 0;
+        res->p99 = res->jobs ? jct[(int)ceil(0.99 * res->jobs) - 1] : 0;
+        free(jct);
+    }
+    res->policy = policy->name;
+    res->makespan = last - first;
+    res->util = res->makespan > 0 ? r.gpu_s / ((double)nodes * gpn * res->makespan) : 0;
+    res->restarts = st.starts - r.finished - r.failed;
+    res->passes = st.passes;
+    res->wall = wall_s() - t0;
+    loop_destroy(l);
+    backend_sim_ops.fini(sim);
+    return 0;
+}
+
+/* ---- synthesis from philly.csv ---- */
+
+struct philly {
+    double duration, gpus, gpu_time;
+};
+
+struct synth {
+    const char *app;
+    int replicas, batch;
+    double time;
+};
+
+static int cmp_synth(const void *a, const void *b)
+{
+    double x = ((const struct synth *)a)->time, y = ((const struct synth *)b)->time;
+    return (x > y) - (x < y);
+}
+
+/*
+ * A workload of n jobs from philly.csv, as Pollux's workloads were made: each job's GPU-time
+ * in the log picks its application (under 1 GPU-hour cifar10 or ncf, under 10 deepspeech2
+ * or bert, under 100 yolov3, else imagenet); a validated batch is drawn, and the log's GPU
+ * count kept where each GPU's share of the batch was measured. Arrivals are uniform over a
+ * span chosen so that the jobs ask for `load` of the cluster's GPU-time at their sizes.
+ */
+static int synthesize(const char *traces, int n, int nodes, int gpn, unsigned seed, double load)
+{
+    struct synth *spec;
+    double offered = 0, span;
+    char path[4200], line[512], *f[8];
+    struct philly *rows = NULL;
+    int nrows = 0, cap = 0;
+    struct workload w = {0};
+    FILE *in;
+    static const char *const short_apps[] = {"cifar10", "ncf"};
+    static const char *const mid_apps[] = {"deepspeech2", "bert"};
+
+    snprintf(path, sizeof(path), "%s/philly.csv", traces);
+    if ((in = fopen(path, "r")) == NULL) {
+        fprintf(stderr, "ringsim: cannot read %s: %s\n", path, strerror(errno));
+        return EXIT_NOINPUT;
+    }
+    if (fgets(line, sizeof(line), in) == NULL) { /* the header */
+        fclose(in);
+        return EXIT_DATA;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        struct philly p;
+        if (split(line, f, 8) < 4)
+            continue;
+        p.duration = atof(f[1]);
+        p.gpus = atof(f[2]);
+        p.gpu_time = atof(f[3]);
+        /* As Pollux's workloads: jobs of at least a minute and under 1000 GPU-hours. */
+        if (p.duration < 60 || p.gpu_time >= 1000 * 3600.0 || p.gpus < 1)
+            continue;
+        if (nrows == cap) {
+            struct philly *grown;
+            cap = cap ? cap * 2 : 4096;
+            if ((grown = realloc(rows, (size_t)cap * sizeof(*grown))) == NULL) {
+                fclose(in);
+                free(rows);
+                return EXIT_DATA;
+            }
+            rows = grown;
+        }
+        rows[nrows++] = p;
+    }
+    fclose(in);
+    if (nrows == 0) {
+        fprintf(stderr, "ringsim: %s has no usable jobs\n", path);
+        free(rows);
+        return EXIT_DATA;
+    }
+    spec = malloc((size_t)n * sizeof(*spec));
+    if (spec == NULL) {
+        free(rows);
+        return EXIT_DATA;
+    }
+    srand(seed);
+    for (int i = 0; i < n; i++) {
+        const struct philly *p = &rows[rand() % nrows];
+        double h = p->gpu_time / 3600.0, lo, hi, step;
+        const char *name = h < 1     ? short_apps[rand() % 2]
+                           : h < 10  ? mid_apps[rand() % 2]
+                           : h < 100 ? "yolov3"
+                                     : "imagenet";
+        int app = app_index(&w, traces, name), nb, replicas, batch, g[64], k = 0;
+        const int *batches;
+        if (app < 0) {
+            free(rows);
+            free(spec);
+            return EXIT_DATA;
+        }
+        batches = trace_batches(w.app[app], &nb);
+        /* A validated batch, and the job's GPU count from the trace, kept where each GPU's
+         * share of the batch is one that was measured. */
+        batch = batches[rand() % nb];
+        trace_local_range(w.app[app], &lo, &hi);
+        replicas = (int)p->gpus;
+        if (replicas > (int)(batch / lo))
+            replicas = (int)(batch / lo);
+        if (replicas < (int)ceil(batch / hi))
+            replicas = (int)ceil(batch / hi);
+        if (replicas < 1)
+            replicas = 1;
+        if (replicas > nodes * gpn)
+            replicas = nodes * gpn;
+        for (int left = replicas; left > 0 && k < 64; k++) {
+            g[k] = left < gpn ? left : gpn;
+            left -= g[k];
+        }
+        step = trace_step_time(w.app[app], batch, g, k);
+        spec[i] = (struct synth){name, replicas, batch, 0};
+        /* What it asks of the cluster: its GPUs for as long as it trains there. */
+        if (step > 0)
+            offered += (trace_iterations(w.app[app], batch) * step + 30) * replicas;
+    }
+    /* Arrivals spread so that the jobs ask for `load` of the cluster's GPU-time. */
+    span = offered / ((double)nodes * gpn * load);
+    for (int i = 0; i < n; i++)
+        spec[i].time = (double)rand() / RAND_MAX * span;
+    qsort(spec, (size_t)n, sizeof(*spec), cmp_synth);
+    printf("name,time,application,num_replicas,batch_size\n");
+    for (int i = 0; i < n; i++)
+        printf("%s-%d,%.0f,%s,%d,%d\n", spec[i].app, i, spec[i].time, spec[i].app, spec[i].replicas,
+               spec[i].batch);
+    for (int i = 0; i < w.napps; i++)
+        trace_free(w.app[i]);
+    free(w.app);
+    free(rows);
+    free(spec);
+    return 0;
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ringsim --workload W.csv --traces DIR --nodes N --gpus-per-node G\n"
+               "               --policy P[,P...] [--restart-cost S] [--interval S] [--json]\n"
+               "               [--hysteresis H] [--elastic-batch global|per-gpu] [--jobs FILE]\n"
+               "               [--verbose]\n"
+               "       ringsim --synthesize N --traces DIR --nodes N --gpus-per-node G [--seed S]\n"
+               "               [--load L]\n"
+               "\n"
+               "Replays a workload (name,time,application,num_replicas,batch_size) against\n"
+               "ringd's scheduling policies (fifo, priority, tiresias, dynamic) in virtual time,\n"
+               "with jobs modelled by the Pollux-format traces in DIR/<application>/.\n"
+               "  --restart-cost S   seconds without progress per (re)start (default 30)\n"
+               "  --interval S       the policies' re-evaluation period (default 60)\n"
+               "  --hysteresis H     a resize must gain H restarts' worth (default 2)\n"
+               "  --elastic-batch B  what dynamic keeps as it resizes a job: the global batch\n"
+               "                     (default; sizes 1..num_replicas) or the per-GPU batch\n"
+               "                     (progress then follows the statistical efficiency)\n"
+               "  --jobs FILE        append policy,name,application,num_replicas,batch_size,\n"
+               "                     submit_s,jct_s,attempts per job to FILE\n"
+               "  --verbose          every scheduling decision, on stderr\n"
+               "  --json             one JSON object per policy instead of a table\n"
+               "  --synthesize N     write a workload of N jobs sampled from DIR/philly.csv,\n"
+               "                     arriving so that they ask for --load (0.7) of the GPUs\n"
+               "\n"
+               "Exit status: 0 done, 64 bad usage, 65 malformed input, 66 unreadable input,\n"
+               "70 some job never finished.\n");
+}
+
+static int number(const char *flag, const char *v, double lo, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    if (*end != '\0' || !isfinite(*out) || *out < lo) {
+        fprintf(stderr, "ringsim: %s wants a number >= %g, not '%s'\n", flag, lo, v);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"workload", required_argument, NULL, 'w'},
+        {"traces", required_argument, NULL, 't'},
+        {"nodes", required_argument, NULL, 'n'},
+        {"gpus-per-node", required_argument, NULL, 'g'},
+        {"policy", required_argument, NULL, 'p'},
+        {"restart-cost", required_argument, NULL, 'r'},
+        {"interval", required_argument, NULL, 'i'},
+        {"hysteresis", required_argument, NULL, 'H'},
+        {"elastic-batch", required_argument, NULL, 'b'},
+        {"jobs", required_argument, NULL, 'J'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"json", no_argument, NULL, 'j'},
+        {"synthesize", required_argument, NULL, 's'},
+        {"seed", required_argument, NULL, 'S'},
+        {"load", required_argument, NULL, 'L'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *workload = NULL, *traces = NULL, *policies = NULL, *jobs = NULL;
+    double nodes = 0, gpn = 0, synth = 0, seed = 1, load = 0.7;
+    struct setup su = {.restart_cost = 30, .interval = 60, .hysteresis = 2};
+    int json = 0, o, rc = 0;
+    struct workload w = {0};
+    char list[256];
+
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        double *target = NULL, lo = 0;
+        const char *flag = NULL;
+        switch (o) {
+        case 'w':
+            workload = optarg;
+            break;
+        case 't':
+            traces = optarg;
+            break;
+        case 'p':
+            policies = optarg;
+            break;
+        case 'J':
+            jobs = optarg;
+            break;
+        case 'b':
+            if (strcmp(optarg, "global") != 0 && strcmp(optarg, "per-gpu") != 0) {
+                fprintf(stderr, "ringsim: --elastic-batch is global or per-gpu, not '%s'\n",
+                        optarg);
+                return EXIT_USAGE;
+            }
+            su.per_gpu_batch = strcmp(optarg, "per-gpu") == 0;
+            break;
+        case 'n':
+            target = &nodes, lo = 1, flag = "--nodes";
+            break;
+        case 'g':
+            target = &gpn, lo = 1, flag = "--gpus-per-node";
+            break;
+        case 'r':
+            target = &su.restart_cost, lo = 0, flag = "--restart-cost";
+            break;
+        case 'i':
+            target = &su.interval, lo = 0.001, flag = "--interval";
+            break;
+        case 'H':
+            target = &su.hysteresis, lo = 0, flag = "--hysteresis";
+            break;
+        case 's':
+            target = &synth, lo = 1, flag = "--synthesize";
+            break;
+        case 'S':
+            target = &seed, lo = 0, flag = "--seed";
+            break;
+        case 'L':
+            target = &load, lo = 0.01, flag = "--load";
+            break;
+        case 'v':
+            su.verbose = 1;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'V':
+            printf("ringsim %s\n", RING_VERSION_STRING);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            fprintf(stderr, "ringsim: unknown option or missing value '%s' (see --help)\n",
+                    argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+        if (target != NULL && number(flag, optarg, lo, target) < 0)
+            return EXIT_USAGE;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ringsim: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (traces == NULL || nodes < 1 || gpn < 1) {
+        fprintf(stderr, "ringsim: --traces, --nodes and --gpus-per-node are required (see "
+                        "--help)\n");
+        return EXIT_USAGE;
+    }
+    if (nodes * gpn > 1e7 || nodes != floor(nodes) || gpn != floor(gpn)) {
+        fprintf(stderr, "ringsim: --nodes and --gpus-per-node are whole numbers, at most 10 "
+                        "million GPUs in all\n");
+        return EXIT_USAGE;
+    }
+    su.nodes = (int)nodes;
+    su.gpn = (int)gpn;
+    if (synth > 0)
+        return synthesize(traces, (int)synth, su.nodes, su.gpn, (unsigned)seed, load);
+    if (workload == NULL || policies == NULL) {
+        fprintf(stderr, "ringsim: --workload and --policy are required (see --help)\n");
+        return EXIT_USAGE;
+    }
+    if (strlen(policies) >= sizeof(list)) {
+        fprintf(stderr, "ringsim: --policy is too long\n");
+        return EXIT_USAGE;
+    }
+    snprintf(list, sizeof(list), "%s", policies);
+    for (char *p = strtok(list, ","); p; p = strtok(NULL, ",")) {
+        if (policy_find(p) == NULL) {
+            fprintf(stderr, "ringsim: no policy '%s'; the policies are %s\n", p, policy_names());
+            return EXIT_USAGE;
+        }
+    }
+    if ((rc = read_workload(workload, traces, &w)) != 0)
+        return rc;
+    if (jobs != NULL && (su.jobs = fopen(jobs, "a")) == NULL) {
+        fprintf(stderr, "ringsim: cannot write --jobs %s: %s\n", jobs, strerror(errno));
+        return EXIT_NOINPUT;
+    }
+    if (!json)
+        printf("%-10s %6s %12s %12s %12s %12s %8s %9s %8s\n", "policy", "jobs", "avg_jct_s",
+               "p50_jct_s", "p99_jct_s", "makespan_s", "gpu_util", "restarts", "wall_s");
+    snprintf(list, sizeof(list), "%s", policies);
+    for (char *p = strtok(list, ","); p; p = strtok(NULL, ",")) {
+        struct result r = {0};
+        if (simulate(&w, policy_find(p), &su, &r) < 0) {
+            rc = EXIT_DATA;
+            break;
+        }
+        if (json)
+            printf("{\"bench\":\"ringsim\",\"impl\":\"ringsim\",\"policy\":\"%s\",\"workload\":"
+                   "\"%s\",\"nodes\":%d,\"gpus_per_node\":%d,\"restart_cost_s\":%g,"
+                   "\"interval_s\":%g,\"hysteresis\":%g,\"elastic_batch\":\"%s\",\"jobs\":%d,"
+                   "\"unfinished\":%d,\"avg_jct_s\":%.1f,\"p50_jct_s\":%.1f,\"p99_jct_s\":%.1f,"
+                   "\"makespan_s\":%.1f,\"gpu_utilization\":%.4f,\"restarts\":%ld,"
+                   "\"passes\":%ld,\"wall_s\":%.3f}\n",
+                   r.policy, workload, su.nodes, su.gpn, su.restart_cost, su.interval,
+                   su.hysteresis, su.per_gpu_batch ? "per-gpu" : "global", r.jobs, r.unfinished,
+                   r.avg, r.p50, r.p99, r.makespan, r.util, r.restarts, r.passes, r.wall);
+        else
+            printf("%-10s %6d %12.0f %12.0f %12.0f %12.0f %8.3f %9ld %8.2f\n", r.policy, r.jobs,
+                   r.avg, r.p50, r.p99, r.makespan, r.util, r.restarts, r.wall);
+        fflush(stdout);
+        if (r.unfinished > 0) {
+            fprintf(stderr, "ringsim: %s: %d jobs never finished\n", r.policy, r.unfinished);
+            rc = EXIT_STUCK;
+        }
+    }
+    if (su.jobs != NULL)
+        fclose(su.jobs);
+    for (int i = 0; i < w.napps; i++)
+        trace_free(w.app[i]);
+    free(w.app);
+    free(w.job);
+    return rc;
+}

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_loop.c - the scheduler loop's diff-and-apply on the sim backend: starts, resizes
+ * (stop, then restart at the new size), preemption, cancels and stops while stopping, kill
+ * deadlines, failed starts, and the rule that every change is journaled before the backend
+ * sees it.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_sim.h"
+#include "loop.h"
+#include "unit.h"
+
+/* ---- a log that the journal and the backend both write to, in order ---- */
+
+static char logbuf[2000][160];
+static int nlog;
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+    if (nlog >= 2000)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(logbuf[nlog++], sizeof(logbuf[0]), fmt, ap);
+    va_end(ap);
+}
+
+/* The index of the first log line at or after from that starts with prefix, or -1. */
+static int find(int from, const char *prefix)
+{
+    for (int i = from; i < nlog; i++)
+        if (strncmp(logbuf[i], prefix, strlen(prefix)) == 0)
+            return i;
+    return -1;
+}
+
+/* 1 when some log line starts with prefix and contains text. */
+static int has(const char *prefix, const char *text)
+{
+    for (int i = find(0, prefix); i >= 0; i = find(i + 1, prefix))
+        if (strstr(logbuf[i], text) != NULL)
+            return 1;
+    return 0;
+}
+
+static void dump(void)
+{
+    for (int i = 0; i < nlog; i++)
+        fprintf(stderr, "  %s\n", logbuf[i]);
+}
+
+/* ---- the recording journal ---- */
+
+static int fail_commit;
+
+static int j_begin(void *j, struct error *err)
+{
+    note("J begin");
+    return 0;
+}
+
+static int j_commit(void *j, struct error *err)
+{
+    note("J commit");
+    if (fail_commit)
+        return errno = EIO, errprintf(err, "the test's journal refuses");
+    return 0;
+}
+
+static int j_transition(void *j, const struct loop_job *job, const char *state, const char *type,
+                        const char *message, const struct journal_sched *s, struct error *err)
+{
+    note("J %s %s %s", type, job->id, state);
+    return 0;
+}
+
+static int j_starting(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                      const char *reason, const struct journal_sched *s, struct error *err)
+{
+    note("J starting %s %d %d", job->id, attempt, p->workers);
+    return 0;
+}
+
+static int j_started(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                     const char *backend_id, const char *run_dir, const struct journal_sched *s,
+                     struct error *err)
+{
+    note("J started %s %d %d", job->id, attempt, p->workers);
+    return 0;
+}
+
+static int j_stopping(void *j, const struct loop_job *job, const char *type, const char *reason,
+                      struct error *err)
+{
+    note("J %s %s (%s)", type, job->id, reason);
+    return 0;
+}
+
+static int j_ended(void *j, const struct loop_job *job, int attempt, int status, double stop_s,
+                   const char *state, const char *type, const char *reason,
+                   const struct journal_sched *s, struct error *err)
+{
+    note("J ended %s %d %d %s %s", job->id, attempt, status, state, type);
+    return 0;
+}
+
+static int j_progress(void *j, const struct loop_job *job, int attempt, double start_s, double thr,
+                      struct error *err)
+{
+    if (start_s >= 0)
+        note("J progress %s %d start %.0f", job->id, attempt, start_s);
+    return 0;
+}
+
+static const struct journal_ops journal = {
+    j_begin, j_commit, j_transition, j_starting, j_started, j_stopping, j_ended, j_progress, NULL};
+
+/* ---- the sim backend, with its calls logged ---- */
+
+static int b_start(void *ctx, const struct backend_start *s, char *id, size_t idlen,
+                   struct error *err)
+{
+    int rc = backend_sim_ops.start(ctx, s, id, idlen, err);
+    note("B start %s %d %d -> %s", s->job_id, s->attempt, s->placement->workers,
+         rc == 0 ? id : "failed");
+    return rc;
+}
+
+static int b_signal(void *ctx, const char *id, int sig)
+{
+    note("B signal %s %d", id, sig);
+    return backend_sim_ops.signal(ctx, id, sig);
+}
+
+static struct backend_ops logged;
+
+/* ---- a world ---- */
+
+struct world {
+    void *sim;
+    struct loop *l;
+};
+
+static void world_init(struct world *w, const char *policy, const char *options, double grace)
+{
+    struct backend_config bc = {.options = options};
+    struct loop_config lc = {.kill_grace_s = grace};
+    struct error err;
+    nlog = 0;
+    fail_commit = 0;
+    logged = backend_sim_ops;
+    logged.start = b_start;
+    logged.signal = b_signal;
+    ck_assert_int_eq(backend_sim_ops.init(&bc, &w->sim, &err), 0);
+    lc.policy = policy_find(policy);
+    policy_params_default(&lc.params);
+    lc.params.restart_cost_s = 10;
+    w->l = loop_create(&lc, &logged, w->sim, &journal, NULL, &err);
+    ck_assert_msg(w->l != NULL, "%s", err.text);
+}
+
+static void world_free(struct world *w)
+{
+    loop_destroy(w->l);
+    backend_sim_ops.fini(w->sim);
+}
+
+static void submit(struct world *w, const char *id, int min, int max, int gpw)
+{
+    struct loop_submit s = {
+        .id = id, .min = min, .max = max, .gpw = gpw, .cpw = 1, .submitted = -1, .max_restarts = 2};
+    struct error err;
+    ck_assert_int_eq(loop_submit(w->l, &s, &err), 0);
+}
+
+/* Runs the loop from event to event until the clock would pass until. */
+static void run_until(struct world *w, double until)
+{
+    for (int guard = 0; guard < 100000; guard++) {
+        double t;
+        loop_step(w->l);
+        t = backend_sim_next_event(w->sim);
+        if (loop_next_wakeup(w->l) < t)
+            t = loop_next_wakeup(w->l);
+        if (t > until) {
+            backend_sim_advance(w->sim, until);
+            loop_step(w->l);
+            return;
+        }
+        backend_sim_advance(w->sim, t);
+    }
+    ck_abort_msg("the loop does not settle");
+}
+
+/* Every backend start and signal of a job comes after the journal recorded it. */
+static void check_write_ahead(void)
+{
+    for (int i = 0; i < nlog; i++) {
+        char id[64], want[200];
+        int attempt, workers, found = 0;
+        if (sscanf(logbuf[i], "B start %63s %d %d", id, &attempt, &workers) == 3) {
+            snprintf(want, sizeof(want), "J starting %s %d %d", id, attempt, workers);
+            for (int k = 0; k < i; k++)
+                found |= strcmp(logbuf[k], want) == 0;
+            if (!found)
+                dump();
+            ck_assert_msg(found, "'%s' was not journaled before", logbuf[i]);
+        }
+    }
+}
+
+/* ---- tests ---- */
+
+START_TEST(fifo_runs_jobs_to_completion)
+{
+    struct world w;
+    world_init(&w, "fifo", "nodes=1,gpus=4,slots=8,start_s=10", 5);
+    submit(&w, "a", 2, 2, 1);
+    submit(&w, "b", 4, 4, 1);
+    run_until(&w, 5);
+    ck_assert_int_eq(backend_sim_running(w.sim), 1); /* b waits for a's GPUs */
+    /* a: 600 steps at 2 steps/s after a 10 s start: ends at 310; b then starts. */
+    run_until(&w, 309);
+    ck_assert_ptr_nonnull(loop_job(w.l, "a"));
+    run_until(&w, 311);
+    ck_assert_ptr_null(loop_job(w.l, "a"));
+    ck_assert_int_ge(find(0, "J ended a 1 0 SUCCEEDED"), 0);
+    ck_assert_int_ge(find(0, "J starting b 1 4"), 0);
+    run_until(&w, 310 + 10 + 150 + 1);
+    ck_assert_int_eq(loop_njobs(w.l) > 0 ? loop_job_at(w.l, 0) != NULL : 0, 0);
+    ck_assert_int_ge(find(0, "J ended b 1 0 SUCCEEDED"), 0);
+    ck_assert_int_ge(find(0, "J progress a 1 start 10"), 0);
+    check_write_ahead();
+    world_free(&w);
+}
+END_TEST
+
+START_TEST(dynamic_resize_stops_then_restarts_at_the_new_size)
+{
+    struct world w;
+    int stop, sig, ended, restarted;
+    world_init(&w, "dynamic", "nodes=1,gpus=4,slots=8,start_s=5,stop_s=2", 30);
+    submit(&w, "a", 1, 4, 1);
+    run_until(&w, 50);
+    ck_assert_int_eq(loop_job(w.l, "a")->placement.workers, 4); /* alone: all of it */
+    submit(&w, "b", 1, 4, 1);
+    run_until(&w, 60);
+    /* a was asked to stop for a resize, journaled first; it exited (stop_s later) and
+     * restarted at fewer workers; b runs beside it. */
+    stop = find(0, "J resizing a");
+    sig = find(0, "B signal s0 15");
+    ended = find(0, "J ended a 1 75 QUEUED resized");
+    restarted = find(0, "B start a 2");
+    if (stop < 0 || sig < 0 || ended < 0 || restarted < 0)
+        dump();
+    ck_assert_int_ge(stop, 0);
+    ck_assert_int_gt(sig, stop);
+    ck_assert_int_gt(ended, sig);
+    ck_assert_int_gt(restarted, ended);
+    ck_assert_int_lt(loop_job(w.l, "a")->placement.workers, 4);
+    ck_assert_int_ge(loop_job(w.l, "b")->placement.workers, 1);
+    ck_assert_int_le(loop_job(w.l, "a")->placement.workers + loop_job(w.l, "b")->placement.workers,
+                     4);
+    /* a's work carried over the restart (the checkpoint): not back to zero. */
+    ck_assert(backend_sim_steps(w.sim, "a") > 100);
+    /* b ends; a grows back into the GPUs it frees. */
+    run_until(&w, 2000);
+    ck_assert(has("J ended b", "SUCCEEDED succeeded"));
+    ck_assert(has("J ended a", "SUCCEEDED succeeded"));
+    check_write_ahead();
+    {
+        struct loop_stats st;
+        loop_stats(w.l, &st);
+        ck_assert_int_ge(st.resizes, 1);
+    }
+    world_free(&w);
+}
+END_TEST
+
+START_TEST(preempted_job_is_queued_and_resumes)
+{
+    struct world w;
+    struct loop_submit s = {
+        .id = "hi", .min = 4, .max = 4, .gpw = 1, .cpw = 1, .submitted = -1, .priority = 5};
+    struct error err;
+    world_init(&w, "priority", "nodes=1,gpus=4,slots=8,start_s=1,stop_s=1", 30);
+    submit(&w, "lo", 4, 4, 1);
+    run_until(&w, 100);
+    ck_assert_int_eq(loop_submit(w.l, &s, &err), 0);
+    run_until(&w, 110);
+    ck_assert_int_ge(find(0, "J preempting lo"), 0);
+    ck_assert_int_ge(find(0, "J ended lo 1 75 QUEUED preempted"), 0);
+    ck_assert_int_ge(find(0, "J started hi 1 4"), 0);
+    run_until(&w, 1000);
+    ck_assert_int_ge(find(0, "J ended hi 1 0 SUCCEEDED"), 0);
+    ck_assert_int_ge(find(0, "J ended lo 2 0 SUCCEEDED"), 0);
+    /* lo kept the ~98 steps it had done before it was preempted. */
+    check_write_ahead();
+    world_free(&w);
+}
+END_TEST
+
+/* Issue 8: a cancel while a stop is under way wins: the job ends CANCELLED. */
+START_TEST(cancel_while_stopping_wins)
+{
+    struct world w;
+    struct error err;
+    world_init(&w, "fifo", "nodes=1,gpus=4,slots=8,start_s=1,stop_s=10", 60);
+    submit(&w, "a", 1, 1, 0);
+    run_until(&w, 20);
+    ck_assert_int_eq(loop_stop_job(w.l, "a", &err), 0);
+    run_until(&w, 22);
+    ck_assert_int_eq(loop_job(w.l, "a")->state, LOOP_STOPPING);
+    ck_assert_int_eq(loop_cancel(w.l, "a", &err), 0);
+    ck_assert_int_eq(loop_stop_job(w.l, "a", &err), -1); /* a stop no longer changes it */
+    ck_assert_int_eq(errno, EALREADY);
+    run_until(&w, 40);
+    if (find(0, "J ended a 1 75 CANCELLED cancelled") < 0)
+        dump();
+    ck_assert_int_ge(find(0, "J ended a 1 75 CANCELLED cancelled"), 0);
+    ck_assert_int_lt(find(0, "J ended a 1 75 STOPPED"), 0);
+    ck_assert_int_eq(loop_cancel(w.l, "a", &err), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    world_free(&w);
+}
+END_TEST
+
+START_TEST(stop_while_resizing_ends_stopped)
+{
+    struct world w;
+    struct error err;
+    world_init(&w, "dynamic", "nodes=1,gpus=4,slots=8,start_s=1,stop_s=5", 60);
+    submit(&w, "a", 1, 4, 1);
+    run_until(&w, 20);
+    submit(&w, "b", 1, 4, 1);
+    run_until(&w, 21); /* a is stopping for a resize */
+    ck_assert_int_eq(loop_job(w.l, "a")->state, LOOP_STOPPING);
+    ck_assert_int_eq(loop_stop_job(w.l, "a", &err), 0);
+    run_until(&w, 40);
+    ck_assert_int_ge(find(0, "J ended a 1 75 STOPPED stopped"), 0);
+    ck_assert_int_lt(find(0, "B start a 2"), 0);
+    world_free(&w);
+}
+END_TEST
+
+START_TEST(kill_after_the_grace_period)
+{
+    struct world w;
+    struct error err;
+    world_init(&w, "fifo", "nodes=1,gpus=4,slots=8,start_s=1,stop_s=1000", 5);
+    submit(&w, "a", 1, 1, 0);
+    run_until(&w, 20);
+    ck_assert_int_eq(loop_stop_job(w.l, "a", &err), 0);
+    run_until(&w, 24);
+    ck_assert_int_lt(find(0, "B signal s0 9"), 0);
+    run_until(&w, 30);
+    ck_assert_int_ge(find(0, "B signal s0 9"), 0);
+    ck_assert_int_ge(find(0, "J ended a 1 137 STOPPED stopped"), 0);
+    world_free(&w);
+}
+END_TEST
+
+/* A model that cannot run job "bad": its starts fail, are retried with backoff, then FAILED. */
+static int picky(void *arg, const struct backend_start *s, double done, double *rate, double *until,
+                 double *steps)
+{
+    if (strcmp(s->job_id, "bad") == 0)
+        return -1;
+    *rate = s->placement->workers;
+    *until = *steps = 100;
+    return 0;
+}
+
+START_TEST(failed_starts_back_off_then_fail)
+{
+    struct world w;
+    struct sim_model m = {picky, NULL};
+    world_init(&w, "fifo", "nodes=1,gpus=4,slots=8,start_s=1", 5);
+    backend_sim_set_model(w.sim, &m);
+    submit(&w, "bad", 1, 1, 0);
+    run_until(&w, 0.5);
+    ck_assert_int_ge(find(0, "J retry bad QUEUED"), 0);
+    ck_assert_int_lt(find(find(0, "J retry bad QUEUED") + 1, "J retry bad QUEUED"), 0);
+    run_until(&w, 100); /* backoff 1 s, then 2 s; max_restarts 2 */
+    ck_assert_int_ge(find(0, "J failed bad FAILED"), 0);
+    ck_assert_ptr_null(loop_job(w.l, "bad"));
+    world_free(&w);
+}
+END_TEST
+
+/* When the journal cannot record a pass, nothing of it is carried out. */
+START_TEST(unrecorded_pass_changes_nothing)
+{
+    struct world w;
+    world_init(&w, "fifo", "nodes=1,gpus=4,slots=8,start_s=1", 5);
+    fail_commit = 1;
+    submit(&w, "a", 1, 1, 0);
+    loop_pass(w.l);
+    ck_assert_int_lt(find(0, "B start"), 0);
+    ck_assert_int_eq(backend_sim_running(w.sim), 0);
+    fail_commit = 0;
+    loop_pass(w.l);
+    ck_assert_int_ge(find(0, "B start a 1 1"), 0);
+    world_free(&w);
+}
+END_TEST
+
+START_TEST(switching_policy_causes_a_pass)
+{
+    struct world w;
+    world_init(&w, "fifo", "nodes=1,gpus=4,slots=8,start_s=1", 5);
+    submit(&w, "a", 1, 4, 1);
+    run_until(&w, 10);
+    ck_assert_int_eq(loop_job(w.l, "a")->placement.workers, 4); /* fifo: the most that fits */
+    loop_set_policy(w.l, &policy_tiresias);
+    ck_assert_str_eq(loop_policy(w.l)->name, "tiresias");
+    ck_assert(loop_next_wakeup(w.l) <= backend_sim_ops.now(w.sim));
+    world_free(&w);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {
+        fifo_runs_jobs_to_completion,        dynamic_resize_stops_then_restarts_at_the_new_size,
+        preempted_job_is_queued_and_resumes, cancel_while_stopping_wins,
+        stop_while_resizing_ends_stopped,    kill_after_the_grace_period,
+        failed_starts_back_off_then_fail,    unrecorded_pass_changes_nothing,
+        switching_policy_causes_a_pass,      NULL};
+    return unit_main("loop", tests, 60);
+}
