@@ -24,36 +24,37 @@
  * jobs whose priority is lower than q's aged priority, lowest priority first and, among
  * equals, the most recently started (it loses the least work). Only when stopping them
  * makes q fit: nothing is stopped for nothing. Returns 1 when q now fits.
+ *
+ * victims[0 .. nv-1] lists the running jobs in that order once per decision (a running
+ * job's aged priority does not change within a pass), so a queued job's search only reads
+ * the prefix of lower priority: with 10,000 queued jobs a search per job over all jobs
+ * would make the pass quadratic (bench/sched).
  */
 static int preempt_for(const struct policy_snapshot *s, int q, int *size, long *slots_left,
-                       long *gpus_left, struct order_key *vkey, int *victims,
+                       long *gpus_left, const double *vprio, const int *victims, int nv,
                        struct policy_target *out)
 {
     const struct policy_job *jq = &s->job[q];
     double pq = policy_aged_priority(s, jq);
     long slots = *slots_left, gpus = *gpus_left;
-    int nv = 0, take = 0;
+    int k = 0;
 
-    for (int i = 0; i < s->njobs; i++) {
-        const struct policy_job *j = &s->job[i];
-        double pj = policy_aged_priority(s, j);
-        if (j->workers > 0 && size[i] > 0 && pj < pq)
-            vkey[nv++] = (struct order_key){{pj, -j->started, 0}, i};
-    }
-    order_sort(vkey, nv, victims);
-    while (policy_room(jq, slots, gpus) < jq->min && take < nv) {
-        const struct policy_job *v = &s->job[victims[take++]];
+    for (; k < nv && vprio[k] < pq && policy_room(jq, slots, gpus) < jq->min; k++) {
+        const struct policy_job *v = &s->job[victims[k]];
+        if (size[victims[k]] == 0)
+            continue; /* preempted already, for a job before q */
         slots += (long)v->workers * v->cpw;
         gpus += (long)v->workers * v->gpw;
     }
     if (policy_room(jq, slots, gpus) < jq->min)
         return 0;
-    for (int k = 0; k < take; k++) {
-        int v = victims[k];
+    for (int t = 0; t < k; t++) {
+        int v = victims[t];
+        if (size[v] == 0)
+            continue;
         size[v] = 0;
         snprintf(out[v].reason, sizeof(out[v].reason),
-                 "priority: preempted (priority %.0f) for a job of priority %.0f",
-                 policy_aged_priority(s, &s->job[v]), pq);
+                 "priority: preempted (priority %.0f) for a job of priority %.0f", vprio[t], pq);
     }
     *slots_left = slots;
     *gpus_left = gpus;
@@ -64,13 +65,15 @@ int policy__fifo_decide(const struct policy_snapshot *s, const int *cap, int *si
                         struct policy_target *out, void *arg)
 {
     int preempt = *(const int *)arg, n = s->njobs, m = n > 0 ? n : 1, rc = -1, blocked = 0;
+    int nv = 0;
     int *victims = malloc((size_t)m * sizeof(int));
     struct order_key *key = malloc((size_t)m * sizeof(*key));
     struct order_key *vkey = malloc((size_t)m * sizeof(*vkey));
+    double *vprio = malloc((size_t)m * sizeof(*vprio));
     long slots_left = s->pinned->slots_left, gpus_left = s->pinned->gpus_left;
     const char *name = preempt ? "priority" : "fifo";
 
-    if (victims == NULL || key == NULL || vkey == NULL) {
+    if (victims == NULL || key == NULL || vkey == NULL || vprio == NULL) {
         errno = ENOMEM;
         goto done;
     }
@@ -82,9 +85,14 @@ int policy__fifo_decide(const struct policy_snapshot *s, const int *cap, int *si
             size[i] = j->workers;
             slots_left -= (long)j->workers * j->cpw;
             gpus_left -= (long)j->workers * j->gpw;
+            if (preempt)
+                vkey[nv++] = (struct order_key){{policy_aged_priority(s, j), -j->started, 0}, i};
         }
     }
     order_sort(key, n, order);
+    order_sort(vkey, nv, victims);
+    for (int k = 0; k < nv; k++)
+        vprio[k] = policy_aged_priority(s, &s->job[victims[k]]);
     for (int k = 0; k < n; k++) {
         int i = order[k], w;
         const struct policy_job *j = &s->job[i];
@@ -92,7 +100,7 @@ int policy__fifo_decide(const struct policy_snapshot *s, const int *cap, int *si
             continue;
         w = policy_room(j, slots_left, gpus_left);
         if (w < j->min && cap[i] >= j->min && preempt &&
-            preempt_for(s, i, size, &slots_left, &gpus_left, vkey, victims, out))
+            preempt_for(s, i, size, &slots_left, &gpus_left, vprio, victims, nv, out))
             w = policy_room(j, slots_left, gpus_left);
         if (w > cap[i])
             w = cap[i];
@@ -112,6 +120,7 @@ done:
     free(victims);
     free(key);
     free(vkey);
+    free(vprio);
     return rc;
 }
 

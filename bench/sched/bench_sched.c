@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench_sched - the wall time of one scheduling pass of ringd's loop (loop.c: snapshot,
+ * policy, diff and apply) on a large simulated cluster, for each policy.
+ *
+ *   bench_sched [--nodes 1000] [--gpus-per-node 4] [--queued 10000] [--passes 21]
+ *               [--policy fifo,priority,tiresias,dynamic] [--seed S] [--json]
+ *
+ * The cluster is the sim backend's (no processes). Jobs ask for 1, 2, 4, 8 or 16 GPUs in
+ * the proportions of Philly's log (most ask for one). The bench submits jobs until the
+ * cluster is full and --queued more wait behind them, runs the first pass (which places
+ * the running ones: the "cold" figure), then times --passes further passes at the same
+ * instant, each one forced, as a submission or an attempt's end forces one in ringd. The
+ * steady passes are what a busy ringd pays per event. fifo, priority and tiresias run each
+ * job at its size; dynamic (elastic) gets each job the range 1 .. 4 x its size, at most 64,
+ * as ringsim does.
+ *
+ * Output: one row per policy, the median and worst of the steady passes and the cold pass,
+ * as a table or one JSON object per row ({"bench":"sched","impl":policy,...}). The issue's
+ * budget is 50 ms for 10,000 queued jobs on 1,000 nodes; budget_ratio is the median over it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend_sim.h"
+#include "loop.h"
+
+#define BUDGET_US 50000.0
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- a journal that keeps nothing: the pass's own cost, not SQLite's ---- */
+
+static int j_ok(void *j, struct error *err)
+{
+    return 0;
+}
+static int j_transition(void *j, const struct loop_job *job, const char *state, const char *type,
+                        const char *message, const struct journal_sched *s, struct error *err)
+{
+    return 0;
+}
+static int j_starting(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                      const char *reason, const struct journal_sched *s, struct error *err)
+{
+    return 0;
+}
+static int j_started(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                     const char *backend_id, const char *run_dir, const struct journal_sched *s,
+                     struct error *err)
+{
+    return 0;
+}
+static int j_stopping(void *j, const struct loop_job *job, const char *type, const char *reason,
+                      struct error *err)
+{
+    return 0;
+}
+static int j_ended(void *j, const struct loop_job *job, int attempt, int status, double stop_s,
+                   const char *state, const char *type, const char *reason,
+                   const struct journal_sched *s, struct error *err)
+{
+    return 0;
+}
+static int j_progress(void *j, const struct loop_job *job, int attempt, double start_s, double thr,
+                      struct error *err)
+{
+    return 0;
+}
+static const struct journal_ops null_journal = {
+    j_ok, j_ok, j_transition, j_starting, j_started, j_stopping, j_ended, j_progress, NULL};
+
+static void quiet(void *arg, const char *level, const char *job, const char *msg) {}
+
+/* ---- the bench ---- */
+
+struct result {
+    int running, queued, njobs;
+    double cold_us, median_us, max_us;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A size in GPUs, in Philly's proportions (about 70% one GPU, then fewer at each doubling). */
+static int philly_size(unsigned *seed)
+{
+    int r = rand_r(seed) % 100;
+    return r < 70 ? 1 : r < 82 ? 2 : r < 92 ? 4 : r < 98 ? 8 : 16;
+}
+
+static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued, int passes,
+                      unsigned seed, struct result *out)
+{
+    char options[128], id[32];
+    struct backend_config bc = {0};
+    struct loop_config lc = {.kill_grace_s = 30, .log = quiet};
+    struct error err;
+    struct loop *l = NULL;
+    void *sim = NULL;
+    double *t = NULL;
+    long capacity = (long)nodes * gpn, asked = 0;
+    int rc = -1;
+
+    snprintf(options, sizeof(options), "nodes=%d,gpus=%d,slots=%d,start_s=30", nodes, gpn, 2 * gpn);
+    bc.options = options;
+    if (backend_sim_ops.init(&bc, &sim, &err) < 0) {
+        fprintf(stderr, "bench_sched: the sim backend: %s\n", err.text);
+        return -1;
+    }
+    lc.policy = p;
+    policy_params_default(&lc.params);
+    l = loop_create(&lc, &backend_sim_ops, sim, &null_journal, NULL, &err);
+    if (l == NULL) {
+        fprintf(stderr, "bench_sched: %s\n", err.text);
+        goto done;
+    }
+    memset(out, 0, sizeof(*out));
+    /* Enough to fill the cluster at the jobs' sizes, then `queued` more behind them. */
+    for (int n = 0; asked < capacity; n++) {
+        int size = philly_size(&seed);
+        struct loop_submit s = {
+            .id = id, .min = size, .max = size, .gpw = 1, .cpw = 1, .submitted = -1};
+        if (p->elastic) {
+            s.min = 1;
+            s.max = 4 * size > 64 ? 64 : 4 * size;
+        }
+        snprintf(id, sizeof(id), "j%d", n);
+        if (loop_submit(l, &s, &err) < 0) {
+            fprintf(stderr, "bench_sched: %s\n", err.text);
+            goto done;
+        }
+        asked += size;
+        out->njobs++;
+    }
+    for (int n = 0; n < queued; n++) {
+        int size = philly_size(&seed);
+        struct loop_submit s = {
+            .id = id, .min = size, .max = size, .gpw = 1, .cpw = 1, .submitted = -1};
+        if (p->elastic) {
+            s.min = 1;
+            s.max = 4 * size > 64 ? 64 : 4 * size;
+        }
+        snprintf(id, sizeof(id), "q%d", n);
+        if (loop_submit(l, &s, &err) < 0) {
+            fprintf(stderr, "bench_sched: %s\n", err.text);
+            goto done;
+        }
+        out->njobs++;
+    }
+    {
+        double t0 = wall_s();
+        if (loop_pass(l) < 0)
+            goto done;
+        out->cold_us = (wall_s() - t0) * 1e6;
+    }
+    /* Let the attempts reach their first progress report, so that the steady passes see
+     * settled jobs, as a busy ringd does between events. */
+    backend_sim_advance(sim, 31);
+    loop_step(l);
+    t = malloc((size_t)passes * sizeof(*t));
+    if (t == NULL)
+        goto done;
+    for (int i = 0; i < passes; i++) {
+        double t0 = wall_s();
+        if (loop_pass(l) < 0)
+            goto done;
+        t[i] = (wall_s() - t0) * 1e6;
+    }
+    qsort(t, (size_t)passes, sizeof(*t), cmp_double);
+    out->median_us = t[passes / 2];
+    out->max_us = t[passes - 1];
+    out->running = backend_sim_running(sim);
+    out->queued = 0;
+    for (int i = 0; i < loop_njobs(l); i++) {
+        const struct loop_job *j = loop_job_at(l, i);
+        out->queued += j != NULL && j->state == LOOP_QUEUED;
+    }
+    rc = 0;
+done:
+    free(t);
+    loop_destroy(l);
+    backend_sim_ops.fini(sim);
+    return rc;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bench_sched [--nodes N] [--gpus-per-node G] [--queued Q] [--passes P]\n"
+               "                   [--policy P[,P...]] [--seed S] [--json] [--version]\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"nodes", required_argument, NULL, 'n'},  {"gpus-per-node", required_argument, NULL, 'g'},
+        {"queued", required_argument, NULL, 'q'}, {"passes", required_argument, NULL, 'p'},
+        {"policy", required_argument, NULL, 'P'}, {"seed", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},         {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    int nodes = 1000, gpn = 4, queued = 10000, passes = 21, json = 0, c;
+    unsigned seed = 1;
+    char policies[256] = "fifo,priority,tiresias,dynamic", *save = NULL;
+
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        char *end = NULL;
+        long v = 0;
+        if (c == 'n' || c == 'g' || c == 'q' || c == 'p' || c == 's') {
+            errno = 0;
+            v = strtol(optarg, &end, 10);
+            if (errno || *end || v < (c == 'q' ? 0 : 1) || v > 10000000) {
+                fprintf(stderr, "bench_sched: --%s wants a positive integer, not '%s'\n",
+                        c == 'n'   ? "nodes"
+                        : c == 'g' ? "gpus-per-node"
+                        : c == 'q' ? "queued"
+                        : c == 'p' ? "passes"
+                                   : "seed",
+                        optarg);
+                return 64;
+            }
+        }
+        switch (c) {
+        case 'n':
+            nodes = (int)v;
+            break;
+        case 'g':
+            gpn = (int)v;
+            break;
+        case 'q':
+            queued = (int)v;
+            break;
+        case 'p':
+            passes = (int)v;
+            break;
+        case 's':
+            seed = (unsigned)v;
+            break;
+        case 'P':
+            snprintf(policies, sizeof(policies), "%s", optarg);
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'V':
+            printf("bench_sched %s\n", RING_VERSION_STRING);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 64;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 64;
+    }
+    if (!json)
+        printf("%-9s %6s %6s %7s %7s | %11s %11s %11s %9s\n", "policy", "nodes", "gpus", "running",
+               "queued", "median ms", "max ms", "cold ms", "med/50ms");
+    for (char *name = strtok_r(policies, ",", &save); name != NULL;
+         name = strtok_r(NULL, ",", &save)) {
+        const struct policy_ops *p = policy_find(name);
+        struct result r;
+        if (p == NULL) {
+            fprintf(stderr, "bench_sched: no policy '%s' (there are %s)\n", name, policy_names());
+            return 64;
+        }
+        if (run_policy(p, nodes, gpn, queued, passes, seed, &r) < 0)
+            return 1;
+        if (json)
+            printf("{\"bench\":\"sched\",\"impl\":\"%s\",\"nodes\":%d,\"gpus\":%d,\"running\":%d,"
+                   "\"queued\":%d,\"jobs\":%d,\"passes\":%d,\"median_us\":%.1f,\"max_us\":%.1f,"
+                   "\"cold_us\":%.1f,\"budget_ratio\":%.3f}\n",
+                   p->name, nodes, nodes * gpn, r.running, r.queued, r.njobs, passes, r.median_us,
+                   r.max_us, r.cold_us, r.median_us / BUDGET_US);
+        else
+            printf("%-9s %6d %6d %7d %7d | %11.2f %11.2f %11.2f %9.3f\n", p->name, nodes,
+                   nodes * gpn, r.running, r.queued, r.median_us / 1e3, r.max_us / 1e3,
+                   r.cold_us / 1e3, r.median_us / BUDGET_US);
+        fflush(stdout);
+    }
+    if (!json)
+        printf("one pass = snapshot + policy + diff-and-apply, null journal; median and max of "
+               "%d steady passes, cold = the first (places every running job); med/50ms = the "
+               "median over the issue's budget\n",
+               passes);
+    return 0;
+}
