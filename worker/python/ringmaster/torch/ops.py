@@ -12,7 +12,8 @@ from .. import basics
 from .._collectives import barrier as _barrier
 from .._collectives import join as _join
 from .._handles import poll, synchronize
-from ._adapter import C
+from .._library import check, lib
+from ._adapter import CODES, C
 from .compression import Compression
 
 __all__ = [
@@ -77,10 +78,24 @@ class _Allreduce(torch.autograd.Function):
         return C.allreduce(grad.contiguous(), False, True, op, _grad_name(name), pre, post, ps), None, None, None, None, None
 
 
+def _fast(tensor, name, compression, process_set):
+    """The common blocking call (a contiguous CPU tensor, no name, the global set, nothing
+    to compress or differentiate) goes straight to libring's blocking allreduce: a few
+    microseconds of Python per call, against tens for the collective."""
+    return (name is None and process_set is _G and compression is Compression.none
+            and type(tensor) is torch.Tensor and tensor.is_cpu and not tensor.is_sparse and tensor.is_contiguous()
+            and not (tensor.requires_grad and torch.is_grad_enabled()) and tensor.dtype in CODES)
+
+
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=_G):
     """Returns a new tensor: op (Average by default) over every rank's tensor."""
     op = basics.op_code(_op(average, op))
+    if _fast(tensor, name, compression, process_set):
+        out = torch.empty_like(tensor)
+        check(lib.ring_allreduce_scaled(tensor.data_ptr(), out.data_ptr(), tensor.numel(), CODES[tensor.dtype], op,
+                                        float(prescale_factor), float(postscale_factor)), "allreduce")
+        return out
     t, cctx = compression.compress(tensor)
     if _needs_grad(t):
         out = _Allreduce.apply(t, name, op, prescale_factor, postscale_factor, process_set)
@@ -92,6 +107,11 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=_G):
     """allreduce into tensor itself; returns it."""
+    if _fast(tensor, name, Compression.none, process_set):
+        check(lib.ring_allreduce_scaled(1, tensor.data_ptr(), tensor.numel(), CODES[tensor.dtype],
+                                        basics.op_code(_op(average, op)), float(prescale_factor),
+                                        float(postscale_factor)), "allreduce")
+        return tensor
     return C.allreduce(tensor, True, True, _op(average, op), name, prescale_factor, postscale_factor, process_set)
 
 
