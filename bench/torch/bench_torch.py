@@ -76,7 +76,7 @@ def train(args):
             times.append(time.perf_counter() - t0)
     sync()
     med = statistics.median(times)
-    return {"bench": "torch", "impl": args.impl, "model": args.model, "np": size, "batch": args.batch,
+    return {"bench": "torch", "impl": args.label or args.impl, "model": args.model, "np": size, "batch": args.batch,
             "params": sum(p.numel() for p in model.parameters()), "steps": args.steps,
             "median_step_s": round(med, 6), "steps_per_s": round(1.0 / med, 3)}
 
@@ -111,6 +111,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--port", type=int, default=29500)
+    p.add_argument("--label", help="the row's impl (default: --impl)")
     p.add_argument("--version", action="version", version="bench_torch (Ringmaster) 0.1.0")
     args = p.parse_args()
     torch.set_num_threads(args.threads)

@@ -48,6 +48,9 @@ for r in $(seq "$rounds"); do
         "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl ddp-gloo --model "$model" --steps "$steps" \
             --port "$(port)" >>"$rows"
         "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl ringmaster --model "$model" --steps "$steps" >>"$rows"
+        # libring's own default, which ringmaster.torch.init changes on a full host.
+        RING_SPIN_US=50 "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl ringmaster --model "$model" \
+            --steps "$steps" --label ringmaster-spin50 >>"$rows"
     done
     # The same call: the same tuning on both sides (libring's default for a host with a
     # core per rank; ringmaster.torch.init would otherwise turn spinning off here).
@@ -82,14 +85,15 @@ echo "$summary" | "$py" -c '
 import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 t = {(r["model"], r["impl"]): r for r in rows if r["bench"] == "torch"}
-print("%-9s %6s %9s | %13s %13s %13s | %9s %9s" % ("model", "np", "params", "single st/s", "ddp-gloo st/s",
-      "ringmaster", "ring/ddp", "ring/1"))
+print("%-9s %3s %9s | %11s %13s %11s %11s | %9s %9s" % ("model", "np", "params", "single st/s", "ddp-gloo st/s",
+      "ringmaster", "spin 50 us", "ring/ddp", "ring/1"))
 for m in ("resnet18", "mlp"):
-    s, d, g = (t.get((m, i)) for i in ("single", "ddp-gloo", "ringmaster"))
+    s, d, g, p = (t.get((m, i)) for i in ("single", "ddp-gloo", "ringmaster", "ringmaster-spin50"))
     if not (s and d and g):
         continue
-    print("%-9s %6d %9d | %13.2f %13.2f %13.2f | %9.2f %9.2f" % (m, g["np"], g["params"], s["steps_per_s"],
-          d["steps_per_s"], g["steps_per_s"], g["steps_per_s"] / d["steps_per_s"], g["steps_per_s"] / s["steps_per_s"]))
+    print("%-9s %3d %9d | %11.2f %13.2f %11.2f %11s | %9.2f %9.2f" % (m, g["np"], g["params"], s["steps_per_s"],
+          d["steps_per_s"], g["steps_per_s"], "%.2f" % p["steps_per_s"] if p else "-",
+          g["steps_per_s"] / d["steps_per_s"], g["steps_per_s"] / s["steps_per_s"]))
 c = {r["impl"]: r for r in rows if r["bench"] == "torch-call"}
 if "c" in c and "ringmaster.torch" in c:
     base = c["c"]["median_us"]
@@ -99,5 +103,6 @@ if "c" in c and "ringmaster.torch" in c:
     o = c.get("ringmaster.torch-out-of-place")
     print(", allreduce (new output) %.1f us (x%.2f)" % (o["median_us"], o["median_us"] / base) if o else "")
 print("steps/s from the median step time of each run, median over %d rounds; one torch thread per rank;" % rows[0]["rounds"])
-print("single = one process at the same per-rank batch (the bound of data-parallel steps/s).")
+print("single = one process at the same per-rank batch (the bound of data-parallel steps/s);")
+print("spin 50 us = ringmaster with RING_SPIN_US=50, the libring default, which ringmaster.torch.init turns off here.")
 '
