@@ -72,6 +72,37 @@ wait_for() {
     done
 }
 
+# ringd_start DATA [ARGS...]: starts $RINGD in the background on a port of its choosing,
+# with DATA as its data directory and its output appended to $WORK/ringd.log, and waits
+# until it serves; sets ringd_pid, ADDR (host:port) and URL. Fails, showing the log, when
+# ringd exits instead. RINGD_AS=USER runs it as that Unix user (and gives DATA to USER);
+# ringd reads the rest of its settings from the caller's environment (RINGD_*).
+ringd_pid=
+ringd_start() {
+    local data=$1
+    shift
+    mkdir -p "$data"
+    rm -f "$data/ringd.addr"
+    local cmd=("$RINGD" --listen 127.0.0.1:0 --data-dir "$data" "$@")
+    if [ -n "${RINGD_AS:-}" ]; then
+        chown "$RINGD_AS" "$data"
+        cmd=(setpriv --reuid="$RINGD_AS" --regid="$(id -g "$RINGD_AS")" --clear-groups "${cmd[@]}")
+    fi
+    "${cmd[@]}" >>"$WORK/ringd.log" 2>&1 &
+    ringd_pid=$!
+    wait_for 30 "ringd to start or exit" \
+        '[ -s "$data/ringd.addr" ] || ! kill -0 $ringd_pid 2>/dev/null'
+    [ -s "$data/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd exited"; }
+    ADDR=$(cat "$data/ringd.addr")
+    URL="http://$ADDR"
+}
+
+# ringd_stop: SIGTERM to the ringd of ringd_start; it must exit 0.
+ringd_stop() {
+    kill -TERM "$ringd_pid"
+    wait "$ringd_pid" || fail "ringd exited $? after SIGTERM"
+}
+
 summary() {
     echo "$passed passed, 0 failed"
 }

@@ -9,23 +9,7 @@ source "$(dirname "$0")/lib.sh"
 : "${RINGD:?}"
 RAW="python3 $(dirname "$0")/rawhttp.py"
 
-ringd_pid=
-start() { # start DATA ARGS...: sets ADDR, URL
-    local data=$1
-    shift
-    rm -f "$data/ringd.addr"
-    RINGD_SLOTS=1 "$RINGD" --listen 127.0.0.1:0 --data-dir "$data" "$@" \
-        >>"$WORK/ringd.log" 2>&1 &
-    ringd_pid=$!
-    wait_for 30 "ringd to start or exit" '[ -s "$data/ringd.addr" ] || ! kill -0 $ringd_pid 2>/dev/null'
-    [ -s "$data/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd exited"; }
-    ADDR=$(cat "$data/ringd.addr")
-    URL="http://$ADDR"
-}
-stop() {
-    kill -TERM "$ringd_pid"
-    wait "$ringd_pid" || fail "ringd exited $? after SIGTERM"
-}
+export RINGD_SLOTS=1
 
 # raw REQUEST-TEXT: sends it (escapes like \r\n, \x00 decoded), responses in $WORK/raw
 raw() { printf '%s' "$1" | $RAW "$ADDR" --wait "${2:-2}" >"$WORK/raw"; }
@@ -60,7 +44,7 @@ J='Content-Type: application/json'
 # ---- a web page, no token: ringd in no-auth mode on loopback ---------------------------------
 DATA="$WORK/noauth"
 mkdir -p "$DATA"
-start "$DATA" --no-auth
+ringd_start "$DATA" --no-auth
 SPEC='{"name":"x","command":["/bin/sleep","60"]}'
 http 415 unsupported-media-type -H 'Content-Type: text/plain' -d "$SPEC" "$URL/v1/jobs"
 http 415 unsupported-media-type -d "$SPEC" "$URL/v1/jobs" # curl's form encoding
@@ -171,12 +155,12 @@ http 201 "" -H "$J" -d '{"name":"q","command":["/bin/true"],"labels":{"a\"b":"v\
 http 200 "" -G --data-urlencode 'label=a"b=v"w' "$URL/v1/jobs"
 [ "$(jq '.jobs | length' "$WORK/body")" = 1 ] || fail "a label with quotes was not found"
 ok "a label filter with quotes finds its job"
-stop
+ringd_stop
 
 # ---- an attacker with a token ------------------------------------------------------------
 DATA="$WORK/auth"
 mkdir -p "$DATA"
-start "$DATA"
+ringd_start "$DATA"
 ADMIN=$(cat "$DATA/admin.token")
 A=(-H "Authorization: Bearer $ADMIN")
 http 201 "" "${A[@]}" -H "$J" -d "{\"name\":\"eve\",\"user\":\"$(id -un)\"}" "$URL/v1/tokens"
@@ -203,13 +187,13 @@ http 401 unauthorized -H 'Authorization: Bearer ringd_000000000000_0000' "$URL/v
 http 401 unauthorized -H "Authorization: Basic $(printf 'admin:x' | base64)" "$URL/v1/jobs"
 http 401 unauthorized "$URL/v1/jobs?token=$ADMIN"
 ok "only a bearer header authorizes: not a forged token, Basic, or a query parameter"
-stop
+ringd_stop
 
 # ---- shutdown under load: SIGTERM while keep-alive clients submit (ASan watches) ---------
 for round in 1 2 3; do
     DATA="$WORK/load$round"
     mkdir -p "$DATA"
-    start "$DATA" --no-auth
+    ringd_start "$DATA" --no-auth
     pids=()
     for c in $(seq 16); do
         (
@@ -224,7 +208,7 @@ for round in 1 2 3; do
     # SIGTERM once the submitters are under way (48 accepted), whatever the machine's speed.
     wait_for 60 "the submitters to get going" \
         '[ "$(curl -s "$URL/metrics" | sed -n "s/^ringd_submissions_total //p")" -ge 48 ]'
-    stop
+    ringd_stop
     kill "${pids[@]}" 2>/dev/null || true
     wait "${pids[@]}" 2>/dev/null || true
 done

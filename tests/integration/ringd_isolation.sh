@@ -18,27 +18,7 @@ chmod 0755 "$SHARED" "$WORK" # job users pass through the data directory's paren
 cp "$RINGRUN" "$SHARED/ringrun"
 trap 'rm -rf "$WORK" "$SHARED"' EXIT
 
-ringd_pid=
-start() { # start DATA USER-OR-root ARGS...: ringd in the background; sets URL and ringd_pid
-    local data=$1 as=$2
-    shift 2
-    mkdir -p "$data"
-    rm -f "$data/ringd.addr"
-    if [ "$as" = root ]; then
-        RINGD_RINGRUN="$SHARED/ringrun" "$RINGD" --listen 127.0.0.1:0 --data-dir "$data" "$@" \
-            >>"$WORK/ringd.log" 2>&1 &
-    else
-        chown "$as" "$data"
-        setpriv --reuid="$as" --regid="$(id -g "$as")" --clear-groups \
-            env RINGD_RINGRUN="$SHARED/ringrun" "$RINGD" --listen 127.0.0.1:0 \
-            --data-dir "$data" "$@" >>"$WORK/ringd.log" 2>&1 &
-    fi
-    ringd_pid=$!
-    wait_for 30 "ringd to start or exit" '[ -s "$data/ringd.addr" ] || ! kill -0 $ringd_pid 2>/dev/null'
-    [ -s "$data/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd exited"; }
-    URL="http://$(cat "$data/ringd.addr")"
-}
-stop() { kill -TERM "$ringd_pid"; wait "$ringd_pid" || fail "ringd exited $? after SIGTERM"; }
+export RINGD_RINGRUN="$SHARED/ringrun"
 
 # api TOKEN METHOD PATH [BODY]: the status in $WORK/status, the body in $WORK/body
 api() {
@@ -64,14 +44,14 @@ wait_state() {
 
 # ---- ringd as root: jobs run as the token's user -------------------------------------------
 DATA="$WORK/root"
-start "$DATA" root
+ringd_start "$DATA"
 ADMIN=$(cat "$DATA/admin.token")
 [ "$(stat -c %a "$DATA")" = 700 ] || fail "the data directory is $(stat -c %a "$DATA"), want 700"
 ok "the data directory is 0700"
 
 unset RINGD_DEFAULT_USER
-stop
-start "$DATA" root # no default user now: the admin token maps to nobody
+ringd_stop
+ringd_start "$DATA" # no default user now: the admin token maps to nobody
 api "$ADMIN" POST /v1/jobs '{"name":"a","command":["/bin/true"]}'
 want 403
 jq -e '.type == "urn:ringmaster:problem:no-unix-user"' "$WORK/body" >/dev/null || fail "$(cat "$WORK/body")"
@@ -130,7 +110,7 @@ want 204
 [ -f "$DATA/admin.token" ] || fail "deleting the job removed the admin token"
 [ ! -e "$DATA/runs/$JOB" ] || fail "the run directory is still there"
 ok "DELETE removes the run directory without following its links"
-stop
+ringd_stop
 
 # ---- --no-auth as root must name the account jobs run as -------------------------------------
 expect_rc 64 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/noauth" --no-auth
@@ -140,7 +120,7 @@ ok "as root, --no-auth without --default-user is refused (64)"
 # ---- ringd as a normal user: the same user, but the data directory is out of reach --------
 DATA="$WORK/user"
 mkdir -p "$DATA"
-start "$DATA" nobody
+RINGD_AS=nobody ringd_start "$DATA"
 ADMIN=$(cat "$DATA/admin.token")
 api "$ADMIN" POST /v1/tokens '{"name":"mallory","user":"root"}'
 want 422
@@ -156,6 +136,6 @@ grep -q snoop-done "$out" || fail "the job did not finish its script: $(cat "$RU
 grep -q LEAK "$out" && fail "a job of ringd's own user reached its secrets: $(grep LEAK "$out")"
 grep -qx "ringd.db\|admin.token\|ringd.lock" "$out" && fail "the job saw the data directory: $(cat "$out")"
 ok "a job of ringd's own user cannot read the token, the database or ringd's /proc"
-stop
+ringd_stop
 
 summary

@@ -281,19 +281,5 @@ int main(void)
                             token_requests_are_checked,
                             problems_always_have_a_body,
                             NULL};
-    Suite *s = suite_create("routes");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
-
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    for (const TTest *const *t = tests; *t != NULL; t++)
-        tcase_add_test(tc, *t);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_main_fixture("routes", tests, 30, setup, teardown);
 }
