@@ -75,12 +75,11 @@ char *utf8_repair(char *s)
 
 char *log_escape(const char *s, char *out, size_t outlen)
 {
-    size_t o = 0;
-    if (outlen < 4) {
-        if (outlen > 0)
-            out[0] = '\0';
+    /* o: bytes written; cut: the longest run of whole escapes that leaves room for "..."
+     * and the NUL, where the text ends if the rest does not fit. */
+    size_t o = 0, cut = 0;
+    if (outlen == 0)
         return out;
-    }
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
         size_t n;
@@ -90,12 +89,17 @@ char *log_escape(const char *s, char *out, size_t outlen)
             esc[0] = '\\', esc[1] = (char)*p, n = 2;
         else
             n = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", *p);
-        if (o + n > outlen - 4) { /* room is kept for "..." and the NUL */
-            memcpy(out + o, "...", 4);
+        if (o + n > outlen - 1) { /* the rest does not fit */
+            if (outlen >= 4)
+                memcpy(out + cut, "...", 4);
+            else
+                out[0] = '\0';
             return out;
         }
         memcpy(out + o, esc, n);
         o += n;
+        if (outlen >= 4 && o <= outlen - 4)
+            cut = o;
     }
     out[o] = '\0';
     return out;

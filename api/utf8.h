@@ -20,7 +20,8 @@ char *utf8_repair(char *s);
 /*
  * Escapes s for one logfmt value: printable ASCII as is, '"' and '\' escaped, anything else
  * (CR, LF, other control bytes, non-ASCII) as \xNN, so a log line can never be forged or
- * split. Writes at most outlen bytes with a NUL; a longer result ends in "...". Returns out.
+ * split. Writes at most outlen bytes with a NUL: the whole result when it fits, else as many
+ * whole escapes as fit before "..." (nothing when outlen < 4). Returns out.
  */
 char *log_escape(const char *s, char *out, size_t outlen);
 
