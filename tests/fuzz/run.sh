@@ -3,7 +3,8 @@
 #
 # Runs every libFuzzer harness built in BUILD (make fuzz builds them in build-fuzz/) for
 # SECONDS each (default $FUZZ_SECONDS, else 60), FUZZ_JOBS of them at a time (default 1),
-# and prints one row per harness: executions, executions per second, corpus size, crashes.
+# and prints one row per harness: executions, executions per second, coverage (libFuzzer's
+# "cov": code edges reached; "ft": features), corpus size, crashes.
 # FUZZ_ONLY="a b" runs only the harnesses named.
 #
 #   tests/fuzz/run.sh BUILD [SECONDS]
@@ -46,15 +47,20 @@ export out src seconds
 printf '%s\n' "${harnesses[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {}'
 
 crashed=0
-printf '%-16s %8s %12s %10s %8s %8s\n' harness seconds executions exec/s corpus crashes
+printf '%-16s %8s %12s %10s %6s %7s %8s %8s\n' harness seconds executions exec/s cov ft corpus \
+    crashes
 for name in "${harnesses[@]}"; do
     log=$out/$name.log
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)
+    ft=${cov##* }
+    cov=${cov#cov: }
+    cov=${cov%% *}
     corpus=$(find "$out/work/$name" "$src/corpus/$name" -type f | wc -l)
     crashes=$(find "$out/crashes/$name" -type f | wc -l)
-    printf '%-16s %8s %12s %10s %8s %8s\n' "$name" "$seconds" "${execs:-?}" "${rate:-?}" \
-        "$corpus" "$crashes"
+    printf '%-16s %8s %12s %10s %6s %7s %8s %8s\n' "$name" "$seconds" "${execs:-?}" \
+        "${rate:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$crashes"
     if [ "$crashes" -gt 0 ] || ! grep -q '^stat::number_of_executed_units' "$log"; then
         crashed=1
         echo "--- $name: $(grep -m1 -E 'ERROR|property does not hold|deadly signal' "$log" || tail -1 "$log")" >&2
