@@ -160,6 +160,28 @@ static void layout(int size, const size_t *len, size_t esize, size_t *boff, size
     }
 }
 
+/* What every rank of one pass needs: its view of its buffers, its pipe, its state and its
+ * stream, over one layout of the chunks (boff and blen, in bytes). */
+struct ranks {
+    size_t boff[MAX_SIZE], blen[MAX_SIZE];
+    struct ring__bufv bv[MAX_SIZE];
+    struct ring__pipe p[MAX_SIZE];
+    struct ring__pipe_state st[MAX_SIZE];
+    struct ring__stream s[MAX_SIZE];
+};
+
+/* Builds rank r's stream over w->bv[r] with pipe's settings (the layout and the view are
+ * filled in here), as the collective would. */
+static void ranks_start(struct ranks *w, int r, int size, struct ring__pipe pipe, size_t seg,
+                        char *scratch)
+{
+    pipe.boff = w->boff;
+    pipe.blen = w->blen;
+    pipe.bv = &w->bv[r];
+    w->p[r] = pipe;
+    ring__pipe_init(&w->st[r], &w->s[r], &w->p[r], r, size, seg, scratch);
+}
+
 struct ar_case {
     int size;
     size_t count, seg;
@@ -178,20 +200,17 @@ struct ar_case {
 static void allreduce_case(const struct ar_case *k)
 {
     size_t esize = ring_dtype_size(k->dtype), bytes = k->count * esize;
-    size_t len[MAX_SIZE], boff[MAX_SIZE], blen[MAX_SIZE], start[5], cut[3];
+    size_t len[MAX_SIZE], start[5], cut[3];
     char *recv[MAX_SIZE][4], *send[MAX_SIZE][4];
     const char *csend[MAX_SIZE][4];
-    struct ring__bufv bv[MAX_SIZE];
-    struct ring__pipe p[MAX_SIZE];
-    struct ring__pipe_state st[MAX_SIZE];
-    struct ring__stream s[MAX_SIZE];
+    struct ranks w;
     char *scratch[MAX_SIZE];
 
     for (int i = 0; i < k->size; i++) {
         size_t off;
         ring__chunk(k->count, k->size, i, &off, &len[i]);
     }
-    layout(k->size, len, esize, boff, blen);
+    layout(k->size, len, esize, w.boff, w.blen);
     /* piece boundaries at random elements, sorted */
     for (int i = 0; i < k->npieces - 1; i++)
         cut[i] = k->count ? rnd() % (k->count + 1) : 0;
@@ -216,22 +235,18 @@ static void allreduce_case(const struct ar_case *k)
                 put(send[r][i], e, k->dtype, value(r, start[i] / esize + e));
             csend[r][i] = send[r][i];
         }
-        bv[r] = (struct ring__bufv){k->npieces, recv[r], csend[r], start};
-        p[r] = (struct ring__pipe){
-            .first_chunk = 0,
-            .nitems = 2 * (k->size - 1),
-            .nreduce = k->size - 1,
-            .boff = boff,
-            .blen = blen,
-            .bv = &bv[r],
-            .dtype = k->dtype,
-            .op = RING_SUM,
-            .postscale = k->postscale,
-        };
+        w.bv[r] = (struct ring__bufv){k->npieces, recv[r], csend[r], start};
         scratch[r] = guarded(k->seg);
-        ring__pipe_init(&st[r], &s[r], &p[r], r, k->size, k->seg, scratch[r]);
+        ranks_start(&w, r, k->size,
+                    (struct ring__pipe){.first_chunk = 0,
+                                        .nitems = 2 * (k->size - 1),
+                                        .nreduce = k->size - 1,
+                                        .dtype = k->dtype,
+                                        .op = RING_SUM,
+                                        .postscale = k->postscale},
+                    k->seg, scratch[r]);
     }
-    drive(k->size, s, k->maxmove);
+    drive(k->size, w.s, k->maxmove);
 
     for (int r = 0; r < k->size; r++) {
         for (int i = 0; i < k->npieces; i++) {
@@ -331,18 +346,15 @@ END_TEST
  */
 static void reducescatter_case(int size, const size_t *len, size_t seg, size_t maxmove)
 {
-    size_t boff[MAX_SIZE], blen[MAX_SIZE], count = 0, start[2];
+    size_t count = 0, start[2];
     char *work[MAX_SIZE], *mine[MAX_SIZE], *scratch[MAX_SIZE];
     const char *csend[MAX_SIZE][1];
     char *crecv[MAX_SIZE][1];
-    struct ring__bufv bv[MAX_SIZE];
-    struct ring__pipe p[MAX_SIZE];
-    struct ring__pipe_state st[MAX_SIZE];
-    struct ring__stream s[MAX_SIZE];
+    struct ranks w;
 
     for (int i = 0; i < size; i++)
         count += len[i];
-    layout(size, len, 4, boff, blen);
+    layout(size, len, 4, w.boff, w.blen);
     start[0] = 0;
     start[1] = count * 4;
     for (int r = 0; r < size; r++) {
@@ -353,22 +365,20 @@ static void reducescatter_case(int size, const size_t *len, size_t seg, size_t m
         memset(work[r], 0x5A, count * 4); /* whatever the work buffer held */
         crecv[r][0] = work[r];
         csend[r][0] = mine[r];
-        bv[r] = (struct ring__bufv){1, crecv[r], csend[r], start};
-        p[r] = (struct ring__pipe){.first_chunk = -1,
-                                   .nitems = size - 1,
-                                   .nreduce = size - 1,
-                                   .boff = boff,
-                                   .blen = blen,
-                                   .bv = &bv[r],
-                                   .dtype = RING_INT32,
-                                   .op = RING_SUM,
-                                   .postscale = 1.0};
+        w.bv[r] = (struct ring__bufv){1, crecv[r], csend[r], start};
         scratch[r] = guarded(seg);
-        ring__pipe_init(&st[r], &s[r], &p[r], r, size, seg, scratch[r]);
+        ranks_start(&w, r, size,
+                    (struct ring__pipe){.first_chunk = -1,
+                                        .nitems = size - 1,
+                                        .nreduce = size - 1,
+                                        .dtype = RING_INT32,
+                                        .op = RING_SUM,
+                                        .postscale = 1.0},
+                    seg, scratch[r]);
     }
-    drive(size, s, maxmove);
+    drive(size, w.s, maxmove);
     for (int r = 0; r < size; r++) {
-        for (size_t e = boff[r] / 4; e < (boff[r] + blen[r]) / 4; e++) {
+        for (size_t e = w.boff[r] / 4; e < (w.boff[r] + w.blen[r]) / 4; e++) {
             double want = 0;
             for (int q = 0; q < size; q++)
                 want += value(q, e);
@@ -415,42 +425,37 @@ END_TEST
  */
 static void allgatherv_case(int size, const size_t *len, size_t maxmove)
 {
-    size_t boff[MAX_SIZE], blen[MAX_SIZE], count = 0, start[2];
+    size_t count = 0, start[2];
     char *buf[MAX_SIZE], *crecv[MAX_SIZE][1];
     const char *csend[MAX_SIZE][1];
-    struct ring__bufv bv[MAX_SIZE];
-    struct ring__pipe p[MAX_SIZE];
-    struct ring__pipe_state st[MAX_SIZE];
-    struct ring__stream s[MAX_SIZE];
+    struct ranks w;
 
     for (int i = 0; i < size; i++)
         count += len[i];
-    layout(size, len, 8, boff, blen);
+    layout(size, len, 8, w.boff, w.blen);
     start[0] = 0;
     start[1] = count * 8;
     for (int r = 0; r < size; r++) {
         buf[r] = guarded(count * 8);
         memset(buf[r], 0x5A, count * 8);
-        for (size_t e = boff[r] / 8; e < (boff[r] + blen[r]) / 8; e++)
+        for (size_t e = w.boff[r] / 8; e < (w.boff[r] + w.blen[r]) / 8; e++)
             put(buf[r], e, RING_FLOAT64, value(r, e));
         crecv[r][0] = buf[r];
         csend[r][0] = buf[r];
-        bv[r] = (struct ring__bufv){1, crecv[r], csend[r], start};
-        p[r] = (struct ring__pipe){.first_chunk = 0,
-                                   .nitems = size - 1,
-                                   .nreduce = 0,
-                                   .boff = boff,
-                                   .blen = blen,
-                                   .bv = &bv[r],
-                                   .dtype = RING_FLOAT64,
-                                   .op = RING_SUM,
-                                   .postscale = 1.0};
-        ring__pipe_init(&st[r], &s[r], &p[r], r, size, 64, NULL);
+        w.bv[r] = (struct ring__bufv){1, crecv[r], csend[r], start};
+        ranks_start(&w, r, size,
+                    (struct ring__pipe){.first_chunk = 0,
+                                        .nitems = size - 1,
+                                        .nreduce = 0,
+                                        .dtype = RING_FLOAT64,
+                                        .op = RING_SUM,
+                                        .postscale = 1.0},
+                    64, NULL);
     }
-    drive(size, s, maxmove);
+    drive(size, w.s, maxmove);
     for (int r = 0; r < size; r++) {
         for (int owner = 0; owner < size; owner++)
-            for (size_t e = boff[owner] / 8; e < (boff[owner] + blen[owner]) / 8; e++)
+            for (size_t e = w.boff[owner] / 8; e < (w.boff[owner] + w.blen[owner]) / 8; e++)
                 expect(get(buf[r], e, RING_FLOAT64) == value(owner, e),
                        "size %d: rank %d has element %zu (of rank %d's block) as %g", size, r, e,
                        owner, get(buf[r], e, RING_FLOAT64));
