@@ -32,6 +32,7 @@
  * by a fresh copy of the fixture, so that every input meets the same state.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,20 @@ static void copy_file(const char *from, const char *to)
         die(to, NULL);
 }
 
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    remove(path); /* what cannot go stays behind in /tmp; the walk goes on */
+    return 0;
+}
+
+/* At exit (the end of a fuzzing run or a replay): the fixture's directory goes. */
+static void cleanup(void)
+{
+    store_close(st);
+    st = NULL;
+    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* A fresh copy of the fixture's database as this harness's store. */
 static void reset(void)
 {
@@ -167,6 +182,7 @@ static void fixture(void)
 
     if (mkdtemp(dir) == NULL)
         die("mkdtemp", NULL);
+    atexit(cleanup);
     snprintf(template_db, sizeof(template_db), "%s/template.db", dir);
     snprintf(work_db, sizeof(work_db), "%s/ringd.db", dir);
     snprintf(ckpt_prefix, sizeof(ckpt_prefix), "%s/checkpoints/", dir);
