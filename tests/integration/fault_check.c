@@ -3,9 +3,12 @@
  * fault_check - one rank fails in the middle of a large allreduce; every other rank must get
  * an error back within the operation timeout, never hang.
  *
- *   fault_check kill  VICTIM DELAY_MS   the victim SIGKILLs itself mid-allreduce
- *   fault_check stall VICTIM DELAY_MS   the victim SIGSTOPs itself (alive, silent); the
- *                                        survivors time out, then rank 0 kills it
+ *   fault_check kill  VICTIM DELAY_MS [COUNT]   the victim SIGKILLs itself mid-allreduce
+ *   fault_check stall VICTIM DELAY_MS [COUNT]   the victim SIGSTOPs itself (alive, silent);
+ *                                               the survivors time out, then rank 0 kills it
+ *
+ * COUNT floats per allreduce, 4 Mi (16 MiB) by default; a small one (16) runs blocking
+ * allreduces back to back on the engine's fast path instead.
  *
  * Survivors print "rank R: got RING_E... after N ms" and exit 0 when the error came in
  * time (RING_OP_TIMEOUT_SECONDS + 2 s of slack), 1 when it came late or never.
@@ -45,13 +48,17 @@ int main(int argc, char **argv)
     const char *tmo = getenv("RING_OP_TIMEOUT_SECONDS");
     pthread_t th;
 
-    if (argc != 4 || (strcmp(argv[1], "kill") != 0 && strcmp(argv[1], "stall") != 0)) {
-        fprintf(stderr, "usage: fault_check kill|stall VICTIM DELAY_MS\n");
+    if (argc < 4 || argc > 5 || (strcmp(argv[1], "kill") != 0 && strcmp(argv[1], "stall") != 0)) {
+        fprintf(stderr, "usage: fault_check kill|stall VICTIM DELAY_MS [COUNT]\n");
         return 2;
     }
     stall = strcmp(argv[1], "stall") == 0;
     target = atoi(argv[2]);
     delay_ms = atoi(argv[3]);
+    if (argc == 5 && (count = strtoul(argv[4], NULL, 10)) == 0) {
+        fprintf(stderr, "fault_check: COUNT must be at least 1\n");
+        return 2;
+    }
     limit_ms = ((tmo ? atof(tmo) : 30.0) + 2.0) * 1000.0;
     if ((rc = ring_init()) != 0) {
         fprintf(stderr, "ring_init: %s\n", ring_strerror(rc));
@@ -68,7 +75,7 @@ int main(int argc, char **argv)
         ring_allreduce(RING_IN_PLACE, pids, 64, RING_INT64, RING_MAX);
         if (rank == target)
             pthread_create(&th, NULL, victim, NULL);
-        for (int i = 0; i < 100000; i++) {
+        for (long i = 0; i < 100000000; i++) {
             t0 = now_ms();
             rc = ring_allreduce(RING_IN_PLACE, buf, count, RING_FLOAT32, RING_SUM);
             if (rc != 0)

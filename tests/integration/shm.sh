@@ -46,6 +46,36 @@ done
 grep 'got RING_E' "$WORK/out"
 ok "a rank killed mid-allreduce over shm: the 3 others get an error at once; /dev/shm is clean"
 
+# The same while every rank runs small blocking allreduces back to back: the engine's fast
+# path (the data rides in the control round, on the calling thread) must fail the same way.
+start=$(date +%s)
+RING_TRANSPORT=shm RING_OP_TIMEOUT_SECONDS=20 \
+    expect_rc 137 "$RINGRUN" -v -np 4 --kill-grace 30 "$FAULT_CHECK" kill 2 300 16
+for r in 0 1 3; do
+    grep -Eq "^\[$r\]<stdout>:rank $r: got RING_E(PEER|BROKEN) .*closed the connection" \
+        "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "rank $r did not report the dead peer"; }
+    grep -qx "ringrun: rank $r exited with status 0" "$WORK/err" ||
+        { cat "$WORK/out" "$WORK/err"; fail "survivor rank $r failed its own checks"; }
+done
+[ $(( $(date +%s) - start )) -lt 15 ] || fail "the survivors took too long to notice (fast path)"
+[ "$before" = "$(shm_entries)" ] || fail "/dev/shm changed after the fast-path kill"
+grep 'got RING_E' "$WORK/out"
+ok "a rank killed during small blocking allreduces (fast path) over shm: an error everywhere"
+
+# A silent (stopped) rank during small blocking allreduces: the others time out, no hang.
+start=$(date +%s)
+RING_TRANSPORT=shm RING_OP_TIMEOUT_SECONDS=2 \
+    expect_rc 137 "$RINGRUN" -v -np 3 --kill-grace 30 "$FAULT_CHECK" stall 1 300 16
+for r in 0 2; do
+    grep -Eq "^\[$r\]<stdout>:rank $r: got RING_E" "$WORK/out" ||
+        { cat "$WORK/out" "$WORK/err"; fail "rank $r got no error from the stopped peer"; }
+    grep -qx "ringrun: rank $r exited with status 0" "$WORK/err" ||
+        { cat "$WORK/out" "$WORK/err"; fail "survivor rank $r failed its own checks"; }
+done
+[ $(( $(date +%s) - start )) -lt 15 ] || fail "the survivors of a stopped rank took too long"
+grep 'got RING_E' "$WORK/out"
+ok "a stopped rank during small blocking allreduces: the others time out, never hang"
+
 # While a job runs, its segments are mapped but have no name anywhere.
 RING_TRANSPORT=shm RING_OP_TIMEOUT_SECONDS=2 "$RINGRUN" -np 2 --kill-grace 30 \
     "$FAULT_CHECK" stall 1 1500 >"$WORK/out" 2>&1 &

@@ -135,18 +135,17 @@ static int submit1(struct ring__engine *e, struct ring__request *r, const void *
     return ring__engine_submit(e, &s, 1, handle);
 }
 
-int ring_allreduce_async(const char *name, const void *sendbuf, void *recvbuf, size_t count,
-                         ring_dtype_t dtype, ring_op_t op, double prescale, double postscale,
-                         ring_process_set_t ps, ring_handle_t **handle)
+/* Checks an allreduce's arguments and fills in its submission. */
+static int allreduce_sub(struct ring__engine *e, const char *name, const void *sendbuf,
+                         void *recvbuf, size_t count, ring_dtype_t dtype, ring_op_t op,
+                         double prescale, double postscale, ring_process_set_t ps,
+                         struct ring__submit *sub)
 {
-    struct ring__request r;
+    struct ring__request *r = &sub->req;
     int rc, sr, ss;
-    struct ring__engine *e = engine(&rc);
 
-    if (e == NULL)
-        return rc;
-    if ((rc = base_request(e, &r, RING__ALLREDUCE, name, dtype, ps, &sr, &ss)) < 0 ||
-        (rc = reduce_args(&r, name, dtype, op, prescale, postscale)) < 0)
+    if ((rc = base_request(e, r, RING__ALLREDUCE, name, dtype, ps, &sr, &ss)) < 0 ||
+        (rc = reduce_args(r, name, dtype, op, prescale, postscale)) < 0)
         return rc;
     if ((rc = check_bytes("allreduce", name, count, 1, dtype)) < 0)
         return rc;
@@ -154,8 +153,26 @@ int ring_allreduce_async(const char *name, const void *sendbuf, void *recvbuf, s
         sendbuf = recvbuf;
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "allreduce '%s': NULL buffer with count %zu", name, count);
-    r.count = count;
-    return submit1(e, &r, sendbuf, recvbuf, handle);
+    r->count = count;
+    sub->sendbuf = sendbuf;
+    sub->recvbuf = recvbuf;
+    return 0;
+}
+
+int ring_allreduce_async(const char *name, const void *sendbuf, void *recvbuf, size_t count,
+                         ring_dtype_t dtype, ring_op_t op, double prescale, double postscale,
+                         ring_process_set_t ps, ring_handle_t **handle)
+{
+    struct ring__submit sub;
+    int rc;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    if ((rc = allreduce_sub(e, name, sendbuf, recvbuf, count, dtype, op, prescale, postscale, ps,
+                            &sub)) < 0)
+        return rc;
+    return ring__engine_submit(e, &sub, 1, handle);
 }
 
 int ring_grouped_allreduce_async(const char *name, int n, const void *const *sendbufs,
@@ -400,8 +417,19 @@ static void noname(char *buf, size_t len, const char *what)
 int ring_allreduce_scaled(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
                           ring_op_t op, double prescale, double postscale)
 {
-    BLOCKING("allreduce", ring_allreduce_async(name, sendbuf, recvbuf, count, dtype, op, prescale,
-                                               postscale, RING_GLOBAL, &h));
+    struct ring__submit sub;
+    char name[64];
+    int rc;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    noname(name, sizeof(name), "allreduce");
+    if ((rc = allreduce_sub(e, name, sendbuf, recvbuf, count, dtype, op, prescale, postscale,
+                            RING_GLOBAL, &sub)) < 0)
+        return rc;
+    /* The fast path when it applies (engine.c), else a submission and a wait. */
+    return ring__engine_allreduce(e, &sub);
 }
 
 int ring_allreduce(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,

@@ -80,6 +80,7 @@ class EngineStats(ctypes.Structure):
             "tensors",
             "collectives",
             "negotiation_us",
+            "fast_path",
         )
     ]
 

@@ -173,4 +173,33 @@ int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, 
  */
 int ring__bcast_bytes(const struct ring__comm *c, char **buf, size_t *len);
 
+/* ---- the engine's control allreduce (control.c) ---- */
+
+/* The largest attachment: the allreduces recursive doubling serves (RING_SMALL_...). */
+#define RING__ATTACH_MAX (64 * 1024)
+
+/*
+ * A small allreduce riding on the control round. data holds this rank's input (prescaled)
+ * and receives the result; count elements of dtype (bytes in all, at most
+ * RING__ATTACH_MAX), reduced with op (SUM, MIN, MAX, PRODUCT; postscale is the caller's).
+ * bit names the tensor (its cache bit; -1: no attachment). On return valid is 1 when every
+ * rank attached the same bit and bytes, and data holds the reduction of all of them; 0
+ * when the attachment did not go through, on every rank alike, and data is undefined.
+ */
+struct ring__attach {
+    int bit;
+    void *data;
+    size_t count, bytes;
+    ring_dtype_t dtype;
+    ring_op_t op;
+    int valid;
+};
+
+/*
+ * ANDs nwords control words across the communicator (recursive doubling, so all ranks get
+ * bitwise the same words), carrying a (may be NULL). Returns 0 or a transport error.
+ */
+int ring__ctl_allreduce(const struct ring__comm *c, uint64_t *words, size_t nwords,
+                        struct ring__attach *a);
+
 #endif /* RING_COLLECTIVES_H */

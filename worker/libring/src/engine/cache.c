@@ -90,6 +90,8 @@ int ring__cache_put(struct ring__cache *c, const struct ring__request *req)
         return -1;
     }
     c->entries[victim].used = 1;
+    if (victim >= c->hwm)
+        c->hwm = victim + 1;
     ring__cache_touch(c, victim);
     return victim;
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine_impl.h"
@@ -146,37 +147,105 @@ void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
 
 /* ---- the thread ---- */
 
-/* Sleeps until there is work, a peer starts a cycle, or the cycle time passes. */
-static void wait_for_work(struct ring__engine *e, int64_t last_cycle_us)
+/*
+ * Under cycle_mu: whether a cycle must run now (1), else how long the thread may sleep:
+ * *timeout_us (-1: until something happens), and *defer is 1 when a peer's cycle is held
+ * back. Work of its own starts a cycle at once, and so does a peer that started one (its
+ * bytes are waiting); while this rank waits on others (for tensors, a join or the shutdown)
+ * it cycles every RING_CYCLE_TIME_MS, as Horovod does.
+ *
+ * A peer's cycle that finds this rank with nothing to do is answered only after
+ * RING_FAST_GRACE_US (unless a local blocking call takes it first, the fast path): in a
+ * program of blocking small allreduces the ranks arrive a few microseconds apart, and the
+ * first one's control round would otherwise be answered by the others' engine threads
+ * without their data, which costs two more rounds and two thread wake-ups. Answering an
+ * idle rank's part late delays nothing that could complete without it but a joined rank's
+ * or another process set's tensors, by at most the grace.
+ */
+static int needs_cycle(struct ring__engine *e, int64_t *timeout_us, int *defer)
 {
-    int timeout = -1, busy, shutdown;
+    int busy, waiting;
+    int64_t now;
 
+    *timeout_us = -1;
+    *defer = 0;
     pthread_mutex_lock(&e->mu);
     busy = e->qhead != NULL || e->join_pending || e->timeline_swapping;
-    shutdown = e->shutdown; /* ring__engine_stop sets it from the program's thread */
-    e->sleeping = !busy;
+    waiting = e->shutdown; /* ring__engine_stop sets it from the program's thread */
     pthread_mutex_unlock(&e->mu);
     if (busy || ring__stop_local() > e->stop_agreed)
-        goto awake;
-    /* Waiting on other ranks (for tensors, a join or the shutdown): cycle at the cycle time. */
-    if (e->npending > 0 || e->joined || shutdown) {
-        int64_t left = last_cycle_us + (int64_t)e->cycle_ms * 1000 - ring__now_us();
-        if (left <= 0)
-            goto awake;
-        timeout = (int)((left + 999) / 1000);
+        return 1;
+    now = ring__now_us();
+    if (e->ctx->mesh != NULL && (e->defer_since != 0 || ring__mesh_rx_ready(e->ctx->mesh))) {
+        if (waiting || e->npending > 0 || e->joined || !e->fast || e->grace_us == 0)
+            return 1;
+        if (e->defer_since == 0)
+            e->defer_since = now;
+        *timeout_us = e->defer_since + e->grace_us - now;
+        if (*timeout_us <= 0)
+            return 1;
+        *defer = 1;
+        return 0;
     }
-    if (e->ctx->mesh != NULL) {
-        ring__mesh_idle_wait(e->ctx->mesh, e->wake_fd, timeout);
-    } else {
-        struct pollfd pfd = {.fd = e->wake_fd, .events = POLLIN};
-        uint64_t v;
-        if (poll(&pfd, 1, timeout) > 0 && read(e->wake_fd, &v, sizeof(v)) < 0)
-            v = 0; /* EAGAIN: another read took it */
+    if (waiting || e->npending > 0 || e->joined) {
+        *timeout_us = e->last_cycle_us + (int64_t)e->cycle_ms * 1000 - now;
+        if (*timeout_us <= 0)
+            return 1;
     }
-awake:
+    return 0;
+}
+
+/*
+ * Sleeps until there is work, a peer starts a cycle, or timeout_us passes (-1: no limit).
+ * With defer, a peer has started a cycle already: sleep on the wake fd alone. Called with
+ * cycle_mu held, which it drops while it sleeps: a blocking call may run cycles meanwhile
+ * (the fast path), and lowers the mesh's idle flags while it does (see fast_cycle).
+ */
+static void sleep_for_work(struct ring__engine *e, int64_t timeout_us, int defer)
+{
+    struct ring__mesh *m = e->ctx->mesh;
+    int ready = 0, timeout_ms = timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000);
+
+    pthread_mutex_lock(&e->mu);
+    e->sleeping = 1;
+    e->idle_waiting = m != NULL && !defer;
+    ready = e->qhead != NULL || e->join_pending || e->timeline_swapping;
+    pthread_mutex_unlock(&e->mu);
+    if (m != NULL && !defer)
+        ready |= ring__mesh_idle_arm(m);
+    pthread_mutex_unlock(&e->cycle_mu);
+    if (!ready && ring__stop_local() <= e->stop_agreed) {
+        if (m != NULL && !defer) {
+            ring__mesh_idle_poll(m, e->wake_fd, timeout_ms);
+        } else {
+            struct pollfd pfd = {.fd = e->wake_fd, .events = POLLIN};
+            struct timespec ts = {(time_t)(timeout_us / 1000000),
+                                  (long)(timeout_us % 1000000) * 1000};
+            uint64_t v;
+            if (ppoll(&pfd, 1, timeout_us < 0 ? NULL : &ts, NULL) > 0 &&
+                read(e->wake_fd, &v, sizeof(v)) < 0)
+                v = 0; /* EAGAIN: another read took it */
+        }
+    }
+    pthread_mutex_lock(&e->cycle_mu);
     pthread_mutex_lock(&e->mu);
     e->sleeping = 0;
+    e->idle_waiting = 0;
     pthread_mutex_unlock(&e->mu);
+    if (m != NULL && !defer)
+        ring__mesh_idle_disarm(m);
+}
+
+/* After a failed cycle: every request fails with the error (a stall did that itself). */
+static void cycle_failed(struct ring__engine *e, int rc)
+{
+    /* The code travels beside the text, which names this rank already. Copied, since
+     * failing the handles may record errors of its own. */
+    if (rc != RING_ESTALL) {
+        char msg[384];
+        snprintf(msg, sizeof(msg), "%s", ring_last_error());
+        ring__eng_fail_all(e, rc, msg);
+    }
 }
 
 static void *engine_main(void *arg)
@@ -185,22 +254,27 @@ static void *engine_main(void *arg)
     /* The default 50 us timer slack would stretch the 20 us settle sleeps (engine_cycle.c)
      * to 70 us; 1 us keeps them near what they ask for. This thread only. */
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    pthread_mutex_lock(&e->cycle_mu);
     for (;;) {
-        int64_t start = ring__now_us();
-        int rc = ring__eng_cycle(e);
+        int rc, defer, failed;
+        int64_t timeout;
+
+        pthread_mutex_lock(&e->mu);
+        failed = e->failed; /* a cycle on the fast path failed */
+        pthread_mutex_unlock(&e->mu);
+        if (failed)
+            break;
+        if (!needs_cycle(e, &timeout, &defer)) {
+            sleep_for_work(e, timeout, defer);
+            continue;
+        }
+        rc = ring__eng_cycle(e, NULL);
         if (rc == 1)
             break;
         if (rc < 0) {
-            /* The code travels beside the text, which names this rank already. Copied,
-             * since failing the handles may record errors of its own. */
-            if (rc != RING_ESTALL) {
-                char msg[384];
-                snprintf(msg, sizeof(msg), "%s", ring_last_error());
-                ring__eng_fail_all(e, rc, msg);
-            }
+            cycle_failed(e, rc);
             break;
         }
-        wait_for_work(e, start);
     }
     /* Whatever is still queued will never run. */
     pthread_mutex_lock(&e->mu);
@@ -212,13 +286,14 @@ static void *engine_main(void *arg)
     pthread_mutex_unlock(&e->mu);
     if (e->npending > 0)
         ring__eng_fail_all(e, RING_ESHUTDOWN, "the engine shut down before the operation ran");
+    pthread_mutex_unlock(&e->cycle_mu);
     return NULL;
 }
 
 int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
 {
     struct ring__engine *e = calloc(1, sizeof(*e));
-    long cycle_ms, fusion, cache, stall_check, stall_shutdown;
+    long cycle_ms, fusion, cache, stall_check, stall_shutdown, fast, grace;
     const char *comp = getenv("RING_COMPRESSION"), *tl = getenv("RING_TIMELINE");
     int rc;
 
@@ -233,6 +308,7 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     e->qtail = &e->qhead;
     e->compression = -1;
     pthread_mutex_init(&e->mu, NULL);
+    pthread_mutex_init(&e->cycle_mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     /* 1 ms and 128 MiB are Horovod's defaults (HOROVOD_CYCLE_TIME, HOROVOD_FUSION_THRESHOLD);
      * 1024 cache entries covers the tensor count of common models (ResNet-50 has 161). */
@@ -240,8 +316,12 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
         (rc = ring__env_int("RING_FUSION_THRESHOLD", 128L << 20, 0, 1L << 40, &fusion)) < 0 ||
         (rc = ring__env_int("RING_CACHE_CAPACITY", 1024, 0, 1 << 20, &cache)) < 0 ||
         (rc = ring__env_int("RING_STALL_CHECK_SECONDS", 60, 0, 1L << 30, &stall_check)) < 0 ||
-        (rc = ring__env_int("RING_STALL_SHUTDOWN_SECONDS", 0, 0, 1L << 30, &stall_shutdown)) < 0)
+        (rc = ring__env_int("RING_STALL_SHUTDOWN_SECONDS", 0, 0, 1L << 30, &stall_shutdown)) < 0 ||
+        (rc = ring__env_int("RING_FAST_PATH", 1, 0, 1, &fast)) < 0 ||
+        (rc = ring__env_int("RING_FAST_GRACE_US", 200, 0, 1000000, &grace)) < 0)
         goto error;
+    e->fast = (int)fast;
+    e->grace_us = grace;
     e->cycle_ms = (int)cycle_ms;
     e->fusion_threshold = (size_t)fusion;
     e->stall_check_us = stall_check * 1000000;
@@ -267,9 +347,10 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     e->absent = calloc((size_t)cache + 1, 1);
     e->fired = calloc((size_t)cache + 1, 1);
     e->fresp = calloc((size_t)cache + 1, sizeof(*e->fresp));
+    e->fast_buf = malloc(RING__ATTACH_MAX);
     if (e->ctl == NULL || e->joined_ranks == NULL || e->prev_joined == NULL ||
         e->bit_since == NULL || e->absent == NULL || e->fired == NULL || e->fresp == NULL ||
-        ring__cache_init(&e->cache, (int)cache) < 0 ||
+        e->fast_buf == NULL || ring__cache_init(&e->cache, (int)cache) < 0 ||
         ring__psets_init(&e->psets, ctx->size, ctx->rank) < 0) {
         rc = RING_ENOMEM;
         goto error;
@@ -334,7 +415,9 @@ int ring__engine_stop(struct ring__engine *e)
     free(e->fired);
     free(e->fresp);
     free(e->fusion);
+    free(e->fast_buf);
     pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->cycle_mu);
     pthread_cond_destroy(&e->cv);
     free(e);
     return 0;
@@ -419,6 +502,111 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
         ring__engine_wake(e);
     *handle = h;
     return 0;
+}
+
+/*
+ * The fast path of a blocking allreduce: with nothing else in flight on this rank and the
+ * tensor in the response cache, the calling thread runs the next cycle itself and the
+ * data rides in its control round (control.c). When every rank did the same, the
+ * allreduce is done after one round and no thread was woken. Otherwise (another rank
+ * was not ready, or is not on the fast path) the tensor is pending like any other, and
+ * the engine thread carries it on; a mismatch or a failure ends it on every rank as
+ * usual. Returns 1 with the call's status in *status, or 0 when the path does not apply
+ * (then submit as usual).
+ */
+static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, int *status)
+{
+    const struct ring__request *r = &sub->req;
+    size_t es = ring_dtype_size((ring_dtype_t)r->dtype), bytes = (size_t)r->count * es;
+    struct ring__mesh *m = e->ctx->mesh;
+    struct ring_handle *h;
+    struct entry *en;
+    struct ring__fast f;
+    int bit, ok, idle, rc;
+
+    if (!e->fast || r->type != RING__ALLREDUCE || r->process_set != RING_GLOBAL ||
+        r->group_size > 1 || bytes > RING__ATTACH_MAX ||
+        (e->compression >= 0 && r->dtype == RING_FLOAT32 &&
+         (r->op == RING_SUM || r->op == RING_AVERAGE)))
+        return 0;
+    h = calloc(1, sizeof(*h));
+    en = calloc(1, sizeof(*en));
+    if (h == NULL || en == NULL || ring__request_copy(&en->req, r) < 0) {
+        free(h);
+        free(en);
+        return 0;
+    }
+    pthread_mutex_lock(&e->cycle_mu);
+    pthread_mutex_lock(&e->mu);
+    ok = !e->failed && !e->shutdown && e->qhead == NULL && !e->join_pending && !e->joined &&
+         !e->timeline_swapping && e->npending == 0 &&
+         ring__strmap_get(&e->inflight, r->name) == NULL;
+    bit = ok ? ring__cache_lookup(&e->cache, r) : -1;
+    if (bit >= 0 && ring__strmap_put(&e->inflight, en->req.name, h) < 0)
+        bit = -1;
+    idle = e->idle_waiting;
+    pthread_mutex_unlock(&e->mu);
+    if (bit < 0 || ring__strmap_put(&e->pending, en->req.name, en) < 0) {
+        if (bit >= 0) {
+            pthread_mutex_lock(&e->mu);
+            ring__strmap_del(&e->inflight, en->req.name);
+            pthread_mutex_unlock(&e->mu);
+        }
+        pthread_mutex_unlock(&e->cycle_mu);
+        ring__request_clear(&en->req);
+        free(en);
+        free(h);
+        return 0;
+    }
+    h->remaining = 1;
+    en->sendbuf = sub->sendbuf;
+    en->recvbuf = sub->recvbuf;
+    en->handle = h;
+    en->submit_us = ring__now_us();
+    en->bit = bit;
+    e->npending++;
+    ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1, en->submit_us, NULL);
+
+    f = (struct ring__fast){.en = en, .post = r->postscale};
+    f.at = (struct ring__attach){
+        .bit = bit,
+        .data = e->fast_buf,
+        .count = (size_t)r->count,
+        .bytes = bytes,
+        .dtype = (ring_dtype_t)r->dtype,
+        .op = r->op == RING_AVERAGE ? RING_SUM : (ring_op_t)r->op,
+    };
+    if (r->op == RING_AVERAGE)
+        f.post /= e->ctx->size; /* nobody has joined: the fast path requires it */
+    ring__scale(e->fast_buf, sub->sendbuf, (size_t)r->count, f.at.dtype, r->prescale);
+    /* The engine thread sleeps with the peers asked to wake it when a cycle starts: this
+     * thread runs the cycle, so lower the flags for it, and raise them again after. */
+    if (idle)
+        ring__mesh_idle_disarm(m);
+    rc = ring__eng_cycle(e, &f);
+    if (rc < 0)
+        cycle_failed(e, rc);
+    if (idle && ring__mesh_idle_arm(m))
+        ring__engine_wake(e); /* a peer started the next cycle meanwhile */
+    pthread_mutex_unlock(&e->cycle_mu);
+    /* Not done: the engine thread takes it from here (it cycles while tensors wait). */
+    if (!h->done || rc < 0)
+        ring__engine_wake(e);
+    *status = ring_wait(h);
+    return 1;
+}
+
+int ring__engine_allreduce(struct ring__engine *e, const struct ring__submit *sub)
+{
+    struct ring_handle *h;
+    int rc, status;
+
+    if (fast_cycle(e, sub, &status))
+        return status;
+    ring__engine_next_is_blocking(1);
+    rc = ring__engine_submit(e, sub, 1, &h);
+    ring__engine_next_is_blocking(0);
+    return rc < 0 ? rc : ring_wait(h);
 }
 
 /* Blocks until h is done. A program that waits has submitted what it had: the burst is

@@ -135,6 +135,7 @@ struct ring__cache {
     } * entries;
     struct ring__strmap index; /* name -> entry index + 1 */
     uint64_t clock;
+    int hwm; /* every used bit is below this (puts fill the lowest free bit first) */
 };
 
 /* Returns 0 or RING_ENOMEM. capacity 0 makes a cache that never holds anything. */
@@ -248,6 +249,11 @@ struct ring__submit {
  */
 int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs, int n,
                         struct ring_handle **handle);
+/*
+ * A blocking allreduce: the fast path (engine.c) when it applies, else a submission and a
+ * wait. Returns the call's status, as ring_wait.
+ */
+int ring__engine_allreduce(struct ring__engine *e, const struct ring__submit *sub);
 /*
  * Says (yes = 1) that the calling thread's next submission is a blocking call: it will
  * wait at once, so no burst follows it and the engine need not wait for one

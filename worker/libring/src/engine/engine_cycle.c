@@ -266,11 +266,11 @@ static int full_round(struct ring__engine *e, const unsigned char *fired,
 
 /* Rank 0: cached tensors some ranks have had ready for longer than the stall check get a
  * full round, so that their names (and the missing ranks) become known. */
-static void watch_bits(struct ring__engine *e, const uint64_t *all, const uint64_t *notany,
+static void watch_bits(struct ring__engine *e, int hwm, const uint64_t *all, const uint64_t *notany,
                        int64_t now)
 {
     e->force_full = 0;
-    for (int bit = 0; bit < e->cache.capacity; bit++) {
+    for (int bit = 0; bit < hwm; bit++) {
         int some = !ctl_get(notany, bit), every = ctl_get(all, bit);
         if (!some || every) {
             e->bit_since[bit] = 0;
@@ -343,10 +343,32 @@ static void take_queue(struct ring__engine *e)
     }
 }
 
-/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. */
-int ring__eng_cycle(struct ring__engine *e)
+/*
+ * The fast path's tensor, done in the control round: its result goes to the caller's
+ * buffer, and its entry completes without running a collective of its own.
+ */
+static void finish_fast(struct ring__engine *e, struct ring__fast *f)
 {
-    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, cw = e->cw, rc;
+    struct entry *en = f->en;
+    ring__scale(en->recvbuf, f->at.data, f->at.count, f->at.dtype, f->post);
+    TL_PHASE(e, en->req.name, "NEGOTIATE", 0, NULL);
+    TL_PHASE(e, en->req.name, "ALLREDUCE", 1, "\"fast\":true");
+    TL_PHASE(e, en->req.name, "ALLREDUCE", 0, NULL);
+    pthread_mutex_lock(&e->mu);
+    e->stats.collectives++;
+    e->stats.cache_hits++; /* agreed by the cache's bit like the others */
+    e->stats.fast_path++;
+    pthread_mutex_unlock(&e->mu);
+    ring__eng_complete(e, en, 0, NULL);
+    f->done = 1;
+}
+
+/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. */
+int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
+{
+    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
+    /* Only the cache's used bits travel; every rank's cache is the same, so is its size. */
+    int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw;
     int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0;
     uint64_t *w = e->ctl, or_flags, and_flags;
     unsigned char *fired = NULL;
@@ -355,8 +377,12 @@ int ring__eng_cycle(struct ring__engine *e)
     char msg[384] = "";
     int64_t t0;
 
-    settle(e);
+    /* A blocking call on the fast path has no burst to wait for. */
+    if (f == NULL)
+        settle(e);
     t0 = ring__now_us();
+    e->last_cycle_us = t0;
+    e->defer_since = 0;
     take_queue(e);
     pthread_mutex_lock(&e->mu);
     shutdown_local = e->shutdown;
@@ -368,7 +394,7 @@ int ring__eng_cycle(struct ring__engine *e)
     pthread_mutex_unlock(&e->mu);
 
     /* Step 2: the control vector. */
-    memset(w, 0, (size_t)e->words * sizeof(uint64_t));
+    memset(w, 0, (size_t)words * sizeof(uint64_t));
     ring__strmap_each(&e->pending, count_uncached, &col);
     or_flags = (col.uncached ? F_UNCACHED : 0) | (ring__stop_local() ? F_STOP : 0) |
                (rank == 0 && e->force_full ? F_FORCE_FULL : 0);
@@ -379,7 +405,7 @@ int ring__eng_cycle(struct ring__engine *e)
             ctl_set(w + 2, r);
     }
     /* A rank is "ready" for tensors of sets it is not in, and for all once it joined. */
-    for (int b = 0; b < e->cache.capacity; b++) {
+    for (int b = 0; b < hwm; b++) {
         if (join_local || (e->cache.entries[b].used && e->absent[b]))
             ctl_set(w + 2 + jw, b);
     }
@@ -397,11 +423,9 @@ int ring__eng_cycle(struct ring__engine *e)
                 mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
         }
     }
-    /* Always recursive doubling: the algorithm must not follow tunables a program may change
-     * between its own calls, or ranks could disagree on it. */
-    rc = e->ctx->size > 1 ? ring__allreduce_rd(&e->world, w, w, (size_t)e->words, RING_INT64,
-                                               RING__OP_BAND, 1.0, 1.0)
-                          : 0;
+    /* Always recursive doubling (control.c): the algorithm must not follow tunables a
+     * program may change between its own calls, or ranks could disagree on it. */
+    rc = ring__ctl_allreduce(&e->world, w, (size_t)words, f != NULL ? &f->at : NULL);
     if (rc < 0)
         return rc;
     or_flags = ~w[0];
@@ -414,19 +438,23 @@ int ring__eng_cycle(struct ring__engine *e)
     /* Step 3: cached tensors ready everywhere, in bit order. */
     fired = e->fired;
     fresp = e->fresp;
-    memset(fired, 0, (size_t)e->cache.capacity);
-    for (int b = 0; b < e->cache.capacity; b++) {
+    memset(fired, 0, (size_t)hwm);
+    for (int b = 0; b < hwm; b++) {
         /* ready on every rank, and really held by at least one */
         if (!e->cache.entries[b].used || !ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b))
             continue;
         fired[b] = 1;
+        if (f != NULL && f->at.valid && b == f->at.bit) {
+            finish_fast(e, f); /* every rank attached it: done already, on every rank */
+            continue;
+        }
         memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
         fresp[nfired].req = e->cache.entries[b].req; /* shallow: cacheable has no counts */
         fresp[nfired].req.counts = NULL;
         nfired++;
     }
     if (rank == 0)
-        watch_bits(e, w + 2 + jw, w + 2 + jw + cw, t0);
+        watch_bits(e, hwm, w + 2 + jw, w + 2 + jw + cw, t0);
 
     /* Step 4. */
     if (or_flags & (F_UNCACHED | F_FORCE_FULL)) {
@@ -472,7 +500,7 @@ int ring__eng_cycle(struct ring__engine *e)
     if ((rc = ring__eng_execute(e, fresp, nfired)) < 0 ||
         (rc = ring__eng_execute(e, resp, nresp)) < 0)
         goto out;
-    for (int b = 0; b < e->cache.capacity; b++) {
+    for (int b = 0; b < hwm; b++) {
         if (fired[b])
             ring__cache_touch(&e->cache, b);
     }

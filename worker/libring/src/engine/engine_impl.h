@@ -45,12 +45,22 @@ struct stall {
     unsigned char *seen; /* per world rank: its request has been seen */
 };
 
+/*
+ * Who runs cycles. Usually the engine thread; but a blocking allreduce with nothing else
+ * in flight may run the cycle itself, on the caller's thread (the fast path, engine.c),
+ * which saves waking the engine thread and waiting for it. Whoever holds cycle_mu runs
+ * the next cycle and owns the fields marked "cycle" below; the engine thread drops it
+ * while it sleeps.
+ */
 struct ring__engine {
     struct ring__ctx *ctx;
     struct ring__comm world;
     pthread_t thread;
     int started;
     int wake_fd;
+    pthread_mutex_t cycle_mu;
+    int fast;       /* the fast path is on (RING_FAST_PATH) */
+    char *fast_buf; /* cycle: the fast path's working copy, RING__ATTACH_MAX bytes */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -70,7 +80,7 @@ struct ring__engine {
     struct ring_engine_stats stats;
     struct ring__process_sets psets;
 
-    /* engine thread only */
+    /* cycle (see cycle_mu) */
     struct ring__strmap pending;
     int npending;
     struct ring__cache cache;
@@ -93,6 +103,10 @@ struct ring__engine {
     unsigned char *fired;         /* per cache bit, this cycle */
     struct ring__response *fresp; /* the fired entries' responses, this cycle */
     int sleeping;                 /* under mu: the thread is (about to be) in the idle poll */
+    int idle_waiting;             /* under mu: the thread sleeps with the mesh's idle flags up */
+    int64_t last_cycle_us;        /* cycle: when the last cycle started */
+    int64_t defer_since;          /* cycle: a peer's cycle held back since (0: none) */
+    int64_t grace_us;             /* how long (RING_FAST_GRACE_US; see needs_cycle) */
     unsigned char *prev_joined;   /* joined_ranks of the cycle before */
 };
 
@@ -126,7 +140,18 @@ int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n
 
 /* ---- engine_cycle.c ---- */
 
-/* One negotiation cycle: 1 when the ranks agreed to shut down, 0 to go on, or an error. */
-int ring__eng_cycle(struct ring__engine *e);
+/* A blocking allreduce taken on the fast path: its entry and the data riding along. */
+struct ring__fast {
+    struct entry *en;
+    struct ring__attach at; /* at.data is the engine's fast_buf */
+    double post;            /* postscale, AVERAGE included */
+    int done;               /* out: the cycle completed en */
+};
+
+/*
+ * One negotiation cycle, under cycle_mu: 1 when the ranks agreed to shut down, 0 to go on,
+ * or an error. f (may be NULL) rides along in the control round (control.c).
+ */
+int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f);
 
 #endif /* RING_ENGINE_IMPL_H */

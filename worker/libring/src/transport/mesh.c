@@ -482,31 +482,52 @@ int ring__mesh_sendrecv(struct ring__mesh *m, int dst, const void *sbuf, size_t 
     return ring__mesh_stream(m, &s);
 }
 
-int ring__mesh_idle_wait(struct ring__mesh *m, int wake_fd, int timeout_ms)
+int ring__mesh_idle_arm(struct ring__mesh *m)
+{
+    int ready = 0;
+    for (int p = 0; p < m->size; p++) {
+        if (m->pair[p] != NULL) {
+            m->pair[p]->ops->idle(m->pair[p], 1);
+            ready |= m->pair[p]->ops->rx_ready(m->pair[p], 0);
+        }
+    }
+    return ready;
+}
+
+void ring__mesh_idle_disarm(struct ring__mesh *m)
+{
+    for (int p = 0; p < m->size; p++) {
+        if (m->pair[p] != NULL)
+            m->pair[p]->ops->idle(m->pair[p], 0);
+    }
+}
+
+int ring__mesh_idle_poll(struct ring__mesh *m, int wake_fd, int timeout_ms)
 {
     struct pollfd *pfd = m->pfd;
-    int n = 0, ready = 0, woken = 0;
+    int n = 0;
 
     pfd[n++] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
     for (int p = 0; p < m->size; p++) {
-        if (m->pair[p] == NULL)
-            continue;
-        pfd[n].revents = 0;
-        if (m->pair[p]->ops->arm(m->pair[p], RING__WANT_RX, &pfd[n]))
-            ready = 1;
-        n++;
+        if (m->pair[p] != NULL)
+            pfd[n++] =
+                (struct pollfd){.fd = m->pair[p]->ops->wait_fd(m->pair[p]), .events = POLLIN};
     }
-    if (!ready && poll(pfd, (nfds_t)n, timeout_ms) > 0 && (pfd[0].revents & POLLIN)) {
+    if (poll(pfd, (nfds_t)n, timeout_ms) > 0 && (pfd[0].revents & POLLIN)) {
         uint64_t v;
-        woken = 1;
         if (read(wake_fd, &v, sizeof(v)) < 0)
             v = 0; /* EAGAIN: another read took it */
+        return 1;
     }
-    for (int p = 0, i = 1; p < m->size; p++) {
-        if (m->pair[p] != NULL) {
-            m->pair[p]->ops->disarm(m->pair[p], RING__WANT_RX, ready ? 0 : pfd[i].revents);
-            i++;
-        }
+    return 0;
+}
+
+int ring__mesh_rx_ready(struct ring__mesh *m)
+{
+    int ready = 0;
+    for (int p = 0; p < m->size; p++) {
+        if (m->pair[p] != NULL)
+            ready |= m->pair[p]->ops->rx_ready(m->pair[p], 1);
     }
-    return woken;
+    return ready;
 }

@@ -62,6 +62,15 @@ struct ring__pair_ops {
     int (*arm)(struct ring__pair *p, int want, struct pollfd *pfd);
     /* Undoes arm after the poll (or a 1 from arm); revents is what poll reported. */
     void (*disarm)(struct ring__pair *p, int want, short revents);
+    /*
+     * For the engine's idle wait (ring__mesh_idle_*): the fd to poll for POLLIN; idle(p, 1)
+     * asks the peer to make that fd ready when it sends (idle(p, 0) stops it); rx_ready
+     * says whether bytes (or an error) wait to be received, and with drain also consumes
+     * the wake-ups, which only the thread that runs cycles may do.
+     */
+    int (*wait_fd)(struct ring__pair *p);
+    void (*idle)(struct ring__pair *p, int on);
+    int (*rx_ready)(struct ring__pair *p, int drain);
     /* Makes the peer's waits on this pair end with an error soon, not at its timeout. */
     void (*shutdown)(struct ring__pair *p);
     /* Closes and frees the pair. */
@@ -157,9 +166,21 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s);
 int ring__mesh_sendrecv(struct ring__mesh *m, int dst, const void *sbuf, size_t slen, int src,
                         void *rbuf, size_t rlen);
 /*
- * The engine's idle wait: sleeps until a peer sends something, wake_fd is readable, or
- * timeout_ms passes (-1: no limit). Returns 1 when wake_fd was readable, else 0.
+ * The engine's idle wait. Cycles may run on another thread while the engine thread sleeps
+ * (the fast path), so the wait has three parts, and only the thread that runs cycles
+ * consumes wake-ups:
+ *   ring__mesh_idle_arm(m): asks every peer to wake this process when it sends; returns
+ *     1 when something waits to be received already (then do not sleep);
+ *   ring__mesh_idle_poll(m, wake_fd, timeout_ms): sleeps until a peer sends, wake_fd is
+ *     readable (its count is consumed) or timeout_ms passes (-1: no limit), touching no
+ *     pair; returns 1 when wake_fd was readable;
+ *   ring__mesh_idle_disarm(m): stops the wake-ups.
+ * ring__mesh_rx_ready(m), for the thread that runs cycles: consumes the wake-ups and
+ * returns 1 when a peer has sent something (it started a cycle), else 0.
  */
-int ring__mesh_idle_wait(struct ring__mesh *m, int wake_fd, int timeout_ms);
+int ring__mesh_idle_arm(struct ring__mesh *m);
+int ring__mesh_idle_poll(struct ring__mesh *m, int wake_fd, int timeout_ms);
+void ring__mesh_idle_disarm(struct ring__mesh *m);
+int ring__mesh_rx_ready(struct ring__mesh *m);
 
 #endif /* RING_TRANSPORT_H */

@@ -80,7 +80,7 @@ struct chan {
     char pad0[48];
     _Atomic uint64_t tail;         /* written by the receiver: bytes of records consumed */
     _Atomic uint32_t reader_waits; /* the receiver sleeps until head moves */
-    uint32_t pad1;
+    _Atomic uint32_t idle_waits;   /* the receiver's engine sleeps until a cycle starts */
     char pad2[48];
 };
 
@@ -206,7 +206,8 @@ static ssize_t shm_send(struct ring__pair *rp, const void *buf, size_t len)
     }
     p->tx_blocked = 0;
     atomic_store_explicit(&p->tx->head, head, memory_order_seq_cst);
-    if (atomic_load_explicit(&p->tx->reader_waits, memory_order_seq_cst))
+    if (atomic_load_explicit(&p->tx->reader_waits, memory_order_seq_cst) ||
+        atomic_load_explicit(&p->tx->idle_waits, memory_order_seq_cst))
         ring_doorbell(p);
     return (ssize_t)n;
 }
@@ -340,6 +341,25 @@ static void shm_disarm(struct ring__pair *rp, int want, short revents)
         drain(p);
 }
 
+static int shm_wait_fd(struct ring__pair *rp)
+{
+    return ((struct shm_pair *)rp)->sock;
+}
+
+static void shm_idle(struct ring__pair *rp, int on)
+{
+    struct shm_pair *p = (struct shm_pair *)rp;
+    atomic_store_explicit(&p->rx->idle_waits, (uint32_t)on, memory_order_seq_cst);
+}
+
+static int shm_rx_ready(struct ring__pair *rp, int consume)
+{
+    struct shm_pair *p = (struct shm_pair *)rp;
+    if (consume)
+        drain(p);
+    return can_move(p, RING__WANT_RX);
+}
+
 static void shm_shutdown(struct ring__pair *rp)
 {
     struct shm_pair *p = (struct shm_pair *)rp;
@@ -364,6 +384,9 @@ static const struct ring__pair_ops shm_pair_ops = {
     .flushed = shm_flushed,
     .arm = shm_arm,
     .disarm = shm_disarm,
+    .wait_fd = shm_wait_fd,
+    .idle = shm_idle,
+    .rx_ready = shm_rx_ready,
     .shutdown = shm_shutdown,
     .destroy = shm_destroy,
 };

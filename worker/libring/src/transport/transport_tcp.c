@@ -99,6 +99,22 @@ static int tcp_arm(struct ring__pair *p, int want, struct pollfd *pfd)
 
 static void tcp_disarm(struct ring__pair *p, int want, short revents) {}
 
+static int tcp_wait_fd(struct ring__pair *p)
+{
+    return ((struct tcp_pair *)p)->fd;
+}
+
+static void tcp_idle(struct ring__pair *p, int on)
+{
+    /* Arriving bytes make the socket readable: nothing to ask of the peer. */
+}
+
+static int tcp_rx_ready(struct ring__pair *p, int drain)
+{
+    struct pollfd pfd = {.fd = ((struct tcp_pair *)p)->fd, .events = POLLIN};
+    return poll(&pfd, 1, 0) > 0;
+}
+
 static void tcp_shutdown(struct ring__pair *p)
 {
     shutdown(((struct tcp_pair *)p)->fd, SHUT_RDWR);
@@ -119,6 +135,9 @@ static const struct ring__pair_ops tcp_pair_ops = {
     .flushed = tcp_flushed,
     .arm = tcp_arm,
     .disarm = tcp_disarm,
+    .wait_fd = tcp_wait_fd,
+    .idle = tcp_idle,
+    .rx_ready = tcp_rx_ready,
     .shutdown = tcp_shutdown,
     .destroy = tcp_destroy,
 };
