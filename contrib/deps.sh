@@ -11,7 +11,8 @@ set -eu
 # ringd), iproute2 (network namespaces), procps (pgrep/pkill), jq (checks JSON output),
 # python3 (raw HTTP in the hostile-input suite), openssl (certificates for the TLS test),
 # util-linux (setpriv: ringd as another user in the isolation test).
-# bench/: Open MPI (the collectives' peer) and wrk (HTTP load). Slurm from Debian: slurmctld,
+# bench/: Open MPI (the collectives' peer), libgloo-dev (Gloo, bench/allreduce's other peer;
+# build-essential brings its C++ compiler) and wrk (HTTP load). Slurm from Debian: slurmctld,
 # slurmd, munge and the client commands for contrib/slurm/testcluster.sh (its srun
 # --mpi=pmix needs the mpi_pmix plugin of slurm-wlm-basic-plugins), slurmrestd with its JWT
 # plugin as bench/rest's peer; libpmix-dev for libring's PMIx bootstrap (srun --mpi=pmix,
@@ -25,7 +26,7 @@ set -eu
 PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev libyaml-dev curl
 iproute2 procps jq python3 openssl util-linux
-openmpi-bin libopenmpi-dev wrk
+openmpi-bin libopenmpi-dev libgloo-dev wrk
 slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurm-wlm-basic-plugins
 libpmix-dev libslurm-dev
 clang-format clang libclang-rt-14-dev llvm
