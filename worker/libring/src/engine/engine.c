@@ -213,8 +213,9 @@ static void sleep_for_work(struct ring__engine *e, int64_t timeout_us, int defer
     pthread_mutex_unlock(&e->mu);
     if (m != NULL && !defer)
         ready |= ring__mesh_idle_arm(m);
+    ready |= ring__stop_local() > e->stop_agreed; /* stop_agreed belongs to cycle_mu */
     pthread_mutex_unlock(&e->cycle_mu);
-    if (!ready && ring__stop_local() <= e->stop_agreed) {
+    if (!ready) {
         if (m != NULL && !defer) {
             ring__mesh_idle_poll(m, e->wake_fd, timeout_ms);
         } else {
@@ -522,7 +523,7 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     struct ring_handle *h;
     struct entry *en;
     struct ring__fast f;
-    int bit, ok, idle, rc;
+    int bit, ok, idle, rc, done;
 
     if (!e->fast || r->type != RING__ALLREDUCE || r->process_set != RING_GLOBAL ||
         r->group_size > 1 || bytes > RING__ATTACH_MAX ||
@@ -588,9 +589,10 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
         cycle_failed(e, rc);
     if (idle && ring__mesh_idle_arm(m))
         ring__engine_wake(e); /* a peer started the next cycle meanwhile */
+    done = f.done;
     pthread_mutex_unlock(&e->cycle_mu);
     /* Not done: the engine thread takes it from here (it cycles while tensors wait). */
-    if (!h->done || rc < 0)
+    if (!done || rc < 0)
         ring__engine_wake(e);
     *status = ring_wait(h);
     return 1;
