@@ -197,9 +197,12 @@ struct ring__attach {
 
 /*
  * ANDs nwords control words across the communicator (recursive doubling, so all ranks get
- * bitwise the same words), carrying a (may be NULL). Returns 0 or a transport error.
+ * bitwise the same words), carrying a (may be NULL). scratch (the caller's) holds at least
+ * ring__ctl_scratch_bytes(nwords) bytes: allocating its 128 KiB per call would cost an
+ * mmap, a munmap and page faults every cycle. Returns 0 or a transport error.
  */
+size_t ring__ctl_scratch_bytes(size_t nwords);
 int ring__ctl_allreduce(const struct ring__comm *c, uint64_t *words, size_t nwords,
-                        struct ring__attach *a);
+                        struct ring__attach *a, void *scratch);
 
 #endif /* RING_COLLECTIVES_H */

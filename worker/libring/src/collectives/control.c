@@ -137,8 +137,14 @@ static int adopt(uint64_t *words, size_t nwords, struct ring__attach *a, const c
     return 1;
 }
 
+size_t ring__ctl_scratch_bytes(size_t nwords)
+{
+    /* Our message (words, header, our payload) and the incoming one (up to the cap). */
+    return 2 * (nwords * sizeof(uint64_t) + sizeof(struct attach_header)) + 2 * RING__ATTACH_MAX;
+}
+
 int ring__ctl_allreduce(const struct ring__comm *c, uint64_t *words, size_t nwords,
-                        struct ring__attach *a)
+                        struct ring__attach *a, void *scratch)
 {
     size_t fixed = nwords * sizeof(uint64_t) + sizeof(struct attach_header);
     size_t mine = a != NULL && a->bit >= 0 ? a->bytes : 0, cap = RING__ATTACH_MAX;
@@ -154,9 +160,7 @@ int ring__ctl_allreduce(const struct ring__comm *c, uint64_t *words, size_t nwor
         return 0;
     }
     /* Any rank may attach up to RING__ATTACH_MAX bytes, whatever this one attached. */
-    msg = malloc(fixed + mine + fixed + cap);
-    if (msg == NULL)
-        return ring__err(RING_ENOMEM, "control: out of memory");
+    msg = scratch;
     in = msg + fixed + mine;
 
     if (rank >= p) {
@@ -188,6 +192,5 @@ int ring__ctl_allreduce(const struct ring__comm *c, uint64_t *words, size_t nwor
 out:
     if (rc == 0 && a != NULL)
         a->valid = valid;
-    free(msg);
     return rc;
 }

@@ -342,6 +342,7 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     e->cw = ((int)cache + 63) / 64;
     e->words = 2 + e->jw + 2 * e->cw;
     e->ctl = calloc((size_t)e->words, sizeof(uint64_t));
+    e->ctl_scratch = malloc(ring__ctl_scratch_bytes((size_t)e->words));
     e->joined_ranks = calloc((size_t)ctx->size, 1);
     e->prev_joined = calloc((size_t)ctx->size, 1);
     e->bit_since = calloc((size_t)cache + 1, sizeof(int64_t));
@@ -351,7 +352,8 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     e->fast_buf = malloc(RING__ATTACH_MAX);
     if (e->ctl == NULL || e->joined_ranks == NULL || e->prev_joined == NULL ||
         e->bit_since == NULL || e->absent == NULL || e->fired == NULL || e->fresp == NULL ||
-        e->fast_buf == NULL || ring__cache_init(&e->cache, (int)cache) < 0 ||
+        e->fast_buf == NULL || e->ctl_scratch == NULL ||
+        ring__cache_init(&e->cache, (int)cache) < 0 ||
         ring__psets_init(&e->psets, ctx->size, ctx->rank) < 0) {
         rc = RING_ENOMEM;
         goto error;
@@ -417,6 +419,7 @@ int ring__engine_stop(struct ring__engine *e)
     free(e->fresp);
     free(e->fusion);
     free(e->fast_buf);
+    free(e->ctl_scratch);
     pthread_mutex_destroy(&e->mu);
     pthread_mutex_destroy(&e->cycle_mu);
     pthread_cond_destroy(&e->cv);

@@ -425,7 +425,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     }
     /* Always recursive doubling (control.c): the algorithm must not follow tunables a
      * program may change between its own calls, or ranks could disagree on it. */
-    rc = ring__ctl_allreduce(&e->world, w, (size_t)words, f != NULL ? &f->at : NULL);
+    rc =
+        ring__ctl_allreduce(&e->world, w, (size_t)words, f != NULL ? &f->at : NULL, e->ctl_scratch);
     if (rc < 0)
         return rc;
     or_flags = ~w[0];

@@ -59,8 +59,9 @@ struct ring__engine {
     int started;
     int wake_fd;
     pthread_mutex_t cycle_mu;
-    int fast;       /* the fast path is on (RING_FAST_PATH) */
-    char *fast_buf; /* cycle: the fast path's working copy, RING__ATTACH_MAX bytes */
+    int fast;          /* the fast path is on (RING_FAST_PATH) */
+    char *fast_buf;    /* cycle: the fast path's working copy, RING__ATTACH_MAX bytes */
+    void *ctl_scratch; /* cycle: the control round's messages (ring__ctl_scratch_bytes) */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
