@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ struct blob_header {
 struct ring__mesh {
     int rank, size;
     int op_timeout_ms, spin_us;
+    int yield; /* oversubscribed: the spin yields the CPU, which a peer may need to answer */
     int broken;
     int nhosts;
     int *host;                /* host index of each rank */
@@ -161,6 +163,7 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
     m->size = n;
     m->op_timeout_ms = cfg->op_timeout_ms;
     m->spin_us = spin_us;
+    m->yield = cfg->oversubscribed;
     m->host = calloc((size_t)n, sizeof(int));
     m->pair = calloc((size_t)n, sizeof(*m->pair));
     m->pfd = calloc((size_t)n + 1, sizeof(*m->pfd));
@@ -410,8 +413,11 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s)
                 idle_since = now_us;
                 spin_until = now_us + m->spin_us;
             }
-            if (now_us < spin_until)
+            if (now_us < spin_until) {
+                if (m->yield)
+                    sched_yield();
                 continue;
+            }
             left = m->op_timeout_ms - (now_us - idle_since) / 1000;
             if (txo < s->tx_total ? txlen > 0 : !flushed)
                 txw = RING__WANT_TX; /* room to send, or the flush */
