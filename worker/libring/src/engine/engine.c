@@ -2,8 +2,9 @@
 /*
  * engine.c - the background thread that negotiates and runs every collective.
  *
- * User threads only queue requests and wait on handles; all communication happens on this
- * thread, one cycle at a time. A cycle:
+ * User threads queue requests and wait on handles; communication happens one cycle at a
+ * time, on this thread, or for a blocking small allreduce with nothing else in flight on
+ * the caller's (the fast path: whoever holds cycle_mu runs the next cycle). A cycle:
  *
  *   1. take the new submissions; look each up in the response cache;
  *   2. one allreduce (bitwise AND) of a control vector: flags, which ranks have not joined,
