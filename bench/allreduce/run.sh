@@ -7,7 +7,9 @@
 # measurement instead (median_us, algbw_gbs, busbw_gbs).
 #
 #   bench/allreduce/run.sh [--json] [--np "2 4"] [--min-bytes B] [--max-bytes B]
-#                          [--budget-ms MS] [--build DIR]
+#                          [--budget-ms MS] [--save-json FILE] [--build DIR]
+#
+# --save-json also writes the JSON rows to FILE, so that one run gives both.
 #
 # The pairs compared:
 #   libring-shm (RING_TRANSPORT=shm)  vs  openmpi-vader (Open MPI's shared-memory BTL)
@@ -23,7 +25,8 @@ min_bytes=4
 max_bytes=$((256 << 20))
 budget_ms=1000
 json=0
-usage="usage: $0 [--json] [--np \"2 4\"] [--min-bytes B] [--max-bytes B] [--budget-ms MS] [--build DIR]"
+save=""
+usage="usage: $0 [--json] [--np \"2 4\"] [--min-bytes B] [--max-bytes B] [--budget-ms MS] [--save-json FILE] [--build DIR]"
 while [ $# -gt 0 ]; do
     case $1 in
     --json) json=1 ;;
@@ -31,6 +34,7 @@ while [ $# -gt 0 ]; do
     --min-bytes) min_bytes=$2; shift ;;
     --max-bytes) max_bytes=$2; shift ;;
     --budget-ms) budget_ms=$2; shift ;;
+    --save-json) save=$2; shift ;;
     --build) build=$2; shift ;;
     --version) echo "bench/allreduce/run.sh (ringmaster)"; exit 0 ;;
     *) echo "$usage" >&2; exit 2 ;;
@@ -79,6 +83,7 @@ for np in $nps; do
     fi
 done
 
+[ -z "$save" ] || grep '^{' "$rows" >"$save"
 if [ "$json" = 1 ]; then
     grep '^{' "$rows"
     exit 0
