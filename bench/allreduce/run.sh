@@ -101,8 +101,8 @@ function field(line, key,    m) {
 function us(k, impl) { return (k SUBSEP impl) in t ? sprintf("%.1f", t[k, impl]) : "-" }
 function gbs(k, impl) { return (k SUBSEP impl) in b ? sprintf("%.2f", b[k, impl]) : "-" }
 function ratio(k, mine, peer) {
-    return ((k SUBSEP mine) in t && (k SUBSEP peer) in t && t[k, mine] > 0) ?
-        sprintf("%.2f", t[k, peer] / t[k, mine]) : "-"
+    if (!((k SUBSEP mine) in t) || !((k SUBSEP peer) in t) || t[k, mine] <= 0) return "-"
+    return sprintf("%.2f", t[k, peer] / t[k, mine])
 }
 /^\{/ {
     k = field($0, "np") " " field($0, "bytes")
