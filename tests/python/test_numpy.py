@@ -33,9 +33,15 @@ def contribution(dtype, rank, n=7):
     return v.astype(dtype)
 
 
-def reference(dtype, op):
-    vals = [contribution(dtype, r).astype(np.float64) if dtype != "bfloat16"
-            else bf16_values(contribution(dtype, r)).astype(np.float64) for r in range(SIZE)]
+def typed(values, dtype):
+    """Exact small integers as an array of dtype (bfloat16: its bit patterns)."""
+    v = np.asarray(values)
+    return bf16_bits(v.astype(np.float32)) if dtype == "bfloat16" else v.astype(dtype)
+
+
+def reference(dtype, op, n=7):
+    vals = [contribution(dtype, r, n).astype(np.float64) if dtype != "bfloat16"
+            else bf16_values(contribution(dtype, r, n)).astype(np.float64) for r in range(SIZE)]
     s = np.stack(vals)
     out = {"sum": s.sum(0), "min": s.min(0), "max": s.max(0), "product": s.prod(0),
            "average": s.sum(0) / SIZE}[op]
@@ -206,6 +212,60 @@ def test_alltoall(rm):
     np.testing.assert_array_equal(rm.synchronize(h), np.ones(SIZE * 3))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_broadcast_and_alltoall_every_dtype(rm, dtype):
+    # Values 10 r + j name their sender r and their place j, and are exact in every dtype.
+    x = typed([10 * RANK + j for j in range(5)], dtype)
+    for root in (0, SIZE - 1):
+        out = rm.broadcast(x, root, name="bc.%s.%d" % (dtype, root), **kw(dtype))
+        assert out.dtype == x.dtype
+        np.testing.assert_array_equal(out, typed([10 * root + j for j in range(5)], dtype))
+    y = x.copy()
+    assert rm.synchronize(rm.broadcast_async_(y, SIZE - 1, **kw(dtype))) is y
+    np.testing.assert_array_equal(y, typed([10 * (SIZE - 1) + j for j in range(5)], dtype))
+    np.testing.assert_array_equal(rm.synchronize(rm.broadcast_async(x, 0, **kw(dtype))), typed(range(5), dtype))
+    np.testing.assert_array_equal(rm.broadcast_(x.copy(), 0, **kw(dtype)), typed(range(5), dtype))
+    # alltoall: row j (two values) goes to rank j.
+    rows = typed([[10 * RANK + j] * 2 for j in range(SIZE)], dtype)
+    want = typed([[10 * r + RANK] * 2 for r in range(SIZE)], dtype)
+    out = rm.alltoall(rows, name="a2a." + dtype, **kw(dtype))
+    assert out.dtype == rows.dtype
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(rm.synchronize(rm.alltoall_async(rows, **kw(dtype))), want)
+    np.testing.assert_array_equal(rm.allgather(x, **kw(dtype)), typed([10 * r + j for r in range(SIZE) for j in range(5)], dtype))
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reducescatter_every_dtype_and_op(rm, dtype, op):
+    rows = 2 * SIZE + 1
+    x = contribution(dtype, RANK, n=rows * 2).reshape(rows, 2)
+    want = reference(dtype, op, n=rows * 2).reshape(rows, 2)
+    base, extra = divmod(rows, SIZE)
+    start = RANK * base + min(RANK, extra)
+    want = want[start : start + base + (1 if RANK < extra else 0)]
+    tol = 1e-2 if "16" in dtype else 1e-6
+    out = rm.reducescatter(x, op=op, name="rs.%s.%s" % (dtype, op), **kw(dtype))
+    assert out.dtype == x.dtype and out.shape == want.shape
+    np.testing.assert_allclose(as_float(out, dtype), want, rtol=tol)
+    out = rm.synchronize(rm.reducescatter_async(x, op=op, **kw(dtype)))
+    np.testing.assert_allclose(as_float(out, dtype), want, rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int32"])
+def test_async_and_grouped_in_16_bits(rm, dtype):
+    h = rm.allreduce_async(contribution(dtype, RANK), op=rm.Sum, name="async16." + dtype, **kw(dtype))
+    y = contribution(dtype, RANK)
+    h_ = rm.allreduce_async_(y, op=rm.Max, **kw(dtype))
+    np.testing.assert_allclose(as_float(rm.synchronize(h), dtype), reference(dtype, "sum"), rtol=1e-2)
+    assert rm.synchronize(h_) is y
+    np.testing.assert_allclose(as_float(y, dtype), reference(dtype, "max"))
+    outs = rm.grouped_allreduce([contribution(dtype, RANK), contribution(dtype, RANK, n=3)], op=rm.Min, **kw(dtype))
+    np.testing.assert_allclose(as_float(outs[1], dtype), reference(dtype, "min", n=3))
+    g = rm.allgather(contribution(dtype, RANK, n=2), name="ag16." + dtype, **kw(dtype))
+    np.testing.assert_array_equal(g, np.concatenate([contribution(dtype, r, n=2) for r in range(SIZE)]))
+
+
 @pytest.mark.parametrize("rows", [1, 4, 5, 12])
 def test_reducescatter_rows(rm, rows):
     x = np.arange(rows * 3, dtype=np.float64).reshape(rows, 3) + RANK
@@ -249,10 +309,34 @@ def test_process_sets(rm):
         h = rm.allreduce_async(np.ones(1), process_set=evens)  # unnamed: numbered per set
         assert rm.synchronize(h)[0] == 1.0
         rm.barrier(process_set=evens)
+        k, me = evens.size(), evens.rank()
+        members = list(range(0, SIZE, 2))
+        outs = rm.grouped_allreduce([np.ones(2), np.full(3, float(RANK))], op=rm.Sum, process_set=evens)
+        assert outs[0].tolist() == [k] * 2 and outs[1].tolist() == [sum(members)] * 3
+        y = np.full(2, float(RANK))
+        rm.synchronize(rm.allreduce_async_(y, op=rm.Max, process_set=evens, name="ps.max"))
+        assert y.tolist() == [members[-1]] * 2
+        np.testing.assert_array_equal(rm.synchronize(rm.allgather_async(np.array([RANK]), process_set=evens)), members)
+        z = np.array([RANK])
+        rm.synchronize(rm.broadcast_async_(z, 0, process_set=evens))
+        assert z[0] == 0
+        out = rm.alltoall(np.arange(k, dtype=np.int32) + 10 * me, process_set=evens, name="ps.a2a")
+        np.testing.assert_array_equal(out, [10 * r + me for r in range(k)])
+        out = rm.reducescatter(np.ones((k, 2)), op=rm.Sum, process_set=evens)
+        np.testing.assert_array_equal(out, np.full((1, 2), float(k)))
+        assert rm.broadcast_object("from %d" % RANK, root_rank=k - 1, process_set=evens) == "from %d" % members[-1]
+        assert rm.allgather_object(RANK, process_set=evens) == members
     else:
         with pytest.raises(rm.RingError, match="not a member") as e:
             rm.allreduce(np.ones(1), process_set=evens)
         assert e.value.name == "RING_EINVAL"
+        for call in (lambda: rm.allgather(np.ones(1), process_set=evens),
+                     lambda: rm.broadcast(np.ones(1), 0, process_set=evens),
+                     lambda: rm.alltoall(np.ones(evens.size()), process_set=evens),
+                     lambda: rm.reducescatter(np.ones(1), process_set=evens),
+                     lambda: rm.grouped_allreduce([np.ones(1)], process_set=evens)):
+            with pytest.raises(rm.RingError, match="not a member"):
+                call()
     rm.barrier()
     with pytest.raises(ValueError, match="twice"):
         rm.ProcessSet([0, 0])
@@ -281,6 +365,13 @@ def test_errors_carry_libring_message(rm):
         assert "allreduce 'grad/w1'" in str(e.value) and "elements" in str(e.value)
         with pytest.raises(rm.RingError, match="rank 0 sent float32"):
             rm.allreduce(np.ones(2, np.float32 if RANK == 0 else np.float64), name="grad/w2")
+        # An async error surfaces when the handle is waited on, with the same message.
+        h = rm.allreduce_async(np.ones(3 + RANK % 2, np.float32), name="grad/w3")
+        with pytest.raises(rm.RingError, match="allreduce 'grad/w3'") as e:
+            rm.synchronize(h)
+        assert e.value.name == "RING_EMISMATCH"
+        with pytest.raises(rm.RingError, match="RING_EMISMATCH"):  # unnamed: libring's blocking call
+            rm.allreduce_(np.ones(3 + RANK % 2, np.float32), op=rm.Sum)
     with pytest.raises(rm.RingError, match="MIN and MAX take no scaling") as e:
         rm.allreduce(np.ones(2), op=rm.Min, prescale_factor=2.0)
     assert e.value.name == "RING_EINVAL"

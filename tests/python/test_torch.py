@@ -40,6 +40,68 @@ def test_allreduce_every_dtype(hvd, dtype, op):
     ptr = y.data_ptr()
     assert hvd.allreduce_(y, op=op) is y and y.data_ptr() == ptr
     assert torch.equal(y, out)
+    # Unnamed and out of place (libring's blocking call, straight from Python).
+    x = values(dtype, RANK)
+    z = hvd.allreduce(x, op=op)
+    assert z.dtype == dtype and torch.equal(z, out) and torch.equal(x, values(dtype, RANK))
+    # Async, out of place and in place.
+    h = hvd.allreduce_async(values(dtype, RANK), op=op, name="ta.%s.%s" % (dtype, op))
+    w = values(dtype, RANK)
+    h_ = hvd.allreduce_async_(w, op=op)
+    assert torch.equal(hvd.synchronize(h), out)
+    assert hvd.synchronize(h_) is w and torch.equal(w, out)
+
+
+def exact(rows, dtype):
+    """Small integers, exact in every dtype."""
+    return torch.tensor(rows, dtype=torch.float64).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_other_collectives_every_dtype(hvd, dtype):
+    # Values 10 r + j name their sender r and their place j.
+    x = exact([[10 * RANK + j] * 2 for j in range(SIZE)], dtype)
+    mine = exact([[10 * r + RANK] * 2 for r in range(SIZE)], dtype)
+    for root in range(SIZE):
+        b = hvd.broadcast(x, root, name="tb.%s.%d" % (dtype, root))
+        assert b.dtype == dtype and torch.equal(b, exact([[10 * root + j] * 2 for j in range(SIZE)], dtype))
+    assert torch.equal(x, exact([[10 * RANK + j] * 2 for j in range(SIZE)], dtype))
+    y = x.clone()
+    assert hvd.broadcast_(y, SIZE - 1) is y and torch.equal(y[:, 0], exact([10 * (SIZE - 1) + j for j in range(SIZE)], dtype))
+    assert torch.equal(hvd.synchronize(hvd.broadcast_async(x, 0)), exact([[j] * 2 for j in range(SIZE)], dtype))
+    y = x.clone()
+    assert hvd.synchronize(hvd.broadcast_async_(y, 0)) is y and torch.equal(y, exact([[j] * 2 for j in range(SIZE)], dtype))
+    g = hvd.allgather(x[: RANK + 1], name="tg." + str(dtype))
+    assert g.dtype == dtype and torch.equal(g, torch.cat([exact([[10 * r + j] * 2 for j in range(r + 1)], dtype)
+                                                          for r in range(SIZE)]))
+    assert torch.equal(hvd.synchronize(hvd.allgather_async(x)), torch.cat([exact([[10 * r + j] * 2 for j in range(SIZE)], dtype)
+                                                                          for r in range(SIZE)]))
+    a = hvd.alltoall(x, name="tt." + str(dtype))
+    assert a.dtype == dtype and torch.equal(a, mine)
+    assert torch.equal(hvd.synchronize(hvd.alltoall_async(x)), mine)
+    out, got = hvd.alltoall(x, splits=torch.ones(SIZE, dtype=torch.int64))
+    assert torch.equal(out, mine) and got.tolist() == [1] * SIZE
+
+
+@pytest.mark.parametrize("op", ["sum", "average", "min", "max", "product"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_reducescatter_every_dtype(hvd, dtype, op):
+    rows = 2 * SIZE + 1
+    x = values(dtype, RANK, n=rows * 2).reshape(rows, 2)
+    s = torch.stack([values(torch.float64, r, n=rows * 2).reshape(rows, 2) for r in range(SIZE)])
+    want = {"sum": s.sum(0), "min": s.min(0).values, "max": s.max(0).values, "product": s.prod(0),
+            "average": s.sum(0) / SIZE}[op]
+    if op == "average" and not dtype.is_floating_point:
+        want = want.trunc()
+    base, extra = divmod(rows, SIZE)
+    start = RANK * base + min(RANK, extra)
+    want = want[start : start + base + (1 if RANK < extra else 0)]
+    tol = dict(rtol=1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6, atol=0)
+    out = hvd.reducescatter(x, op=op, name="trs.%s.%s" % (dtype, op))
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.double(), want, **tol)
+    out = hvd.synchronize(hvd.reducescatter_async(x, op=op))
+    torch.testing.assert_close(out.double(), want, **tol)
 
 
 def test_average_argument_and_scale_factors(hvd):
@@ -159,13 +221,84 @@ def test_join_barrier_process_sets(hvd):
     for step in range(RANK + 1):
         out = hvd.allreduce(torch.ones(2), op=hvd.Sum, name="join")
         assert out.tolist() == [float(SIZE - step)] * 2
+        # The async and grouped calls, too, while ranks below have joined.
+        h = hvd.allreduce_async(torch.ones(3, dtype=torch.float16), op=hvd.Average, name="join.async")
+        outs = hvd.grouped_allreduce([torch.ones(1), torch.full((2,), 2.0)], op=hvd.Sum, name="join.grouped")
+        assert hvd.synchronize(h).tolist() == [1.0] * 3
+        assert outs[1].tolist() == [2.0 * (SIZE - step)] * 2
     assert hvd.join() == SIZE - 1
     ps = hvd.add_process_set(hvd.ProcessSet([SIZE - 1]))
     if RANK == SIZE - 1:
         assert ps.rank() == 0 and ps.size() == 1
         assert hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=ps).item() == 1.0
         hvd.barrier(process_set=ps)
+    elif SIZE > 1:
+        with pytest.raises(hvd.HorovodInternalError, match="not a member"):
+            hvd.allreduce(torch.ones(1), process_set=ps)
     hvd.barrier()
+
+
+def test_every_collective_on_a_process_set(hvd):
+    """Every rank, listed backwards, as a set of its own: a set's ranks follow the world
+    ranks in ascending order whatever the list's order (ring.h), and its collectives run
+    apart from the global set's."""
+    ps = hvd.add_process_set(list(range(SIZE))[::-1])
+    me, k = ps.rank(), ps.size()
+    assert ps.process_set_id != 0 and k == SIZE and me == RANK
+    world = list(range(SIZE))
+    x = torch.full((2,), float(RANK))
+    assert hvd.allreduce(x, op=hvd.Sum, process_set=ps).tolist() == [float(sum(world))] * 2
+    assert hvd.allreduce_(x.clone(), op=hvd.Max, process_set=ps, name="ps.max").tolist() == [SIZE - 1.0] * 2
+    assert hvd.synchronize(hvd.allreduce_async(x, op=hvd.Min, process_set=ps)).tolist() == [0.0] * 2
+    y = x.clone()
+    assert hvd.synchronize(hvd.allreduce_async_(y, op=hvd.Sum, process_set=ps)) is y
+    assert y.tolist() == [float(sum(world))] * 2
+    outs = hvd.grouped_allreduce([x, torch.ones(1, dtype=torch.float32)], op=hvd.Sum, process_set=ps)
+    assert outs[1].tolist() == [float(k)]
+    assert hvd.allgather(torch.tensor([RANK]), process_set=ps).tolist() == world
+    assert hvd.synchronize(hvd.allgather_async(torch.tensor([RANK]), process_set=ps)).tolist() == world
+    assert hvd.broadcast(torch.tensor([RANK]), k - 1, process_set=ps).item() == SIZE - 1
+    z = torch.tensor([RANK])
+    hvd.synchronize(hvd.broadcast_async_(z, 0, process_set=ps))
+    assert z.item() == 0
+    t = torch.arange(k) + 10 * me
+    assert hvd.alltoall(t, process_set=ps).tolist() == [10 * r + me for r in range(k)]
+    rs = hvd.reducescatter(torch.ones(k, 2), op=hvd.Sum, process_set=ps)
+    assert rs.tolist() == [[float(k)] * 2]
+    hvd.barrier(process_set=ps)
+    assert hvd.broadcast_object(RANK, root_rank=k - 1, process_set=ps) == SIZE - 1
+    assert hvd.allgather_object(RANK, process_set=ps) == world
+    model = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        model.weight.fill_(RANK)
+        model.bias.fill_(RANK)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=k - 1, process_set=ps)
+    assert model.weight.flatten().tolist() == [SIZE - 1.0] * 4
+    # DistributedOptimizer on the set: one SGD step on the sum of every rank's gradient.
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0), named_parameters=model.named_parameters(),
+                                   op=hvd.Sum, process_set=ps)
+    opt.zero_grad()
+    model(torch.full((1, 2), float(RANK + 1))).sum().backward()
+    opt.step()
+    assert model.weight.flatten().tolist() == [(SIZE - 1.0) - sum(r + 1 for r in world)] * 4
+    assert model.bias.tolist() == [(SIZE - 1.0) - SIZE] * 2
+
+
+def test_async_errors_carry_libring_message(hvd):
+    if SIZE == 1:
+        pytest.skip("needs two ranks")
+    h = hvd.allreduce_async(torch.ones(3 + RANK % 2), name="bad.async")
+    with pytest.raises(hvd.HorovodInternalError, match="allreduce 'bad.async'.*elements") as e:
+        hvd.synchronize(h)
+    assert e.value.name == "RING_EMISMATCH"
+    with pytest.raises(hvd.HorovodInternalError, match="RING_EMISMATCH"):  # the unnamed fast path
+        hvd.allreduce(torch.ones(3 + RANK % 2))
+    with pytest.raises(ValueError, match="allgather bad.ag: .*dimensions after the first differ"):
+        hvd.synchronize(hvd.allgather_async(torch.ones(1, 2 + RANK % 2), name="bad.ag"))
+    with pytest.raises(hvd.HorovodInternalError, match="RING_EMISMATCH"):
+        hvd.broadcast_(torch.ones(2 + RANK % 2), 0, name="bad.bc")
+    hvd.barrier()  # every rank is still in step after the errors
+    assert hvd.allreduce(torch.ones(2), op=hvd.Sum).tolist() == [float(SIZE)] * 2
 
 
 def _model():
