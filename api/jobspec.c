@@ -54,9 +54,9 @@ static void bad(struct check *c, const char *field, const char *fmt, ...)
 }
 
 static const char *const known[] = {
-    "name",   "command",     "workers",  "gpus_per_worker", "cpus_per_worker",
-    "env",    "working_dir", "priority", "max_restarts",    "checkpoint_dir",
-    "labels", "backend",     NULL,
+    "name",        "command",  "workers",      "gpus_per_worker", "cpus_per_worker", "env",
+    "working_dir", "priority", "max_restarts", "checkpoint_dir",  "labels",          "backend",
+    "launcher",    NULL,
 };
 
 static int is_known(const char *key)
@@ -272,6 +272,11 @@ int jobspec_parse(const char *text, size_t len, const struct jobspec_limits *lim
             "this ringd runs jobs on the %s backend; the %s backend is not configured here "
             "(drop backend, or submit to a ringd started with backend = %s)",
             backend, json_string_value(v), json_string_value(v));
+
+    v = json_object_get(spec, "launcher");
+    if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v), "ringrun") != 0 &&
+                                             strcmp(json_string_value(v), "mpirun") != 0)))
+        bad(&c, "launcher", "launcher must be \"ringrun\" (the default) or \"mpirun\" (Open MPI)");
     if (json_array_size(c.errors) > 0 || c.lost)
         goto invalid;
     /* A job that can never fit is refused now rather than queued forever. */
@@ -310,6 +315,8 @@ int jobspec_parse(const char *text, size_t len, const struct jobspec_limits *lim
         json_object_set_new(spec, "labels", json_object());
     if (!json_object_get(spec, "backend"))
         json_object_set_new(spec, "backend", json_string(backend));
+    if (!json_object_get(spec, "launcher"))
+        json_object_set_new(spec, "launcher", json_string("ringrun"));
     json_decref(c.errors);
     *errors = NULL;
     *out = spec;

@@ -5,7 +5,7 @@
  *   {"name": "resnet", "command": ["./train", "--epochs", "10"], "workers": 4 | {"min":2,"max":8},
  *    "gpus_per_worker": 1, "cpus_per_worker": 1, "env": {"K": "V"}, "working_dir": "/abs",
  *    "priority": 0, "max_restarts": 0, "checkpoint_dir": "/abs", "labels": {"k": "v"},
- *    "backend": "local" | "slurm"}
+ *    "backend": "local" | "slurm", "launcher": "ringrun" | "mpirun"}
  */
 #ifndef RINGD_JOBSPEC_H
 #define RINGD_JOBSPEC_H

@@ -32,9 +32,9 @@ static const struct jobspec_limits *limits(void)
 }
 
 static const char *const documented[] = {
-    "name",   "command",     "workers",  "gpus_per_worker", "cpus_per_worker",
-    "env",    "working_dir", "priority", "max_restarts",    "checkpoint_dir",
-    "labels", "backend",     NULL,
+    "name",        "command",  "workers",      "gpus_per_worker", "cpus_per_worker", "env",
+    "working_dir", "priority", "max_restarts", "checkpoint_dir",  "labels",          "backend",
+    "launcher",    NULL,
 };
 
 static int documented_field(const char *key)

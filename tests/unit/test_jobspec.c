@@ -37,6 +37,7 @@ START_TEST(defaults_are_filled_in)
                      1);
     ck_assert_int_eq(json_integer_value(json_object_get(spec, "gpus_per_worker")), 0);
     ck_assert_str_eq(json_string_value(json_object_get(spec, "backend")), "local");
+    ck_assert_str_eq(json_string_value(json_object_get(spec, "launcher")), "ringrun");
     ck_assert(json_is_object(json_object_get(spec, "env")));
     json_decref(spec);
     ck_assert_int_eq(parse("{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":2,\"max\":8},"
@@ -84,6 +85,8 @@ START_TEST(every_rule_names_its_field)
         {"{\"name\":\"a\",\"command\":[\"t\"],\"working_dir\":\"/nope/x\"}", "does not exist"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"max_restarts\":-1}", "max_restarts: max_restarts"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"backend\":\"k8s\"}", "backend: backend must be"},
+        {"{\"name\":\"a\",\"command\":[\"t\"],\"launcher\":\"srun\"}",
+         "launcher: launcher must be \"ringrun\" (the default) or \"mpirun\""},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"labels\":{\"\":\"x\"}}", "label keys must have"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"bogus\":1}", "bogus: unknown field 'bogus'"},
     };

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of an attempt as a Slurm batch job (scheduler/slurm_job.c): shapes, the GPU
+ * request, the script, job states and GRES strings, on hand-made records. */
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slurm_job.h"
+#include "unit.h"
+
+START_TEST(shape_uses_the_fewest_nodes)
+{
+    struct slurm_shape s;
+    struct error err;
+    /* 4 workers of 1 GPU on nodes of 8 CPUs and 2 GPUs: 2 nodes of 2. */
+    ck_assert_int_eq(slurm_shape(4, 1, 1, 8, 2, &s, &err), 0);
+    ck_assert_int_eq(s.nodes, 2);
+    ck_assert_int_eq(s.ntasks, 4);
+    ck_assert_int_eq(s.tasks_per_node, 2);
+    ck_assert_int_eq(s.gpus_per_node, 2);
+    /* 3 workers: still 2 nodes; each holds up to 2. */
+    ck_assert_int_eq(slurm_shape(3, 1, 1, 8, 2, &s, &err), 0);
+    ck_assert_int_eq(s.nodes, 2);
+    ck_assert_int_eq(s.ntasks, 3);
+    /* 1 worker of 2 GPUs: 1 node. */
+    ck_assert_int_eq(slurm_shape(1, 1, 2, 8, 2, &s, &err), 0);
+    ck_assert_int_eq(s.nodes, 1);
+    ck_assert_int_eq(s.gpus_per_node, 2);
+    /* CPU only: CPUs bound it. */
+    ck_assert_int_eq(slurm_shape(6, 2, 0, 8, 2, &s, &err), 0);
+    ck_assert_int_eq(s.nodes, 2);
+    ck_assert_int_eq(s.tasks_per_node, 4);
+    ck_assert_int_eq(s.cpus_per_task, 2);
+    ck_assert_int_eq(s.gpus_per_node, 0);
+}
+END_TEST
+
+START_TEST(shape_refuses_a_worker_bigger_than_a_node)
+{
+    struct slurm_shape s;
+    struct error err = {{0}};
+    ck_assert_int_eq(slurm_shape(2, 1, 4, 8, 2, &s, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.text, "largest Slurm node has 8 and 2"));
+}
+END_TEST
+
+START_TEST(gpu_tres_in_this_slurm_syntax)
+{
+    char buf[32];
+    slurm_gpu_tres(2, buf, sizeof(buf));
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+    ck_assert_str_eq(buf, "gres/gpu:2");
+#else
+    ck_assert_str_eq(buf, "gres:gpu:2");
+#endif
+}
+END_TEST
+
+START_TEST(script_runs_the_arguments_through_srun)
+{
+    char *s = slurm_script(SLURM_LAUNCH_SRUN, 5, 1, "j-1", 3);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_nonnull(strstr(s, "#!/bin/sh\n"));
+    ck_assert_ptr_nonnull(strstr(s, "attempt 3 of job j-1"));
+    ck_assert_ptr_nonnull(strstr(s, "exec srun --mpi=pmix --kill-on-bad-exit=0 --wait=5 "
+                                    "--gpus-per-task=1"));
+    ck_assert_ptr_nonnull(strstr(s, "--output=\"$RING_RUN_DIR/rank.%t/stdout\""));
+    ck_assert_ptr_nonnull(strstr(s, "-- \"$@\"\n"));
+    free(s);
+    s = slurm_script(SLURM_LAUNCH_MPIRUN, 0, 0, "j-2", 1);
+    ck_assert_ptr_nonnull(strstr(s, "exec mpirun -np \"$SLURM_NTASKS\""));
+    ck_assert_ptr_nonnull(strstr(s, "rank \"$@\"\n"));
+    ck_assert_ptr_null(strstr(s, "gpus-per-task"));
+    free(s);
+}
+END_TEST
+
+static slurm_job_info_t job(uint32_t state, uint32_t exit_code, uint16_t reason, char *desc)
+{
+    slurm_job_info_t j;
+    memset(&j, 0, sizeof(j));
+    j.job_id = 42;
+    j.job_state = state;
+    j.exit_code = exit_code;
+    j.state_reason = reason;
+    j.state_desc = desc;
+    j.nodes = "n[1-2]";
+    return j;
+}
+
+START_TEST(outcome_of_each_state)
+{
+    struct slurm_outcome o;
+    slurm_job_info_t j = job(JOB_PENDING, 0, WAIT_RESOURCES, NULL);
+
+    slurm_outcome(&j, &o);
+    ck_assert(!o.ended && !o.running);
+    ck_assert_str_eq(o.reason, "pending in Slurm: waiting for resources");
+    j = job(JOB_RUNNING | JOB_COMPLETING, 0, 0, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.running && !o.ended);
+    j = job(JOB_COMPLETE, 0, 0, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.ended && o.status == 0 && !o.cancelled);
+    ck_assert_str_eq(o.reason, "Slurm job 42: completed");
+    /* exit 75: the stop agreement's resumable exit, as a wait status */
+    j = job(JOB_FAILED, 75 << 8, FAIL_EXIT_CODE, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.ended && o.status == 75);
+    ck_assert_str_eq(o.reason, "Slurm job 42: failed");
+    j = job(JOB_CANCELLED, SIGTERM, 0, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.ended && o.cancelled && o.status == 128 + SIGTERM);
+    ck_assert_str_eq(o.reason, "Slurm job 42: cancelled (scancel)");
+    j = job(JOB_TIMEOUT, 0, FAIL_TIMEOUT, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.ended && o.status == 128 + SIGTERM);
+    ck_assert_str_eq(o.reason, "Slurm job 42: time limit reached (time limit reached)");
+    j = job(JOB_NODE_FAIL, 0, FAIL_DOWN_NODE, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.ended && o.status == 1);
+    ck_assert_str_eq(o.reason, "Slurm job 42: node failure on n[1-2]");
+    j = job(JOB_FAILED, 0, FAIL_LAUNCH, "launch failed requeued held");
+    slurm_outcome(&j, &o);
+    ck_assert_str_eq(o.reason, "Slurm job 42: failed (launch failed requeued held)");
+}
+END_TEST
+
+START_TEST(gres_counts)
+{
+    ck_assert_int_eq(slurm_gres_count("gpu:2", "gpu"), 2);
+    ck_assert_int_eq(slurm_gres_count("gpu:a100:4(S:0-1)", "gpu"), 4);
+    ck_assert_int_eq(slurm_gres_count("mps:100,gpu:3", "gpu"), 3);
+    ck_assert_int_eq(slurm_gres_count("gpu", "gpu"), 1);
+    ck_assert_int_eq(slurm_gres_count("gpu:a100", "gpu"), 1);
+    ck_assert_int_eq(slurm_gres_count("gpu:2(IDX:0-1),mps:0", "gpu"), 2);
+    ck_assert_int_eq(slurm_gres_count("gpu:0", "gpu"), 0);
+    ck_assert_int_eq(slurm_gres_count("gpux:2", "gpu"), 0);
+    ck_assert_int_eq(slurm_gres_count("", "gpu"), 0);
+    ck_assert_int_eq(slurm_gres_count(NULL, "gpu"), 0);
+}
+END_TEST
+
+START_TEST(gres_indexes)
+{
+    int idx[8];
+    ck_assert_int_eq(slurm_gres_indexes("gpu:1(IDX:0)", "gpu", idx, 8), 1);
+    ck_assert_int_eq(idx[0], 0);
+    ck_assert_int_eq(slurm_gres_indexes("gpu(IDX:0-1)", "gpu", idx, 8), 2);
+    ck_assert_int_eq(idx[1], 1);
+    ck_assert_int_eq(slurm_gres_indexes("gpu:a100:3(IDX:0,2-3)", "gpu", idx, 8), 3);
+    ck_assert_int_eq(idx[0], 0);
+    ck_assert_int_eq(idx[1], 2);
+    ck_assert_int_eq(idx[2], 3);
+    ck_assert_int_eq(slurm_gres_indexes("mps:50(IDX:1),gpu:1(IDX:1)", "gpu", idx, 8), 1);
+    ck_assert_int_eq(idx[0], 1);
+    ck_assert_int_eq(slurm_gres_indexes("gpu:2", "gpu", idx, 8), 0);
+    ck_assert_int_eq(slurm_gres_indexes("gpu:2(IDX:N/A)", "gpu", idx, 8), 0);
+    ck_assert_int_eq(slurm_gres_indexes("gpu:4(IDX:0-3)", "gpu", idx, 2), 2);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {
+        shape_uses_the_fewest_nodes,
+        shape_refuses_a_worker_bigger_than_a_node,
+        gpu_tres_in_this_slurm_syntax,
+        script_runs_the_arguments_through_srun,
+        outcome_of_each_state,
+        gres_counts,
+        gres_indexes,
+        NULL,
+    };
+    return unit_main("slurm_job", tests, 30);
+}
