@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "mpirun.h"
 #include "slurm_job.h"
 
 int slurm_shape(int workers, int cpw, int gpw, int node_cpus, int node_gpus,
@@ -72,10 +73,10 @@ char *slurm_script(enum slurm_launcher launcher, int grace_s, int gpus_per_task,
     } else {
         /* Open MPI's mpirun takes the hosts and slots from the allocation and starts its
          * daemons through srun; each rank finds its peers through mpirun's PMIx server.
-         * A small wrapper gives each rank its own output files, as srun's %t does. */
-        fprintf(f, "exec mpirun -np \"$SLURM_NTASKS\" --bind-to none \\\n"
-                   "    sh -c 'exec \"$@\" >\"$RING_RUN_DIR/rank.$OMPI_COMM_WORLD_RANK/stdout\" "
-                   "2>\"$RING_RUN_DIR/rank.$OMPI_COMM_WORLD_RANK/stderr\"' rank \"$@\"\n");
+         * The wrapper (mpirun.h) gives each rank its own output files and turns mpirun's
+         * SIGUSR2 into the SIGTERM of a stop. */
+        fprintf(f, "exec mpirun -np \"$SLURM_NTASKS\" --bind-to none sh -c '%s' rank \"$@\"\n",
+                MPIRUN_WRAPPER);
     }
     if (fclose(f) != 0) {
         free(out);
