@@ -15,8 +15,9 @@
 
 /* What the API needs from the daemon, fixed at start-up. */
 struct api_config {
-    const char *data_dir;    /* checkpoint_dir defaults under data_dir/checkpoints/<job> */
-    const char *ckpt_prefix; /* data_dir/checkpoints/: the default checkpoint_dir is this + id */
+    const char *data_dir;    /* ringd's own: jobs' directories may not lie in it */
+    const char *work_dir;    /* runs/ and checkpoints/ live here: data_dir, or slurm_work_dir */
+    const char *ckpt_prefix; /* work_dir/checkpoints/: the default checkpoint_dir is this + id */
     const struct cluster *cluster; /* what jobs run on (the scheduler's, fixed at start) */
     const char *backend;           /* the backend's name: what JobSpecs may ask for */
     /* Creates an API token (the server owns the hashing): writes the secret token into

@@ -272,7 +272,6 @@ int jobspec_parse(const char *text, size_t len, const struct jobspec_limits *lim
             "this ringd runs jobs on the %s backend; the %s backend is not configured here "
             "(drop backend, or submit to a ringd started with backend = %s)",
             backend, json_string_value(v), json_string_value(v));
-
     v = json_object_get(spec, "launcher");
     if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v), "ringrun") != 0 &&
                                              strcmp(json_string_value(v), "mpirun") != 0)))

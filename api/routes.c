@@ -483,7 +483,8 @@ static void job_delete(const struct api_config *cfg, const struct api_request *r
     }
     /* The job's files: what a later job could never use. The id came from the database,
      * so it names a directory under ours and nothing else. */
-    snprintf(path, sizeof(path), "%s/runs/%s", cfg->data_dir, param);
+    snprintf(path, sizeof(path), "%s/runs/%s", cfg->work_dir ? cfg->work_dir : cfg->data_dir,
+             param);
     jobfs_remove_tree(path);
     if (own_ckpt) {
         snprintf(path, sizeof(path), "%s%s", cfg->ckpt_prefix, param);

@@ -136,11 +136,13 @@ static const char SQL_JOB_GET[] =
 #define JOB_ATTEMPTS                                                                               \
     "(SELECT json_group_array(json(CASE WHEN ended_at IS NULL THEN o ELSE json_set(o,"             \
     " '$.ended_at', ended_at, '$.exit_status', exit_status, '$.reason', coalesce(reason, ''))"     \
-    " END)) FROM (SELECT json_object('number', number, 'world_size', world_size, 'hosts',"         \
-    " hosts, 'gpus', gpus, 'backend_id', coalesce(backend_id, ''), 'run_dir', run_dir,"            \
+    " END)) FROM (SELECT json_patch(json_object('number', number, 'world_size', world_size,"       \
+    " 'hosts', hosts, 'gpus', gpus, 'backend_id', coalesce(backend_id, ''), 'run_dir', run_dir,"   \
     " 'started_at', started_at, 'start_overhead_s', start_s, 'stop_overhead_s', stop_s,"           \
     " 'samples_per_s', samples_per_s, 'ran_s', round((julianday(coalesce(ended_at,"                \
-    " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) - julianday(started_at)) * 86400.0, 3))"             \
+    " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) - julianday(started_at)) * 86400.0, 3)),"            \
+    " CASE WHEN json_extract(j.spec, '$.backend') = 'slurm' AND backend_id GLOB '[0-9]*'"          \
+    " THEN json_object('slurm_job_id', CAST(backend_id AS INTEGER)) ELSE '{}' END)"                \
     " AS o, ended_at, exit_status, reason FROM attempts"                                           \
     " WHERE job_id = j.id ORDER BY number))"
 static const char SQL_JOB_RENDER[] =

@@ -4,7 +4,14 @@
 
 #include "backend.h"
 
-static const struct backend_ops *const builtin[] = {&backend_local_ops, &backend_sim_ops, NULL};
+static const struct backend_ops *const builtin[] = {
+    &backend_local_ops,
+    &backend_sim_ops,
+#ifdef RING_HAVE_SLURM
+    &backend_slurm_ops,
+#endif
+    NULL,
+};
 
 const struct backend_ops *backend_find(const char *name)
 {

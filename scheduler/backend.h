@@ -8,7 +8,8 @@
  *   local  (backend_local.c)  ringrun in a process group of its own on this host
  *   sim    (backend_sim.c)    no processes: a virtual clock and a model of each job's
  *                             speed, for unit tests, bench/sched and ringsim
- *   slurm  (backend_slurm.c)  a batch job per attempt through libslurm (coming)
+ *   slurm  (backend_slurm.c)  a batch job per attempt through libslurm, its ranks under
+ *                             srun --mpi=pmix (built when libslurm is found)
  *
  * Threads: every op is called from the scheduler's thread only (ringsim: its only thread),
  * never from an HTTP thread, so an implementation needs no locks of its own and may block
@@ -32,6 +33,10 @@
  *                 BACKEND_PROGRESS whenever rank 0 reports progress (RING_RUN_DIR/
  *                 progress.json: step, total steps, samples/s);
  *   recover()  -> after ringd restarts, for each attempt the store says was running.
+ *
+ * Optional ops (NULL when a backend has none): placement_of() says where an adopted attempt
+ * runs, so that it keeps running after a ringd restart; cluster_json() adds the backend's
+ * own view of its cluster to GET /v1/cluster.
  */
 #ifndef RINGD_BACKEND_H
 #define RINGD_BACKEND_H
@@ -45,6 +50,7 @@
 struct backend_config {
     const char *data_dir; /* runs/<job>/<attempt> and checkpoints/<job> live here */
     const char *ringrun;  /* the launcher's path */
+    const char *mpirun;   /* Open MPI's mpirun, for JobSpecs with launcher "mpirun" */
     int slots, gpus;      /* local: this host's capacity (ringd's `slots`, `gpus`) */
     int kill_grace_s;     /* ringd's `kill_grace`: the loop's SIGTERM-to-SIGKILL delay */
     const char *options;  /* backend-specific settings, "key=value,key=value" (the
@@ -87,6 +93,12 @@ struct backend_event {
     /* BACKEND_EXITED: ringrun's exit status (0 done, 75 stopped and resumable), or 128+N
      * when it died of signal N */
     int status;
+    /* BACKEND_EXITED, from a backend that knows more than the status (Slurm): the attempt
+     * was cancelled by its resource manager (an scancel, by ringd or anyone), and why it
+     * ended in the manager's words ("Slurm job 42: node failure on n2"; "" when nothing
+     * more is known). */
+    int cancelled;
+    char reason[200];
     /* BACKEND_PROGRESS: what rank 0 reported; a negative value was not reported. samples
      * and total_samples count the whole job's work (over all attempts) in the unit of
      * samples_per_s; they tell the scheduler how much work is left. */
@@ -147,11 +159,23 @@ struct backend_ops {
     int (*recover)(void *ctx, const char *id, const struct backend_start *s, struct error *err);
     /* The backend's clock, in seconds. */
     double (*now)(void *ctx);
+    /*
+     * Optional. Where adopted attempt id runs, in c's node indexes, into out (cleared
+     * first). Returns 0, or -1 when the backend cannot tell (the loop then stops the
+     * attempt and restarts it where the policy says).
+     */
+    int (*placement_of)(void *ctx, const char *id, const struct cluster *c, struct placement *out);
+    /* Optional. The backend's own view of its cluster for GET /v1/cluster, as a new
+     * reference (Slurm: its nodes, GPUs and which jobs hold them, ringd's or not). */
+    json_t *(*cluster_json)(void *ctx);
 };
 
 /* The built-in implementations. */
 extern const struct backend_ops backend_local_ops;
 extern const struct backend_ops backend_sim_ops;
+#ifdef RING_HAVE_SLURM
+extern const struct backend_ops backend_slurm_ops;
+#endif
 
 /* The implementation called name, or NULL when this ringd has none by that name. */
 const struct backend_ops *backend_find(const char *name);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "backend_local.h"
+#include "mpirun.h"
 
 extern char **environ;
 
@@ -129,6 +130,11 @@ static int env_build(struct env *e, const struct local_launch *l, const struct l
         rc |= env_set(e, "SHELL", id->shell);
     }
     json_object_foreach(env, key, v) rc |= env_set(e, key, json_string_value(v));
+    /* Open MPI refuses to run as root without both; a root job is root's own choice. */
+    if (l->mpirun != NULL && id->uid == 0) {
+        rc |= env_set(e, "OMPI_ALLOW_RUN_AS_ROOT", "1");
+        rc |= env_set(e, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    }
     snprintf(num, sizeof(num), "%d", l->attempt);
     rc |= env_set(e, "RING_JOB_ID", l->job_id);
     rc |= env_set(e, "RING_ATTEMPT", num);
@@ -182,12 +188,15 @@ static int give_dir(const char *path, const struct local_identity *id, struct er
 
 /* The argument vector: ringd-exec's options, "--", then ringrun's. */
 static char **build_argv(const struct local_launch *l, const struct local_identity *id, char *np,
-                         char *gpus_arg, char *uid, char *gid, char *groups, size_t groups_len)
+                         char *gpus_arg, char *uid, char *gid, char *groups, size_t groups_len,
+                         char *hosts, char **storage)
 {
     json_t *command = json_object_get(l->spec, "command");
     const char *wd = json_string_value(json_object_get(l->spec, "working_dir"));
     size_t nargs = json_array_size(command);
-    char **argv = calloc(nargs + 40, sizeof(char *));
+    /* mpirun with GPUs takes one app context (about 16 words and the command) per rank */
+    size_t cap = nargs + 40 + (l->mpirun != NULL ? mpirun_argc(l->workers, nargs) : 0);
+    char **argv = calloc(cap, sizeof(char *));
     int a = 0;
 
     if (argv == NULL)
@@ -229,6 +238,26 @@ static char **build_argv(const struct local_launch *l, const struct local_identi
     argv[a++] = "--";
     snprintf(np, 16, "%d", l->workers);
     snprintf(gpus_arg, 16, "%d", l->gpus_per_worker);
+    if (l->mpirun != NULL) {
+        /* mpirun with this host's slots; the command's words stay in the spec */
+        char **cmd = calloc(nargs + 1, sizeof(char *));
+        int n;
+        if (cmd == NULL) {
+            free(argv);
+            return NULL;
+        }
+        for (size_t i = 0; i < nargs; i++)
+            cmd[i] = (char *)json_string_value(json_array_get(command, i));
+        snprintf(hosts, 64, "localhost:%d", l->workers);
+        n = mpirun_args(argv, a, l->mpirun, l->workers, hosts, l->gpus, l->gpus_per_worker, cmd,
+                        nargs, storage);
+        free(cmd);
+        if (n < 0) {
+            free(argv);
+            return NULL;
+        }
+        return argv;
+    }
     argv[a++] = (char *)l->ringrun;
     argv[a++] = "-np";
     argv[a++] = np;
@@ -250,7 +279,8 @@ pid_t local_launch(const struct local_launch *l, struct error *err)
 {
     struct local_identity id;
     struct env env = {0};
-    char np[16], gpus_arg[16], uid[16], gid[16], groups[4096], log[4200];
+    char np[16], gpus_arg[16], uid[16], gid[16], groups[4096], log[4200], hosts[64];
+    char *storage = NULL;
     char *empty_env[] = {NULL};
     char **argv = NULL;
     posix_spawn_file_actions_t fa;
@@ -279,7 +309,7 @@ pid_t local_launch(const struct local_launch *l, struct error *err)
     }
     if ((envfd = env_memfd(&env, err)) < 0)
         goto out;
-    argv = build_argv(l, &id, np, gpus_arg, uid, gid, groups, sizeof(groups));
+    argv = build_argv(l, &id, np, gpus_arg, uid, gid, groups, sizeof(groups), hosts, &storage);
     if (argv == NULL) {
         errprintf(err, "out of memory");
         goto out;
@@ -312,6 +342,7 @@ out:
         close(envfd);
     env_free(&env);
     free(argv);
+    free(storage);
     return pid;
 }
 

@@ -38,6 +38,7 @@ int local_identity_lookup(const char *user, struct local_identity *id, struct er
 
 struct local_launch {
     const char *ringrun;     /* path of ringrun */
+    const char *mpirun;      /* path of mpirun: set for launcher "mpirun" jobs, else NULL */
     const char *exec_helper; /* path of ringd-exec */
     const char *job_id;
     int attempt;
@@ -54,7 +55,8 @@ struct local_launch {
 };
 
 /*
- * Starts the attempt. Returns the pid of ringrun (also its process group), or -1 with err.
+ * Starts the attempt. Returns the pid of ringrun, or of mpirun (mpirun.h) when l->mpirun is
+ * set (also its process group), or -1 with err.
  * The run directory (and the default checkpoint directory) are given to the job's user.
  * Errors that happen after the spawn (isolation, the user switch, exec) end the attempt
  * with status 126 or 127 and a "ringd-exec:" line in the run directory's ringrun.log.

@@ -6,6 +6,7 @@
  * by pid (never waitpid(-1), which would steal the exit of any other child of ringd), reads
  * rank 0's progress.json, and stops what a previous ringd left.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,10 +19,12 @@
 
 #include "backend.h"
 #include "backend_local.h"
+#include "mpirun.h"
 #include "progress.h"
 
 struct local_attempt {
-    pid_t pid; /* also its process group */
+    pid_t pid;  /* also its process group */
+    int mpirun; /* launcher "mpirun": stops with MPIRUN_STOP_SIGNAL, ranks in their own groups */
     char run_dir[4200];
     struct timespec progress_mtime;
     struct local_attempt *next;
@@ -100,6 +103,8 @@ static int local_start(void *ctx, const struct backend_start *s, char *id, size_
     struct local_attempt *a;
     struct local_launch launch;
     const char *user = s->user;
+    const char *launcher = json_string_value(json_object_get(s->spec, "launcher"));
+    int mpirun = launcher != NULL && strcmp(launcher, "mpirun") == 0;
     char gpus[1024];
     pid_t pid;
 
@@ -123,6 +128,7 @@ static int local_start(void *ctx, const struct backend_start *s, char *id, size_
     placement_gpus(s->placement, gpus, sizeof(gpus));
     launch = (struct local_launch){
         .ringrun = l->cfg.ringrun,
+        .mpirun = mpirun ? l->cfg.mpirun : NULL,
         .exec_helper = l->cfg.exec_helper,
         .checkpoint_in_data_dir = s->checkpoint_is_default,
         .hide_dir = l->cfg.isolate ? l->cfg.data_dir : NULL,
@@ -142,6 +148,7 @@ static int local_start(void *ctx, const struct backend_start *s, char *id, size_
         return -1;
     }
     a->pid = pid;
+    a->mpirun = mpirun;
     snprintf(a->run_dir, sizeof(a->run_dir), "%s", s->run_dir);
     a->next = l->attempts;
     l->attempts = a;
@@ -161,11 +168,61 @@ static struct local_attempt *find(struct local *l, const char *id)
     return NULL;
 }
 
+/*
+ * Sends sig to pid and everything below it, whatever their process groups: mpirun puts
+ * each rank in a group of its own, beyond a signal to mpirun's group. The tree is found in
+ * /proc (each process's ppid) before anything is signalled: a parent killed first would
+ * leave its children to init, out of the walk's sight.
+ */
+static void kill_tree(pid_t root, int sig)
+{
+    pid_t tree[4096];
+    int n = 0;
+
+    tree[n++] = root;
+    for (int i = 0; i < n; i++) {
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        if (d == NULL)
+            break;
+        while ((e = readdir(d)) != NULL && n < (int)(sizeof(tree) / sizeof(tree[0]))) {
+            char path[64], buf[512], *close_paren;
+            long pid = strtol(e->d_name, NULL, 10), ppid;
+            FILE *f;
+            if (pid <= 0)
+                continue;
+            snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+            if ((f = fopen(path, "r")) == NULL)
+                continue;
+            if (fgets(buf, sizeof(buf), f) == NULL)
+                buf[0] = '\0';
+            fclose(f);
+            /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+            close_paren = strrchr(buf, ')');
+            if (close_paren == NULL || sscanf(close_paren + 1, " %*c %ld", &ppid) != 1 ||
+                ppid != (long)tree[i])
+                continue;
+            tree[n++] = (pid_t)pid;
+        }
+        closedir(d);
+    }
+    for (int i = 0; i < n; i++)
+        kill(tree[i], sig);
+}
+
 static int local_sig(void *ctx, const char *id, int sig)
 {
     struct local_attempt *a = find(ctx, id);
     if (a == NULL)
         return errno = ESRCH, -1;
+    if (a->mpirun && sig == SIGTERM) /* see mpirun.h: mpirun passes this one on */
+        return kill(a->pid, MPIRUN_STOP_SIGNAL);
+    if (a->mpirun && sig == SIGKILL) {
+        if (kill(a->pid, 0) < 0 && errno == ESRCH)
+            return -1;
+        kill_tree(a->pid, SIGKILL);
+        return 0;
+    }
     return local_signal(a->pid, sig);
 }
 
@@ -227,8 +284,9 @@ static int local_poll(void *ctx, struct backend_event *out, int max)
     return n;
 }
 
-/* 1 when process group pgid is still led by a ringrun (a recycled pid must not be killed). */
-static int ringrun_alive(pid_t pgid)
+/* 1 when process group pgid is still led by a ringrun, 2 by an mpirun (a recycled pid must
+ * not be killed); 0 otherwise. */
+static int launcher_alive(pid_t pgid)
 {
     char path[64], cmd[4096];
     FILE *f;
@@ -242,7 +300,10 @@ static int ringrun_alive(pid_t pgid)
     fclose(f);
     cmd[n] = '\0';
     base = strrchr(cmd, '/');
-    return strcmp(base ? base + 1 : cmd, "ringrun") == 0 && local_signal(pgid, 0) == 0;
+    base = base ? base + 1 : cmd;
+    if (local_signal(pgid, 0) < 0)
+        return 0;
+    return strcmp(base, "ringrun") == 0 ? 1 : strcmp(base, "mpirun") == 0 ? 2 : 0;
 }
 
 /* A previous ringd's attempt: not our child, so it cannot be reaped or adopted; it is
@@ -254,15 +315,20 @@ static int local_recover(void *ctx, const char *id, const struct backend_start *
     struct local *l = ctx;
     char *end;
     long pgid = strtol(id, &end, 10);
-    int grace_ms = (l->cfg.kill_grace_s < 5 ? l->cfg.kill_grace_s : 5) * 1000;
+    int grace_ms = (l->cfg.kill_grace_s < 5 ? l->cfg.kill_grace_s : 5) * 1000, kind;
 
-    if (*end != '\0' || pgid <= 0 || !ringrun_alive((pid_t)pgid))
+    if (*end != '\0' || pgid <= 0 || (kind = launcher_alive((pid_t)pgid)) == 0)
         return BACKEND_GONE;
-    local_signal((pid_t)pgid, SIGTERM);
+    if (kind == 2)
+        kill((pid_t)pgid, MPIRUN_STOP_SIGNAL); /* mpirun passes it on to its ranks */
+    else
+        local_signal((pid_t)pgid, SIGTERM);
     for (int waited = 0; waited < grace_ms && local_signal((pid_t)pgid, 0) == 0; waited += 50) {
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
+    if (kind == 2)
+        kill_tree((pid_t)pgid, SIGKILL);
     local_signal((pid_t)pgid, SIGKILL);
     return BACKEND_STOPPED;
 }
@@ -273,6 +339,13 @@ static double local_now(void *ctx)
 }
 
 const struct backend_ops backend_local_ops = {
-    "local",   local_init, local_fini,    local_describe, local_start,
-    local_sig, local_poll, local_recover, local_now,
+    .name = "local",
+    .init = local_init,
+    .fini = local_fini,
+    .describe = local_describe,
+    .start = local_start,
+    .signal = local_sig,
+    .poll = local_poll,
+    .recover = local_recover,
+    .now = local_now,
 };

@@ -429,7 +429,15 @@ static double sim_now(void *ctx)
 }
 
 const struct backend_ops backend_sim_ops = {
-    "sim", sim_init, sim_fini, sim_describe, sim_start, sim_signal, sim_poll, sim_recover, sim_now,
+    .name = "sim",
+    .init = sim_init,
+    .fini = sim_fini,
+    .describe = sim_describe,
+    .start = sim_start,
+    .signal = sim_signal,
+    .poll = sim_poll,
+    .recover = sim_recover,
+    .now = sim_now,
 };
 
 void backend_sim_set_model(void *ctx, const struct sim_model *m)

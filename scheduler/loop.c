@@ -544,8 +544,12 @@ static void ask_stop(struct loop *l, struct loop_job *j, enum loop_stop why)
 
 /* ---- attempts ending, progress ---- */
 
-static void attempt_exited(struct loop *l, struct loop_job *j, int status, double t)
+static void attempt_exited(struct loop *l, struct loop_job *j, const struct backend_event *e)
 {
+    int status = e->status;
+    double t = e->time;
+    /* Slurm's word on an end ringd did not ask for ("Slurm job 42: node failure on n2"). */
+    const char *told = e->reason[0] ? e->reason : NULL;
     struct journal_sched sched;
     struct error err;
     char reason[600];
@@ -571,6 +575,13 @@ static void attempt_exited(struct loop *l, struct loop_job *j, int status, doubl
         type = "cancelled";
         snprintf(reason, sizeof(reason), "cancelled by request (attempt %d exited %d)", attempt,
                  status);
+    } else if (e->cancelled && why == STOP_NONE) {
+        /* Someone cancelled it in the resource manager (scancel): the job ends as they
+         * asked, rather than being restarted behind their back. */
+        state = "CANCELLED";
+        type = "cancelled";
+        snprintf(reason, sizeof(reason), "attempt %d was cancelled outside ringd: %s", attempt,
+                 told ? told : "by its resource manager");
     } else if (status == 0) {
         state = "SUCCEEDED";
         type = "succeeded";
@@ -599,9 +610,13 @@ static void attempt_exited(struct loop *l, struct loop_job *j, int status, doubl
                  why == STOP_RESIZE && j->has_reserved ? "; restarting: " : "; queued again",
                  why == STOP_RESIZE && j->has_reserved ? j->reserved_reason : "");
     } else {
-        char what[200];
-        snprintf(what, sizeof(what), "attempt %d failed (exit status %d; see its run directory)",
-                 attempt, status);
+        char what[400];
+        if (told != NULL)
+            snprintf(what, sizeof(what), "attempt %d failed (exit status %d): %s", attempt, status,
+                     told);
+        else
+            snprintf(what, sizeof(what),
+                     "attempt %d failed (exit status %d; see its run directory)", attempt, status);
         state = failure(l, j, t, reason, sizeof(reason), what);
         type = strcmp(state, "FAILED") ? "retry" : "failed";
     }
@@ -667,7 +682,7 @@ static int read_events(struct loop *l)
             if (j == NULL)
                 continue; /* an attempt this loop does not track (recovered and gone) */
             if (ev[i].kind == BACKEND_EXITED)
-                attempt_exited(l, j, ev[i].status, ev[i].time);
+                attempt_exited(l, j, &ev[i]);
             else
                 attempt_progress(l, j, &ev[i]);
             total++;
@@ -1027,12 +1042,17 @@ int loop_recover(struct loop *l, const struct loop_submit *s, int number, const 
     struct loop_job *j = new_job(l, s, err);
     struct backend_start bs = {.job_id = s->id, .attempt = number, .cluster = l->cluster};
     struct journal_sched sched;
-    char reason[300];
+    struct placement where = {0};
+    char reason[300], run[4200];
     int found = BACKEND_GONE;
     double now = l->b->now(l->bctx);
 
     if (j == NULL)
         return -1;
+    if (l->cfg.data_dir != NULL) { /* where start() put it: progress.json is read there */
+        snprintf(run, sizeof(run), "%s/runs/%s/%d", l->cfg.data_dir, s->id, number);
+        bs.run_dir = run;
+    }
     if (backend_id != NULL && backend_id[0] != '\0') {
         found = l->b->recover(l->bctx, backend_id, &bs, err);
         if (found < 0) {
@@ -1042,13 +1062,35 @@ int loop_recover(struct loop *l, const struct loop_submit *s, int number, const 
         }
     }
     if (found == BACKEND_ADOPTED) {
-        /* The backend runs it still but the loop does not know its place: it is stopped
-         * gracefully and restarted where the policy says, like a resize. */
         snprintf(j->backend_id, sizeof(j->backend_id), "%s", backend_id);
         idmap_put(&l->by_backend, j->backend_id, j);
         j->attempt = number;
         j->state = LOOP_RUNNING;
         j->started = now;
+        j->first_progress = -1;
+        j->f_prev = -1;
+        /* A backend that can say where it runs (Slurm) keeps it running: the loop takes
+         * that place as the attempt's and goes on as before the restart. */
+        if (!stopping && l->b->placement_of != NULL &&
+            l->b->placement_of(l->bctx, backend_id, l->cluster, &where) == 0 &&
+            usage_fits(&l->used, &where, j->cpw)) {
+            usage_apply(&l->used, &where, j->cpw, 1);
+            usage_take(&l->running, &where, j->cpw, 1);
+            j->placement = where; /* moved: the job owns the arrays now */
+            snprintf(reason, sizeof(reason),
+                     "ringd restarted; attempt %d still runs (%s %s, %d workers) and is tracked "
+                     "again",
+                     number, l->b->name, backend_id, where.workers);
+            sched = sched_of(j);
+            if (l->jo->transition(l->jctx, j, "RUNNING", "adopted", reason, &sched, err) < 0)
+                say(l, "error", j->id, "cannot record the adoption: %s", err->text);
+            say(l, "info", j->id, "%s", reason);
+            l->dirty = 1;
+            return 0;
+        }
+        placement_clear(&where);
+        /* Otherwise the loop does not know its place: it is stopped gracefully and
+         * restarted where the policy says, like a resize. */
         ask_stop(l, j, stopping == 2 ? STOP_CANCEL : stopping ? STOP_USER : STOP_PREEMPT);
         return 0;
     }
@@ -1101,6 +1143,7 @@ void loop_stats(const struct loop *l, struct loop_stats *out)
 
 json_t *loop_describe(const struct loop *l)
 {
+    json_t *out;
     const struct cluster *c = l->cluster;
     json_t *nodes = json_array();
     for (int n = 0; n < c->nnodes; n++) {
@@ -1134,5 +1177,11 @@ json_t *loop_describe(const struct loop *l)
                                                "slots_free", l->used.slots_free[n], "gpus_free",
                                                l->used.gpus_free[n], "gpus", gpus, "jobs", jobs));
     }
-    return json_pack("{s:o, s:s}", "nodes", nodes, "policy", l->cfg.policy->name);
+    out = json_pack("{s:o, s:s, s:s}", "nodes", nodes, "policy", l->cfg.policy->name, "backend",
+                    l->b->name);
+    /* The backend's own view beside the loop's (Slurm's nodes, GPUs and every job holding
+     * them, ringd's or not), under the backend's name. */
+    if (out != NULL && l->b->cluster_json != NULL)
+        json_object_set_new(out, l->b->name, l->b->cluster_json(l->bctx));
+    return out;
 }

@@ -18,6 +18,7 @@
 #ifndef RINGD_MPIRUN_H
 #define RINGD_MPIRUN_H
 
+#include <signal.h>
 #include <stddef.h>
 
 /* The signal that asks an mpirun job to stop (see above). */
@@ -26,13 +27,20 @@
 /* The per-rank wrapper: sh -c MPIRUN_WRAPPER rank PROGRAM ARGS... */
 extern const char MPIRUN_WRAPPER[];
 
+/* How many entries mpirun_args may append for np ranks and a command of ncmd words. */
+size_t mpirun_argc(int np, size_t ncmd);
+
 /*
- * The argument vector of mpirun for np ranks on hosts ("host:slots,..."; NULL inside a
- * Slurm allocation, where mpirun asks Slurm), each rank wrapped, running argv (NULL-
- * terminated, borrowed). Returns a malloc'ed NULL-terminated vector whose strings point
- * into argv, hosts, string constants or the vector's own storage (freed with it), or NULL
- * when out of memory.
+ * Appends to av, from index at, the command line of mpirun running cmd (ncmd words,
+ * borrowed) on np ranks, each wrapped: on hosts ("host:slots,...", NULL inside a Slurm
+ * allocation, where mpirun asks Slurm). With gpus ("0,1,2,3", NULL or "" for none) each
+ * rank gets its own gpus_per_rank of them in CUDA_VISIBLE_DEVICES, through one app context
+ * per rank ("-np 1 -x CUDA_VISIBLE_DEVICES=0 ... : -np 1 ..."). av must have room for
+ * mpirun_argc(np, ncmd) more entries; the list is NULL-terminated. *storage gets a malloc'ed
+ * block that some entries point into: free it after av's last use. Returns the new count,
+ * or -1 when out of memory.
  */
-char **mpirun_argv(const char *mpirun, int np, const char *hosts, char *const *argv);
+int mpirun_args(char **av, int at, const char *mpirun, int np, const char *hosts, const char *gpus,
+                int gpus_per_rank, char *const *cmd, size_t ncmd, char **storage);
 
 #endif /* RINGD_MPIRUN_H */

@@ -314,6 +314,7 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
     bcfg = (struct backend_config){
         .data_dir = cfg->data_dir,
         .ringrun = cfg->ringrun,
+        .mpirun = cfg->mpirun,
         .slots = cfg->slots,
         .gpus = cfg->gpus,
         .kill_grace_s = cfg->kill_grace_s,
@@ -335,7 +336,7 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
         .policy = policy,
         .params = cfg->params,
         .kill_grace_s = cfg->kill_grace_s,
-        .data_dir = cfg->data_dir,
+        .data_dir = cfg->work_dir ? cfg->work_dir : cfg->data_dir,
         .speed_mode = SPEED_WEAK,
         .log = log_line,
     };

@@ -15,8 +15,11 @@
 
 struct scheduler_config {
     const char *db_path;
-    const char *data_dir;     /* runs/<job>/<attempt> and checkpoints/<job> live here */
+    const char *data_dir;     /* ringd's data directory (hidden from local jobs) */
+    const char *work_dir;     /* runs/<job>/<attempt> and checkpoints/<job> live here
+                               * (NULL: data_dir; backend slurm: slurm_work_dir) */
     const char *ringrun;      /* the launcher's path */
+    const char *mpirun;       /* Open MPI's mpirun (launcher "mpirun") */
     const char *exec_helper;  /* ringd-exec's path: isolates a job and becomes its user */
     int isolate;              /* hide data_dir from jobs (a private mount namespace) */
     const char *default_user; /* as root, the user of jobs stored without one */

@@ -68,6 +68,22 @@ static void find_exec_helper(char *out, size_t len)
 }
 
 /* ringrun next to this ringd (installed), in the build tree, or on PATH. */
+/* Open MPI's mpirun on PATH (jobs are started with execve, so it must be absolute). */
+static void find_mpirun(char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    char cand[2200];
+    while (path != NULL && *path) {
+        size_t k = strcspn(path, ":");
+        snprintf(cand, sizeof(cand), "%.*s/mpirun", (int)k, path);
+        if (k > 0 && path[0] == '/' && access(cand, X_OK) == 0 &&
+            snprintf(out, len, "%s", cand) > 0)
+            return;
+        path += k + (path[k] == ':');
+    }
+    snprintf(out, len, "/usr/bin/mpirun");
+}
+
 static void find_ringrun(char *out, size_t len)
 {
     char self[2048], cand[2200];
@@ -130,6 +146,13 @@ static int policy_ok(const char *v)
            !strcmp(v, "dynamic");
 }
 
+/* Whether this ringd has the Slurm backend (built with libslurm: RING_WITH_SLURM). */
+#ifdef RING_HAVE_SLURM
+#define RING_SLURM_BUILT 1
+#else
+#define RING_SLURM_BUILT 0
+#endif
+
 static int parse_bool(const char *v, int *out)
 {
     if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
@@ -167,6 +190,9 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
     else if (!strcmp(key, "ringrun"))
         ok = *v && strlen(v) < sizeof(c->ringrun) &&
              snprintf(c->ringrun, sizeof(c->ringrun), "%s", v) > 0;
+    else if (!strcmp(key, "mpirun"))
+        ok = *v == '/' && strlen(v) < sizeof(c->mpirun) &&
+             snprintf(c->mpirun, sizeof(c->mpirun), "%s", v) > 0;
     else if (!strcmp(key, "kill_grace"))
         ok = parse_int(v, 0, 3600, &c->kill_grace_s) == 0;
     else if (!strcmp(key, "default_user"))
@@ -185,7 +211,22 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
     else if (!strcmp(key, "allow_insecure_http"))
         ok = parse_bool(v, &c->insecure_http) == 0;
     else if (!strcmp(key, "backend"))
-        ok = !strcmp(v, "local") && snprintf(c->backend, sizeof(c->backend), "%s", v) > 0;
+        ok = (!strcmp(v, "local") || (RING_SLURM_BUILT && !strcmp(v, "slurm"))) &&
+             snprintf(c->backend, sizeof(c->backend), "%s", v) > 0;
+    else if (!strcmp(key, "slurm_partition"))
+        ok = strlen(v) < sizeof(c->slurm_partition) && !strpbrk(v, ",=") &&
+             snprintf(c->slurm_partition, sizeof(c->slurm_partition), "%s", v) >= 0;
+    else if (!strcmp(key, "slurm_account"))
+        ok = strlen(v) < sizeof(c->slurm_account) && !strpbrk(v, ",=") &&
+             snprintf(c->slurm_account, sizeof(c->slurm_account), "%s", v) >= 0;
+    else if (!strcmp(key, "slurm_qos"))
+        ok = strlen(v) < sizeof(c->slurm_qos) && !strpbrk(v, ",=") &&
+             snprintf(c->slurm_qos, sizeof(c->slurm_qos), "%s", v) >= 0;
+    else if (!strcmp(key, "slurm_time_limit"))
+        ok = parse_int(v, 0, 525600, &c->slurm_time_limit) == 0;
+    else if (!strcmp(key, "slurm_work_dir"))
+        ok = *v == '/' && strlen(v) < sizeof(c->slurm_work_dir) &&
+             snprintf(c->slurm_work_dir, sizeof(c->slurm_work_dir), "%s", v) > 0;
     else if (!strcmp(key, "backend_options"))
         ok = strlen(v) < sizeof(c->backend_options) &&
              snprintf(c->backend_options, sizeof(c->backend_options), "%s", v) >= 0;
@@ -250,6 +291,8 @@ static void usage(FILE *f)
             "usage: ringd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--no-auth]\n"
             "             [--default-user NAME] [--isolation auto|namespace|none]\n"
             "             [--tls-cert FILE --tls-key FILE] [--allow-insecure-http]\n"
+            "             [--backend local|slurm] [--slurm-partition P] [--slurm-account A]\n"
+            "             [--slurm-qos Q] [--slurm-time-limit MIN] [--slurm-work-dir DIR]\n"
             "             [--print-config] [--version] [--help]\n"
             "\n"
             "The Ringmaster job service: a REST API (see /v1/openapi.json) over a SQLite store.\n"
@@ -265,6 +308,7 @@ static void usage(FILE *f)
             "  per_ip_connection_limit  -                256 (0: none)\n"
             "  connection_timeout       -                30 seconds\n"
             "  ringrun                  RINGD_RINGRUN    next to ringd, else on PATH\n"
+            "  mpirun                   -                on PATH (jobs with launcher mpirun)\n"
             "  kill_grace               -                10 seconds (SIGTERM, then SIGKILL)\n"
             "  default_user             RINGD_DEFAULT_USER  none: the Unix user of --no-auth jobs\n"
             "                                            and of tokens without one (as root)\n"
@@ -272,7 +316,17 @@ static void usage(FILE *f)
             "                                            private mount namespace when possible\n"
             "  tls_cert, tls_key        RINGD_TLS_CERT, RINGD_TLS_KEY  none: serve HTTPS (PEM)\n"
             "  allow_insecure_http      -                false: tokens in clear text off loopback\n"
-            "  backend                  RINGD_BACKEND    local (where attempts run)\n"
+            "  backend                  RINGD_BACKEND    local (where attempts run): local, or\n"
+            "                                            slurm (a batch job per attempt, ranks\n"
+            "                                            under srun --mpi=pmix; built with\n"
+            "                                            libslurm)\n"
+            "  slurm_partition          RINGD_SLURM_PARTITION  Slurm's default partition\n"
+            "  slurm_account            RINGD_SLURM_ACCOUNT    none\n"
+            "  slurm_qos                RINGD_SLURM_QOS        none\n"
+            "  slurm_time_limit         RINGD_SLURM_TIME_LIMIT 0: the partition's (minutes)\n"
+            "  slurm_work_dir           RINGD_SLURM_WORK_DIR   required with backend slurm: a\n"
+            "                                            directory every Slurm node sees, for\n"
+            "                                            the jobs' runs/ and checkpoints/\n"
             "  backend_options          -                the backend's own key=value,...\n"
             "  policy                   RINGD_POLICY     fifo (fifo, priority, tiresias,\n"
             "                                            dynamic; PUT /v1/scheduler changes it)\n"
@@ -301,19 +355,36 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
         {"tls-cert", required_argument, NULL, 'C'},
         {"tls-key", required_argument, NULL, 'K'},
         {"allow-insecure-http", no_argument, NULL, 'I'},
+        {"backend", required_argument, NULL, 'B'},
+        {"slurm-partition", required_argument, NULL, 'P'},
+        {"slurm-account", required_argument, NULL, 'A'},
+        {"slurm-qos", required_argument, NULL, 'Q'},
+        {"slurm-time-limit", required_argument, NULL, 'T'},
+        {"slurm-work-dir", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     static const char *const envs[][2] = {
-        {"RINGD_LISTEN", "listen"},       {"RINGD_DATA_DIR", "data_dir"},
-        {"RINGD_NO_AUTH", "no_auth"},     {"RINGD_SLOTS", "slots"},
-        {"RINGD_GPUS", "gpus"},           {"RINGD_THREADS", "threads"},
-        {"RINGD_RINGRUN", "ringrun"},     {"RINGD_DEFAULT_USER", "default_user"},
-        {"RINGD_ISOLATION", "isolation"}, {"RINGD_TLS_CERT", "tls_cert"},
-        {"RINGD_TLS_KEY", "tls_key"},     {"RINGD_BACKEND", "backend"},
+        {"RINGD_LISTEN", "listen"},
+        {"RINGD_DATA_DIR", "data_dir"},
+        {"RINGD_NO_AUTH", "no_auth"},
+        {"RINGD_SLOTS", "slots"},
+        {"RINGD_GPUS", "gpus"},
+        {"RINGD_THREADS", "threads"},
+        {"RINGD_RINGRUN", "ringrun"},
+        {"RINGD_DEFAULT_USER", "default_user"},
+        {"RINGD_ISOLATION", "isolation"},
+        {"RINGD_TLS_CERT", "tls_cert"},
+        {"RINGD_TLS_KEY", "tls_key"},
+        {"RINGD_BACKEND", "backend"},
         {"RINGD_POLICY", "policy"},
+        {"RINGD_SLURM_PARTITION", "slurm_partition"},
+        {"RINGD_SLURM_ACCOUNT", "slurm_account"},
+        {"RINGD_SLURM_QOS", "slurm_qos"},
+        {"RINGD_SLURM_TIME_LIMIT", "slurm_time_limit"},
+        {"RINGD_SLURM_WORK_DIR", "slurm_work_dir"},
     };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int o, print = 0;
+    int o, li = 0, print = 0;
 
     memset(c, 0, sizeof(*c));
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8080");
@@ -344,7 +415,7 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
             return -1;
     }
     opterr = 0;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "h", opts, &li)) != -1) {
         switch (o) {
         case 'l':
             if (set(c, "listen", optarg, "--listen", err) < 0)
@@ -375,6 +446,22 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
         case 'I':
             c->insecure_http = 1;
             break;
+        case 'B':
+        case 'P':
+        case 'A':
+        case 'Q':
+        case 'T':
+        case 'W': {
+            /* --backend and --slurm-*: the flag is the key with '-' for '_' */
+            char key[64], name[80];
+            snprintf(key, sizeof(key), "%s", opts[li].name);
+            snprintf(name, sizeof(name), "--%s", key);
+            for (char *k = key; *k; k++)
+                *k = *k == '-' ? '_' : *k;
+            if (set(c, key, optarg, name, err) < 0)
+                return -1;
+            break;
+        }
         case 'n':
             c->no_auth = 1;
             break;
@@ -398,9 +485,15 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
         c->gpus = detect_gpus();
     if (c->ringrun[0] == '\0')
         find_ringrun(c->ringrun, sizeof(c->ringrun));
+    if (c->mpirun[0] == '\0')
+        find_mpirun(c->mpirun, sizeof(c->mpirun));
     find_exec_helper(c->exec_helper, sizeof(c->exec_helper));
     if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0'))
         return errprintf(err, "tls_cert and tls_key go together: give both, or neither");
+    if (!strcmp(c->backend, "slurm") && c->slurm_work_dir[0] == '\0')
+        return errprintf(err, "backend slurm needs slurm_work_dir (--slurm-work-dir DIR): a "
+                              "directory every Slurm node sees, where the jobs' run and "
+                              "checkpoint directories go");
     if (print) {
         config_print(c, stdout);
         return 1;
@@ -413,16 +506,19 @@ void config_print(const struct config *c, FILE *f)
     fprintf(f,
             "listen = %s\ndata_dir = %s\nno_auth = %s\nslots = %d\ngpus = %d\nthreads = %d\n"
             "connection_limit = %d\nper_ip_connection_limit = %d\nconnection_timeout = %d\n"
-            "ringrun = %s\nkill_grace = %d\ndefault_user = %s\nisolation = %s\n"
+            "ringrun = %s\nmpirun = %s\nkill_grace = %d\ndefault_user = %s\nisolation = %s\n"
             "tls_cert = %s\ntls_key = %s\nallow_insecure_http = %s\nbackend = %s\n"
             "backend_options = %s\npolicy = %s\nsched_interval = %g\nrestart_cost = %g\n"
-            "hysteresis = %g\n",
+            "hysteresis = %g\nslurm_partition = %s\nslurm_account = %s\nslurm_qos = %s\n"
+            "slurm_time_limit = %d\nslurm_work_dir = %s\n",
             c->listen, c->data_dir, c->no_auth ? "true" : "false", c->slots, c->gpus, c->threads,
-            c->connection_limit, c->per_ip_limit, c->timeout_s, c->ringrun, c->kill_grace_s,
-            c->default_user,
+            c->connection_limit, c->per_ip_limit, c->timeout_s, c->ringrun, c->mpirun,
+            c->kill_grace_s, c->default_user,
             c->isolation == ISOLATION_NAMESPACE ? "namespace"
             : c->isolation == ISOLATION_NONE    ? "none"
                                                 : "auto",
             c->tls_cert, c->tls_key, c->insecure_http ? "true" : "false", c->backend,
-            c->backend_options, c->policy, c->sched_interval, c->restart_cost, c->hysteresis);
+            c->backend_options, c->policy, c->sched_interval, c->restart_cost, c->hysteresis,
+            c->slurm_partition, c->slurm_account, c->slurm_qos, c->slurm_time_limit,
+            c->slurm_work_dir);
 }

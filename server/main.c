@@ -213,6 +213,57 @@ static int first_token(struct store *st, const char *dir)
     return 0;
 }
 
+/*
+ * backend = slurm: the work directory (runs/ and checkpoints/, which every Slurm node must
+ * see and the jobs' users reach) made and resolved into out, and the slurm_* settings
+ * appended to backend_options for the backend. Returns 0, or -1 after saying why.
+ */
+static int slurm_setup(struct config *cfg, char *out, size_t len)
+{
+    char abs[PATH_MAX], opts[sizeof(cfg->backend_options)];
+    size_t n;
+
+    if (mkdir(cfg->slurm_work_dir, 0755) < 0 && errno != EEXIST) {
+        say("error", "cannot create slurm_work_dir %s: %s", cfg->slurm_work_dir, strerror(errno));
+        return -1;
+    }
+    if (realpath(cfg->slurm_work_dir, abs) == NULL || strlen(abs) + 1 > len) {
+        say("error", "cannot resolve slurm_work_dir %s: %s", cfg->slurm_work_dir, strerror(errno));
+        return -1;
+    }
+    n = strlen(cfg->data_dir);
+    if (strncmp(abs, cfg->data_dir, n) == 0 && (abs[n] == '/' || abs[n] == '\0')) {
+        say("error",
+            "slurm_work_dir %s is inside the data directory, which jobs must never see; "
+            "pick a directory outside it",
+            abs);
+        return -1;
+    }
+    snprintf(out, len, "%s", abs);
+    /* Jobs' users pass through it to their own run and checkpoint directories. */
+    if (chmod(out, 0755) < 0) {
+        say("error", "cannot make slurm_work_dir %s traversable: %s", out, strerror(errno));
+        return -1;
+    }
+    snprintf(opts, sizeof(opts), "%s", cfg->backend_options);
+#define OPT(key, fmt, v)                                                                           \
+    do {                                                                                           \
+        size_t at = strlen(opts);                                                                  \
+        snprintf(opts + at, sizeof(opts) - at, "%s" key "=" fmt, at ? "," : "", v);                \
+    } while (0)
+    if (cfg->slurm_partition[0])
+        OPT("partition", "%s", cfg->slurm_partition);
+    if (cfg->slurm_account[0])
+        OPT("account", "%s", cfg->slurm_account);
+    if (cfg->slurm_qos[0])
+        OPT("qos", "%s", cfg->slurm_qos);
+    if (cfg->slurm_time_limit > 0)
+        OPT("time_limit", "%d", cfg->slurm_time_limit);
+#undef OPT
+    snprintf(cfg->backend_options, sizeof(cfg->backend_options), "%s", opts);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct config cfg;
@@ -223,7 +274,7 @@ int main(int argc, char **argv)
     struct http *http = NULL;
     struct scheduler *sched = NULL;
     struct scheduler_config scfg;
-    char db_path[2200], addr_path[2200], checkpoints[2200], ckpt_prefix[2200];
+    char db_path[2200], addr_path[2200], checkpoints[2300], ckpt_prefix[2400], work_dir[2200] = "";
     int rc, port = 0, lock_fd, sig, isolate;
     sigset_t set;
 
@@ -281,7 +332,10 @@ int main(int argc, char **argv)
         }
         memcpy(cfg.data_dir, abs, strlen(abs) + 1); /* fits: checked above */
     }
-    snprintf(checkpoints, sizeof(checkpoints), "%s/checkpoints", cfg.data_dir);
+    if (strcmp(cfg.backend, "slurm") == 0 && slurm_setup(&cfg, work_dir, sizeof(work_dir)) < 0)
+        return EXIT_CONFIG;
+    snprintf(checkpoints, sizeof(checkpoints), "%s/checkpoints",
+             work_dir[0] ? work_dir : cfg.data_dir);
     if (mkdir(checkpoints, 0755) < 0 && errno != EEXIST) {
         say("error", "cannot create %s: %s", checkpoints, strerror(errno));
         return EXIT_CONFIG;
@@ -307,7 +361,8 @@ int main(int argc, char **argv)
         return EXIT_SOFTWARE;
     }
     api.data_dir = cfg.data_dir;
-    snprintf(ckpt_prefix, sizeof(ckpt_prefix), "%.2190s/", checkpoints);
+    api.work_dir = work_dir[0] ? work_dir : cfg.data_dir;
+    snprintf(ckpt_prefix, sizeof(ckpt_prefix), "%s/", checkpoints);
     api.ckpt_prefix = ckpt_prefix;
     api.token_create = auth_token_create;
     api.token_revoked = auth_revoked;
@@ -315,7 +370,9 @@ int main(int argc, char **argv)
     scfg = (struct scheduler_config){
         .db_path = db_path,
         .data_dir = cfg.data_dir,
+        .work_dir = work_dir[0] ? work_dir : NULL,
         .ringrun = cfg.ringrun,
+        .mpirun = cfg.mpirun,
         .exec_helper = cfg.exec_helper,
         .isolate = isolate,
         .default_user = cfg.default_user,

@@ -194,8 +194,12 @@ expect_in err "ringd.conf:2: bad value 'lots' for slots"
 printf 'policy = lottery\n' >"$WORK/ringd.conf"
 expect_rc 64 "$RINGD" --config "$WORK/ringd.conf"
 expect_in err "bad value 'lottery' for policy"
+RINGD_BACKEND=lsf expect_rc 64 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/other"
+expect_in err "bad value 'lsf' for backend"
+# slurm: without libslurm it is not a backend of this ringd; with it, it needs its directory
 RINGD_BACKEND=slurm expect_rc 64 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/other"
-expect_in err "bad value 'slurm' for backend"
+grep -qE "backend slurm needs slurm_work_dir \(--slurm-work-dir DIR\)|bad value 'slurm' for backend" "$WORK/err" ||
+    { cat "$WORK/err"; fail "backend slurm without slurm_work_dir: no clear error"; }
 printf 'listen = 127.0.0.1:9\nslots = 7\n' >"$WORK/ringd.conf"
 expect_rc 0 env RINGD_GPUS=3 "$RINGD" --config "$WORK/ringd.conf" --data-dir /tmp/x --print-config
 expect_in out "slots = 7"

@@ -1,0 +1,775 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * backend_slurm.c - the Slurm backend behind the backend interface (backend.h): each attempt
+ * is one Slurm batch job, submitted with libslurm, whose script runs the ranks with
+ * `srun --mpi=pmix` (or Open MPI's mpirun) so that they wire up through PMIx. ringd decides
+ * the size; Slurm places it.
+ *
+ * - start: slurm_submit_batch_job with the shape of slurm_job.c (nodes, tasks, CPUs per
+ *   task, GPUs per node through tres_per_node), the partition, account, QOS and time limit
+ *   of ringd's configuration, the worker contract in the environment, the command as the
+ *   script's arguments, the attempt's run directory as working directory and for the
+ *   output, and the job's Unix user (user_id, group_id) when ringd runs as root.
+ * - poll: slurm_load_jobs, at most every POLL_INTERVAL_S and only when something changed
+ *   (update_time), mapped by slurm_outcome() (job_state & JOB_STATE_BASE). A job that ends
+ *   outside ringd (scancel, node failure, time limit) is reported with Slurm's reason.
+ * - signal: SIGTERM goes to the job's steps only (KILL_STEPS_ONLY): the ranks agree on a
+ *   stop and exit 75 while the batch script stays to report it. SIGKILL cancels the job.
+ * - recover: a job Slurm still knows is adopted again, running or ended (its end is then
+ *   reported by the next poll); one Slurm forgot is gone.
+ * - describe: slurm_load_node, the nodes of the partition that are up, with their CPUs and
+ *   GPUs (gres gpu); cluster_json adds which jobs, ringd's or not, hold which GPUs.
+ *
+ * Every call runs on the scheduler's thread (backend.h), never on an HTTP thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "backend_local.h"
+#include "mpirun.h"
+#include "progress.h"
+#include "slurm_job.h"
+
+/*
+ * slurmctld answers a job query in about a millisecond, but ringd may track hundreds of
+ * attempts and other clients use the same controller: one query a second keeps the load
+ * negligible while ending attempts are still noticed within a second.
+ */
+#define POLL_INTERVAL_S 1.0
+
+struct sjob {
+    uint32_t id;
+    char sid[16]; /* id as text: the attempt's backend id */
+    char run_dir[4200];
+    struct timespec progress_mtime;
+    int pending; /* last seen PENDING: a SIGTERM cancels it */
+    int mpirun;  /* launcher "mpirun": its stop is MPIRUN_STOP_SIGNAL to the batch script */
+    struct sjob *next;
+};
+
+struct sctx {
+    struct backend_config cfg;
+    char partition[128], account[128], qos[128];
+    int time_limit_min;       /* 0: the partition's */
+    int node_cpus, node_gpus; /* the largest node, from the last describe() */
+    time_t jobs_updated;      /* slurm_load_jobs' update_time */
+    double next_poll;
+    int dirty; /* a tracked job was added: the next poll must look */
+    struct sjob *jobs;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static const char *slurm_err(void)
+{
+    return slurm_strerror(slurm_get_errno());
+}
+
+/* "key=value,key=value" from ringd's configuration. */
+static int parse_options(struct sctx *c, const char *opts, struct error *err)
+{
+    char buf[1024], *save = NULL;
+    if (opts == NULL)
+        return 0;
+    snprintf(buf, sizeof(buf), "%s", opts);
+    for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *v = strchr(kv, '=');
+        if (v == NULL)
+            return errno = EINVAL, errprintf(err, "slurm backend option '%s' is not key=value", kv);
+        *v++ = '\0';
+        if (strcmp(kv, "partition") == 0)
+            snprintf(c->partition, sizeof(c->partition), "%s", v);
+        else if (strcmp(kv, "account") == 0)
+            snprintf(c->account, sizeof(c->account), "%s", v);
+        else if (strcmp(kv, "qos") == 0)
+            snprintf(c->qos, sizeof(c->qos), "%s", v);
+        else if (strcmp(kv, "time_limit") == 0) {
+            char *end;
+            long m = strtol(v, &end, 10);
+            if (*end != '\0' || m < 0 || m > 525600)
+                return errno = EINVAL,
+                       errprintf(err, "slurm time_limit '%s' must be minutes in 0..525600", v);
+            c->time_limit_min = (int)m;
+        } else {
+            return errno = EINVAL,
+                   errprintf(err,
+                             "unknown slurm backend option '%s' (partition, account, qos, "
+                             "time_limit)",
+                             kv);
+        }
+    }
+    return 0;
+}
+
+/*
+ * Slurm's nodes; with a partition configured, each node's "partitions" filled in (Slurm
+ * leaves it empty unless the partitions are loaded too). Returns 0 or -1 (slurm errno).
+ */
+static int load_nodes(const struct sctx *c, node_info_msg_t **out)
+{
+    partition_info_msg_t *parts = NULL;
+    if (slurm_load_node(0, out, SHOW_ALL) != SLURM_SUCCESS)
+        return -1;
+    if (c->partition[0] == '\0')
+        return 0;
+    if (slurm_load_partitions(0, &parts, SHOW_ALL) != SLURM_SUCCESS) {
+        slurm_free_node_info_msg(*out);
+        *out = NULL;
+        return -1;
+    }
+    slurm_populate_node_partitions(*out, parts);
+    slurm_free_partition_info_msg(parts);
+    return 0;
+}
+
+/* 1 when node n belongs to the configured partition (any partition when none is set). */
+static int in_partition(const struct sctx *c, const node_info_t *n)
+{
+    size_t len = strlen(c->partition);
+    const char *p = n->partitions;
+    if (len == 0)
+        return 1;
+    while (p != NULL && *p) {
+        if (strncmp(p, c->partition, len) == 0 && (p[len] == ',' || p[len] == '\0'))
+            return 1;
+        p = strchr(p, ',');
+        p = p ? p + 1 : NULL;
+    }
+    return 0;
+}
+
+/* A node that can take work: not down, drained, draining or failing. */
+static int node_usable(const node_info_t *n)
+{
+    uint32_t base = n->node_state & NODE_STATE_BASE;
+    return base != NODE_STATE_DOWN && base != NODE_STATE_FUTURE && base != NODE_STATE_UNKNOWN &&
+           !(n->node_state & (NODE_STATE_DRAIN | NODE_STATE_FAIL | NODE_STATE_NO_RESPOND));
+}
+
+static int slurm_describe(void *ctx, struct cluster **out, struct error *err)
+{
+    struct sctx *c = ctx;
+    node_info_msg_t *msg = NULL;
+    struct cluster *cl;
+    int max_cpus = 0, max_gpus = 0;
+
+    if (load_nodes(c, &msg) < 0)
+        return errno = EIO, errprintf(err, "slurm_load_node: %s", slurm_err());
+    if ((cl = cluster_create(0, 0, 0)) == NULL) {
+        slurm_free_node_info_msg(msg);
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    }
+    for (uint32_t i = 0; i < msg->record_count; i++) {
+        const node_info_t *n = &msg->node_array[i];
+        int gpus;
+        if (n->name == NULL || !in_partition(c, n) || !node_usable(n))
+            continue;
+        gpus = slurm_gres_count(n->gres, "gpu");
+        if (cluster_add_node(cl, n->name, n->cpus, gpus) < 0) {
+            cluster_free(cl);
+            slurm_free_node_info_msg(msg);
+            return errno = ENOMEM, errprintf(err, "out of memory");
+        }
+        if (n->cpus > max_cpus)
+            max_cpus = n->cpus;
+        if (gpus > max_gpus)
+            max_gpus = gpus;
+    }
+    slurm_free_node_info_msg(msg);
+    c->node_cpus = max_cpus;
+    c->node_gpus = max_gpus;
+    *out = cl;
+    return 0;
+}
+
+static int slurm_init_backend(const struct backend_config *cfg, void **ctx, struct error *err)
+{
+    struct sctx *c = calloc(1, sizeof(*c));
+    struct cluster *cl = NULL;
+
+    if (c == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    c->cfg = *cfg;
+    if (parse_options(c, cfg->options, err) < 0) {
+        free(c);
+        return -1;
+    }
+    slurm_init(NULL);
+    /* The controller must answer now: a backend that cannot reach Slurm is not offered. */
+    if (slurm_describe(c, &cl, err) < 0) {
+        struct error why = *err;
+        free(c);
+        errno = ENOTSUP;
+        return errprintf(err, "Slurm is not reachable (%s); is SLURM_CONF right?", why.text);
+    }
+    if (cl->nnodes == 0) {
+        errprintf(err, "Slurm has no usable node%s%s", c->partition[0] ? " in partition " : "",
+                  c->partition);
+        cluster_free(cl);
+        free(c);
+        errno = ENOTSUP;
+        return -1;
+    }
+    cluster_free(cl);
+    *ctx = c;
+    return 0;
+}
+
+static void slurm_fini_backend(void *ctx)
+{
+    struct sctx *c = ctx;
+    if (c == NULL)
+        return;
+    while (c->jobs) {
+        struct sjob *j = c->jobs;
+        c->jobs = j->next;
+        free(j);
+    }
+    free(c);
+}
+
+/*
+ * mkdir -p path: the parents as ringd's (0755, so that every job's user passes through),
+ * path itself the job's (0700, uid:gid when ringd is root), as the local backend does.
+ */
+static int mkdirs_owned(const char *path, uid_t uid, gid_t gid)
+{
+    char buf[4200];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, 0700) < 0)
+        return errno == EEXIST ? 0 : -1;
+    if (geteuid() == 0 && chown(buf, uid, gid) < 0)
+        return -1;
+    return 0;
+}
+
+/* Appends "NAME=VALUE" to env (grown as needed). Returns 0 or -1 (ENOMEM). */
+static int env_add(char ***env, uint32_t *n, const char *name, const char *value)
+{
+    char **grown = realloc(*env, ((size_t)*n + 2) * sizeof(char *));
+    char *kv;
+    if (grown == NULL)
+        return -1;
+    *env = grown;
+    if (asprintf(&kv, "%s=%s", name, value) < 0)
+        return -1;
+    (*env)[(*n)++] = kv;
+    (*env)[*n] = NULL;
+    return 0;
+}
+
+static void env_free(char **env, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        free(env[i]);
+    free(env);
+}
+
+/*
+ * The job's environment: a clean one, as a login would give the job's user (PATH from
+ * ringd, HOME, USER and LOGNAME of the user), SLURM_CONF so that srun finds this cluster,
+ * the JobSpec's env, and the worker contract. ringd's own environment is not passed on.
+ */
+static int build_env(const struct backend_start *s, const struct local_identity *id, char ***env,
+                     uint32_t *n)
+{
+    json_t *spec_env = json_object_get(s->spec, "env"), *v;
+    const char *key, *conf = getenv("SLURM_CONF"), *path = getenv("PATH");
+    char num[16];
+
+    *env = NULL;
+    *n = 0;
+    if (env_add(env, n, "PATH", path ? path : "/usr/local/bin:/usr/bin:/bin") < 0)
+        return -1;
+    if (env_add(env, n, "HOME", id->home) < 0 || env_add(env, n, "USER", id->name) < 0 ||
+        env_add(env, n, "LOGNAME", id->name) < 0)
+        return -1;
+    if (conf != NULL && env_add(env, n, "SLURM_CONF", conf) < 0)
+        return -1;
+    json_object_foreach(spec_env, key, v)
+    {
+        if (env_add(env, n, key, json_string_value(v)) < 0)
+            return -1;
+    }
+    snprintf(num, sizeof(num), "%d", s->attempt);
+    if (env_add(env, n, "RING_JOB_ID", s->job_id) < 0 || env_add(env, n, "RING_ATTEMPT", num) < 0 ||
+        env_add(env, n, "RING_RUN_DIR", s->run_dir) < 0 ||
+        env_add(env, n, "RING_CHECKPOINT_DIR", s->checkpoint_dir) < 0)
+        return -1;
+    if (id->uid == 0) { /* Open MPI refuses root without both */
+        if (env_add(env, n, "OMPI_ALLOW_RUN_AS_ROOT", "1") < 0 ||
+            env_add(env, n, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1") < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_t idlen,
+                       struct error *err)
+{
+    struct sctx *c = ctx;
+    json_t *command = json_object_get(s->spec, "command");
+    const char *launcher = json_string_value(json_object_get(s->spec, "launcher"));
+    const char *wd = json_string_value(json_object_get(s->spec, "working_dir"));
+    const char *name = json_string_value(json_object_get(s->spec, "name"));
+    enum slurm_launcher how =
+        launcher && strcmp(launcher, "mpirun") == 0 ? SLURM_LAUNCH_MPIRUN : SLURM_LAUNCH_SRUN;
+    const char *user = s->user;
+    struct slurm_shape shape;
+    struct local_identity who;
+    submit_response_msg_t *resp = NULL;
+    job_desc_msg_t d;
+    char tres[64], out_path[4300], comment[160], dir[4300];
+    char **argv = NULL, **env = NULL;
+    uint32_t nenv = 0;
+    struct sjob *j = NULL;
+    int rc = -1, workers = s->placement->workers;
+
+    if (s->run_dir == NULL || s->checkpoint_dir == NULL)
+        return errno = EINVAL, errprintf(err, "the slurm backend needs run and checkpoint dirs");
+    /* As root a job is submitted for its user (job_desc user_id/group_id, which slurmctld
+     * accepts from root only), never as root by default. */
+    if (user == NULL && geteuid() == 0)
+        user = c->cfg.default_user && c->cfg.default_user[0] ? c->cfg.default_user : NULL;
+    if (user == NULL && geteuid() == 0)
+        return errno = EPERM, errprintf(err, "the job has no Unix user to run as and ringd has no "
+                                             "default_user");
+    if (local_identity_lookup(user, &who, err) < 0)
+        return -1;
+    if (slurm_shape(workers, s->cpus_per_worker > 0 ? s->cpus_per_worker : 1, s->gpus_per_worker,
+                    c->node_cpus, c->node_gpus, &shape, err) < 0)
+        return errno = EINVAL, -1;
+    /* The run directory and ringd's default checkpoint directory are the job's user's; a
+     * checkpoint directory the user named is theirs to create, as the job. */
+    if (mkdirs_owned(s->run_dir, who.uid, who.gid) < 0 ||
+        (s->checkpoint_is_default && mkdirs_owned(s->checkpoint_dir, who.uid, who.gid) < 0))
+        return errprintf(err, "cannot create %s or %s: %s", s->run_dir, s->checkpoint_dir,
+                         strerror(errno));
+    /* srun and the mpirun wrapper write rank.N/stdout, but do not create rank.N. */
+    for (int r = 0; r < workers; r++) {
+        snprintf(dir, sizeof(dir), "%s/rank.%d", s->run_dir, r);
+        if (mkdirs_owned(dir, who.uid, who.gid) < 0)
+            return errprintf(err, "cannot create %s: %s", dir, strerror(errno));
+    }
+    slurm_init_job_desc_msg(&d);
+    d.name = (char *)name;
+    d.comment = comment;
+    /* Names the attempt for people reading squeue, and for a restarted ringd. */
+    snprintf(comment, sizeof(comment), "ringd job %s attempt %d%s", s->job_id, s->attempt,
+             how == SLURM_LAUNCH_MPIRUN ? " mpirun" : "");
+    if (c->partition[0])
+        d.partition = c->partition;
+    if (c->account[0])
+        d.account = c->account;
+    if (c->qos[0])
+        d.qos = c->qos;
+    if (c->time_limit_min > 0)
+        d.time_limit = (uint32_t)c->time_limit_min;
+    d.min_nodes = d.max_nodes = (uint32_t)shape.nodes;
+    d.num_tasks = (uint32_t)shape.ntasks;
+    d.ntasks_per_node = (uint16_t)shape.tasks_per_node;
+    d.cpus_per_task = (uint16_t)shape.cpus_per_task;
+    if (shape.gpus_per_node > 0) {
+        slurm_gpu_tres(shape.gpus_per_node, tres, sizeof(tres));
+        d.tres_per_node = tres;
+    }
+    /* ringd restarts failed attempts itself, with its own backoff and count. */
+    d.requeue = 0;
+    d.kill_on_node_fail = 1;
+    d.user_id = (uint32_t)who.uid;
+    d.group_id = (uint32_t)who.gid;
+    d.work_dir = (char *)(wd ? wd : s->run_dir);
+    snprintf(out_path, sizeof(out_path), "%s/slurm.out", s->run_dir);
+    d.std_out = out_path;
+    d.std_err = out_path;
+    d.script = slurm_script(how, c->cfg.kill_grace_s, s->gpus_per_worker, s->job_id, s->attempt);
+    argv = calloc(json_array_size(command) + 2, sizeof(char *));
+    if (d.script == NULL || argv == NULL || build_env(s, &who, &env, &nenv) < 0) {
+        errno = ENOMEM;
+        errprintf(err, "out of memory");
+        goto out;
+    }
+    /* argv[0] is the script's own name; the command follows as "$@". */
+    argv[0] = "ringd-attempt";
+    for (size_t i = 0; i < json_array_size(command); i++)
+        argv[i + 1] = (char *)json_string_value(json_array_get(command, i));
+    d.argc = (uint32_t)json_array_size(command) + 1;
+    d.argv = argv;
+    d.environment = env;
+    d.env_size = nenv;
+    if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS || resp == NULL) {
+        errno = EIO;
+        errprintf(err, "Slurm refused the job: %s", slurm_err());
+        goto out;
+    }
+    if ((j = calloc(1, sizeof(*j))) == NULL) { /* cannot track it: do not leave it behind */
+        slurm_kill_job(resp->job_id, SIGKILL, 0);
+        errno = ENOMEM;
+        errprintf(err, "out of memory");
+        goto out;
+    }
+    j->id = resp->job_id;
+    snprintf(j->sid, sizeof(j->sid), "%u", j->id);
+    snprintf(j->run_dir, sizeof(j->run_dir), "%s", s->run_dir);
+    j->pending = 1;
+    j->mpirun = how == SLURM_LAUNCH_MPIRUN;
+    j->next = c->jobs;
+    c->jobs = j;
+    c->dirty = 1;
+    snprintf(id, idlen, "%s", j->sid);
+    rc = 0;
+out:
+    if (resp != NULL)
+        slurm_free_submit_response_response_msg(resp);
+    free(d.script);
+    free(argv);
+    env_free(env, nenv);
+    return rc;
+}
+
+static struct sjob *find(struct sctx *c, const char *id)
+{
+    for (struct sjob *j = c->jobs; j; j = j->next) {
+        if (strcmp(j->sid, id) == 0)
+            return j;
+    }
+    return NULL;
+}
+
+static int slurm_signal(void *ctx, const char *id, int sig)
+{
+    struct sctx *c = ctx;
+    struct sjob *j = find(c, id);
+    char *end;
+    unsigned long jid = strtoul(id, &end, 10);
+    int rc;
+
+    if (*end != '\0' || jid == 0)
+        return errno = ESRCH, -1;
+    /* A pending job has no ranks to stop gracefully: it is withdrawn at once. */
+    if (sig == SIGKILL || (j != NULL && j->pending))
+        rc = slurm_kill_job((uint32_t)jid, SIGKILL, 0);
+    else if (j != NULL && j->mpirun && sig == SIGTERM) /* to mpirun, which passes it on */
+        rc = slurm_kill_job((uint32_t)jid, MPIRUN_STOP_SIGNAL, KILL_JOB_BATCH);
+    else
+        rc = slurm_kill_job((uint32_t)jid, (uint16_t)sig, KILL_STEPS_ONLY);
+    if (rc != SLURM_SUCCESS) {
+        int e = slurm_get_errno();
+        if (e == ESLURM_ALREADY_DONE || e == ESLURM_INVALID_JOB_ID)
+            return errno = ESRCH, -1;
+        return errno = EIO, -1;
+    }
+    c->dirty = 1;
+    return 0;
+}
+
+/* Rank 0's progress.json, when it changed since the last look. */
+static int read_progress(struct sjob *j, struct backend_event *ev)
+{
+    char path[4300];
+    struct stat st;
+    struct progress p;
+
+    snprintf(path, sizeof(path), "%s/progress.json", j->run_dir);
+    if (stat(path, &st) < 0 || (st.st_mtim.tv_sec == j->progress_mtime.tv_sec &&
+                                st.st_mtim.tv_nsec == j->progress_mtime.tv_nsec))
+        return 0;
+    j->progress_mtime = st.st_mtim;
+    if (progress_read(path, &p) < 0)
+        return 0;
+    memset(ev, 0, sizeof(*ev));
+    ev->kind = BACKEND_PROGRESS;
+    snprintf(ev->id, sizeof(ev->id), "%s", j->sid);
+    ev->time = now_s();
+    ev->step = p.step;
+    ev->total_steps = p.total_steps;
+    ev->samples_per_s = p.samples_per_s;
+    ev->samples = p.samples;
+    ev->total_samples = p.total_samples;
+    ev->world_size = p.world_size;
+    return 1;
+}
+
+static const slurm_job_info_t *lookup(const job_info_msg_t *msg, uint32_t id)
+{
+    for (uint32_t i = 0; msg != NULL && i < msg->record_count; i++) {
+        if (msg->job_array[i].job_id == id)
+            return &msg->job_array[i];
+    }
+    return NULL;
+}
+
+static int slurm_poll(void *ctx, struct backend_event *out, int max)
+{
+    struct sctx *c = ctx;
+    job_info_msg_t *msg = NULL;
+    double now = now_s();
+    int n = 0;
+
+    for (struct sjob *j = c->jobs; j && n < max; j = j->next)
+        n += read_progress(j, &out[n]);
+    if (c->jobs == NULL || n >= max || (now < c->next_poll && !c->dirty))
+        return n;
+    c->next_poll = now + POLL_INTERVAL_S;
+    /* Everything, not only the changes since jobs_updated: the answer must hold the jobs it
+     * does not mention to tell "unchanged" from "purged". */
+    if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+        fprintf(stderr, "level=warning job=- msg=\"slurm_load_jobs: %s; will retry\"\n",
+                slurm_err());
+        return n;
+    }
+    c->dirty = 0;
+    for (struct sjob **pp = &c->jobs; *pp && n < max;) {
+        struct sjob *j = *pp;
+        const slurm_job_info_t *info = lookup(msg, j->id);
+        struct slurm_outcome o;
+        if (info == NULL) {
+            memset(&o, 0, sizeof(o));
+            o.ended = 1;
+            o.status = 1;
+            snprintf(o.reason, sizeof(o.reason),
+                     "Slurm job %u is gone from slurmctld (it ended long ago, or slurmctld lost "
+                     "its state)",
+                     j->id);
+        } else {
+            slurm_outcome(info, &o);
+        }
+        j->pending = info != NULL && (info->job_state & JOB_STATE_BASE) == JOB_PENDING;
+        if (!o.ended) {
+            pp = &j->next;
+            continue;
+        }
+        /* A last look at progress before forgetting the attempt. */
+        if (n < max - 1)
+            n += read_progress(j, &out[n]);
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = BACKEND_EXITED;
+        snprintf(out[n].id, sizeof(out[n].id), "%s", j->sid);
+        out[n].time = now;
+        out[n].status = o.status;
+        out[n].cancelled = o.cancelled;
+        snprintf(out[n].reason, sizeof(out[n].reason), "%s", o.reason);
+        n++;
+        *pp = j->next;
+        free(j);
+    }
+    slurm_free_job_info_msg(msg);
+    return n;
+}
+
+static int slurm_recover(void *ctx, const char *id, const struct backend_start *s,
+                         struct error *err)
+{
+    struct sctx *c = ctx;
+    job_info_msg_t *msg = NULL;
+    struct sjob *j;
+    char *end;
+    unsigned long jid = strtoul(id, &end, 10);
+    int pending, mpirun;
+
+    if (*end != '\0' || jid == 0)
+        return BACKEND_GONE; /* not a Slurm job id: a local attempt of an older ringd */
+    if (slurm_load_job(&msg, (uint32_t)jid, SHOW_ALL) != SLURM_SUCCESS) {
+        int e = slurm_get_errno();
+        if (e == ESLURM_INVALID_JOB_ID)
+            return BACKEND_GONE;
+        return errno = EIO, errprintf(err, "slurm_load_job %lu: %s", jid, slurm_strerror(e));
+    }
+    if (msg->record_count == 0) {
+        slurm_free_job_info_msg(msg);
+        return BACKEND_GONE;
+    }
+    pending = (msg->job_array[0].job_state & JOB_STATE_BASE) == JOB_PENDING;
+    mpirun = msg->job_array[0].comment != NULL && strstr(msg->job_array[0].comment, " mpirun");
+    slurm_free_job_info_msg(msg);
+    if ((j = calloc(1, sizeof(*j))) == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    j->id = (uint32_t)jid;
+    snprintf(j->sid, sizeof(j->sid), "%u", j->id);
+    if (s != NULL && s->run_dir != NULL)
+        snprintf(j->run_dir, sizeof(j->run_dir), "%s", s->run_dir);
+    j->pending = pending;
+    j->mpirun = mpirun;
+    j->next = c->jobs;
+    c->jobs = j;
+    c->dirty = 1;
+    return BACKEND_ADOPTED;
+}
+
+/*
+ * Where a running Slurm job of ringd's runs, in c's node indexes: its nodes in Slurm's
+ * order (the order of gres_detail_str), the workers of each as ringd's submission asked
+ * (tasks_per_node on each node, the rest on the last), and the GPU ids Slurm gave it.
+ */
+static int slurm_placement_of(void *ctx, const char *id, const struct cluster *c,
+                              struct placement *out)
+{
+    job_info_msg_t *msg = NULL;
+    const slurm_job_info_t *j;
+    hostlist_t hl = NULL;
+    char *end, *name;
+    unsigned long jid = strtoul(id, &end, 10);
+    int nnodes, left, per, ngpus = 0, rc = -1;
+
+    memset(out, 0, sizeof(*out));
+    if (*end != '\0' || jid == 0 ||
+        slurm_load_job(&msg, (uint32_t)jid, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+        return -1;
+    if (msg->record_count != 1)
+        goto done;
+    j = &msg->job_array[0];
+    if ((j->job_state & JOB_STATE_BASE) != JOB_RUNNING || j->nodes == NULL || j->num_nodes < 1)
+        goto done; /* pending: Slurm has not placed it yet */
+    nnodes = (int)j->num_nodes;
+    left = (int)j->num_tasks;
+    per = j->ntasks_per_node > 0 && j->ntasks_per_node != (uint16_t)NO_VAL16
+              ? j->ntasks_per_node
+              : (left + nnodes - 1) / nnodes;
+    out->part = calloc((size_t)nnodes, sizeof(*out->part));
+    out->gpu = calloc((size_t)nnodes * 64 + 1, sizeof(int));
+    if (out->part == NULL || out->gpu == NULL || (hl = slurm_hostlist_create(j->nodes)) == NULL)
+        goto done;
+    for (int k = 0; k < nnodes && (name = slurm_hostlist_shift(hl)) != NULL; k++) {
+        struct placement_part *pp = &out->part[out->nparts];
+        int n = 0, idx[64], cnt = 0;
+        while (n < c->nnodes && strcmp(c->node[n].name, name) != 0)
+            n++;
+        free(name);
+        if (n == c->nnodes)
+            goto done; /* a node ringd does not count as its own (another partition) */
+        pp->node = n;
+        pp->workers = k == nnodes - 1 ? left : (left < per ? left : per);
+        left -= pp->workers;
+        if (j->gres_detail_str != NULL && (uint32_t)k < j->gres_detail_cnt)
+            cnt = slurm_gres_indexes(j->gres_detail_str[k], "gpu", idx, 64);
+        pp->gpu_off = ngpus;
+        for (int g = 0; g < cnt; g++)
+            out->gpu[ngpus++] = idx[g];
+        pp->ngpus = cnt;
+        out->workers += pp->workers;
+        out->ngpus += cnt;
+        out->nparts++;
+    }
+    rc = out->nparts == nnodes && out->workers == (int)j->num_tasks ? 0 : -1;
+done:
+    if (hl != NULL)
+        slurm_hostlist_destroy(hl);
+    slurm_free_job_info_msg(msg);
+    if (rc < 0)
+        placement_clear(out);
+    return rc;
+}
+
+static double slurm_now(void *ctx)
+{
+    return now_s();
+}
+
+/*
+ * Slurm's view of the cluster for GET /v1/cluster: every node of the partition with its
+ * state, CPUs and GPUs, and for each GPU the job that holds it, ringd's attempts named by
+ * the ringd job (from the comment ringd gives them) and any other Slurm job by its id.
+ */
+static json_t *slurm_cluster_json(void *ctx)
+{
+    struct sctx *c = ctx;
+    node_info_msg_t *nodes = NULL;
+    job_info_msg_t *jobs = NULL;
+    json_t *out;
+
+    if (load_nodes(c, &nodes) < 0)
+        return json_pack("{s:s}", "error", slurm_err());
+    if (slurm_load_jobs(0, &jobs, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+        jobs = NULL;
+    out = json_array();
+    for (uint32_t i = 0; i < nodes->record_count; i++) {
+        const node_info_t *n = &nodes->node_array[i];
+        int ngpus;
+        json_t *gpus, *held = json_array();
+        if (n->name == NULL || !in_partition(c, n))
+            continue;
+        ngpus = slurm_gres_count(n->gres, "gpu");
+        gpus = json_array();
+        for (int g = 0; g < ngpus; g++)
+            json_array_append_new(gpus, json_pack("{s:i, s:n}", "id", g, "job"));
+        for (uint32_t k = 0; jobs != NULL && k < jobs->record_count; k++) {
+            const slurm_job_info_t *j = &jobs->job_array[k];
+            uint32_t base = j->job_state & JOB_STATE_BASE;
+            char ringd_job[64] = "", holder[80];
+            int idx[64], cnt;
+            if (base != JOB_RUNNING && base != JOB_SUSPENDED)
+                continue;
+            if (j->comment != NULL && sscanf(j->comment, "ringd job %63s attempt", ringd_job) == 1)
+                snprintf(holder, sizeof(holder), "%s", ringd_job);
+            else
+                snprintf(holder, sizeof(holder), "slurm:%u", j->job_id);
+            /* gres_detail_str has one entry per node of the job, in the order of node_inx's
+             * index pairs: count along them to n. */
+            {
+                int nth = -1, seen = 0;
+                for (int p = 0; j->node_inx != NULL && j->node_inx[p] >= 0; p += 2) {
+                    for (int x = j->node_inx[p]; x <= j->node_inx[p + 1]; x++, seen++) {
+                        if (x == (int)i)
+                            nth = seen;
+                    }
+                }
+                if (nth < 0)
+                    continue;
+                json_array_append_new(
+                    held, json_pack("{s:s, s:i}", "job", holder, "slurm_job_id", (int)j->job_id));
+                if ((uint32_t)nth >= j->gres_detail_cnt || j->gres_detail_str == NULL)
+                    continue;
+                cnt = slurm_gres_indexes(j->gres_detail_str[nth], "gpu", idx, 64);
+                for (int g = 0; g < cnt; g++) {
+                    if (idx[g] < ngpus)
+                        json_object_set_new(json_array_get(gpus, (size_t)idx[g]), "job",
+                                            json_string(holder));
+                }
+            }
+        }
+        json_array_append_new(out, json_pack("{s:s, s:s, s:i, s:o, s:o}", "name", n->name, "state",
+                                             node_usable(n) ? "up" : "down", "cpus", (int)n->cpus,
+                                             "gpus", gpus, "jobs", held));
+    }
+    slurm_free_node_info_msg(nodes);
+    if (jobs != NULL)
+        slurm_free_job_info_msg(jobs);
+    return json_pack("{s:o}", "nodes", out);
+}
+
+const struct backend_ops backend_slurm_ops = {
+    .name = "slurm",
+    .init = slurm_init_backend,
+    .fini = slurm_fini_backend,
+    .describe = slurm_describe,
+    .start = slurm_start,
+    .signal = slurm_signal,
+    .poll = slurm_poll,
+    .recover = slurm_recover,
+    .now = slurm_now,
+    .placement_of = slurm_placement_of,
+    .cluster_json = slurm_cluster_json,
+};
