@@ -207,8 +207,8 @@ static long get_uint(const struct pmix *p, int job_level, const char *key)
 
 /*
  * The host's index among the hosts of this job and their number, from every rank's node
- * id: hosts are numbered in the order of their ids. For servers whose PMIX_NODEID is not
- * dense in [0, PMIX_NUM_NODES).
+ * id: hosts are numbered in the order of their ids, which need not be dense (see
+ * pmix_open).
  */
 static int cross_from_node_ids(struct pmix *p, long nodeid)
 {
@@ -241,7 +241,7 @@ static int pmix_open(int timeout_ms, struct ring__bootstrap **out)
     const char *env = getenv("PMIX_RANK");
     struct pmix *p;
     pmix_status_t st;
-    long size, lrank, lsize, nodeid, nnodes;
+    long size, lrank, lsize, nodeid;
     int rc;
 
     *out = NULL;
@@ -270,7 +270,6 @@ static int pmix_open(int timeout_ms, struct ring__bootstrap **out)
     lsize = get_uint(p, 1, PMIX_LOCAL_SIZE);
     lrank = get_uint(p, 0, PMIX_LOCAL_RANK);
     nodeid = get_uint(p, 0, PMIX_NODEID);
-    nnodes = get_uint(p, 1, PMIX_NUM_NODES);
     if (size < 1 || size > 1 << 20 || p->b.rank >= size || lsize < 1 || lrank < 0 ||
         lrank >= lsize || lsize > size) {
         rc = ring__err(RING_EBOOTSTRAP,
@@ -283,10 +282,12 @@ static int pmix_open(int timeout_ms, struct ring__bootstrap **out)
     p->b.size = (int)size;
     p->b.local_rank = (int)lrank;
     p->b.local_size = (int)lsize;
-    if (nodeid >= 0 && nnodes >= 1 && nodeid < nnodes && nnodes <= size) {
-        p->b.cross_rank = (int)nodeid;
-        p->b.cross_size = (int)nnodes;
-    } else if ((rc = cross_from_node_ids(p, nodeid < 0 ? 0 : nodeid)) < 0) {
+    /* Always from every rank's node id, never from PMIX_NODEID alone: a rank cannot tell
+     * on its own whether the ids are dense, and the ranks must agree on whether to run the
+     * allgather. Open MPI's mpirun inside a Slurm allocation numbers its own host 0 and the
+     * allocation's nodes from 1 with PMIX_NUM_NODES 2, so the ranks of one node would see a
+     * dense id and those of the other would not. */
+    if ((rc = cross_from_node_ids(p, nodeid < 0 ? 0 : nodeid)) < 0) {
         pmix_finalize(&p->b);
         return rc;
     }
