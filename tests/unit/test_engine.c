@@ -68,6 +68,12 @@ START_TEST(validate_every_mismatch_kind)
     ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
     ck_assert_str_eq(
         msg, "allreduce 'grad/w1': rank 0 sent a CPU buffer, rank 1 sent a buffer on GPU 0");
+    /* every rank drives its own GPU: GPU 0 on one rank and GPU 1 on another agree */
+    a.device = 0;
+    b.device = 1;
+    ck_assert_int_eq(validate2(&a, &b, msg), 0);
+    ck_assert(ring__request_same(&a, &b));
+    a.device = -1;
     b = a;
     b.postscale = 0.5;
     ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "engine.h"
 
 /*
@@ -106,10 +107,20 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
     r->type = type;
     r->dtype = (int)dtype;
     r->process_set = ps;
-    r->device = -1; /* host memory; GPU buffers come with the NCCL transport */
+    r->device = -1; /* host memory until located() says otherwise */
     r->prescale = r->postscale = 1.0;
     r->group_size = 1;
     return 0;
+}
+
+/*
+ * Sets r->device from where the buffers a and b live (host memory, or a GPU: backend.h), so
+ * that the engine sends the request to the right backend and the coordinator can tell ranks
+ * that disagree. Returns 0 or RING_EINVAL.
+ */
+static int located(struct ring__request *r, const char *name, const void *a, const void *b)
+{
+    return ring__buffer_device(ring__ctx(), ring__optype_name(r->type), name, a, b, &r->device);
 }
 
 /* Checks a reduction's op and scale factors and puts them in r (after base_request). */
@@ -153,6 +164,8 @@ static int allreduce_sub(struct ring__engine *e, const char *name, const void *s
         sendbuf = recvbuf;
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "allreduce '%s': NULL buffer with count %zu", name, count);
+    if ((rc = located(r, name, sendbuf, recvbuf)) < 0)
+        return rc;
     r->count = count;
     sub->sendbuf = sendbuf;
     sub->recvbuf = recvbuf;
@@ -209,6 +222,8 @@ int ring_grouped_allreduce_async(const char *name, int n, const void *const *sen
             rc = ring__err(RING_EINVAL, "grouped allreduce '%s': NULL buffer", member);
             break;
         }
+        if ((rc = located(&subs[i].req, member, sb, recvbufs[i])) < 0)
+            break;
         subs[i].req.count = counts[i];
         subs[i].req.group_size = n;
         subs[i].sendbuf = sb;
@@ -241,6 +256,8 @@ int ring_allgatherv_async(const char *name, const void *sendbuf, size_t sendcoun
                          "allgatherv '%s': sendcount %zu differs from "
                          "recvcounts[%d] = %zu",
                          name, sendcount, sr, recvcounts[sr]);
+    if ((rc = located(&r, name, sendbuf, recvbuf)) < 0)
+        return rc;
     r.count = sendcount;
     r.ncounts = (uint32_t)ss;
     r.counts = malloc((size_t)ss * sizeof(uint64_t));
@@ -270,6 +287,8 @@ int ring_allgather_async(const char *name, const void *sendbuf, size_t sendcount
     if (sendcount > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "allgather '%s': NULL buffer with count %zu", name,
                          sendcount);
+    if ((rc = located(&r, name, sendbuf, recvbuf)) < 0)
+        return rc;
     r.count = sendcount;
     return submit1(e, &r, sendbuf, recvbuf, handle);
 }
@@ -292,6 +311,8 @@ int ring_broadcast_async(const char *name, void *buf, size_t count, ring_dtype_t
         return rc;
     if (count > 0 && buf == NULL)
         return ring__err(RING_EINVAL, "broadcast '%s': NULL buffer with count %zu", name, count);
+    if ((rc = located(&r, name, buf, buf)) < 0)
+        return rc;
     r.count = count;
     r.root = root;
     return submit1(e, &r, buf, buf, handle);
@@ -319,6 +340,8 @@ int ring_reducescatter_async(const char *name, const void *sendbuf, void *recvbu
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "reducescatter '%s': NULL buffer with count %zu", name,
                          count);
+    if ((rc = located(&r, name, sendbuf, recvbuf)) < 0)
+        return rc;
     r.count = count;
     return submit1(e, &r, sendbuf, recvbuf, handle);
 }
@@ -345,6 +368,8 @@ static int alltoall_common(const char *name, const void *sendbuf, const size_t *
         return rc;
     if ((v || count > 0) && (sendbuf == NULL || recvbuf == NULL))
         return ring__err(RING_EINVAL, "alltoall '%s': NULL buffer", name);
+    if ((rc = located(&r, name, sendbuf, recvbuf)) < 0)
+        return rc;
     r.count = count;
     if (v) {
         if (sendcounts[sr] != recvcounts[sr])

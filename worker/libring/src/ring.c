@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "bootstrap.h"
 #include "engine.h"
 #include "transport.h"
@@ -172,6 +173,8 @@ static int connect_world(struct ring__ctx *c, int setup_ms, int op_ms)
     struct ring__mesh_cfg cfg;
     int rc;
 
+    c->setup_timeout_ms = setup_ms;
+    c->op_timeout_ms = op_ms;
     if ((rc = ring__bootstrap_open(setup_ms, &c->boot)) < 0)
         return rc;
     c->rank = c->boot->rank;
@@ -221,8 +224,14 @@ int ring_init(void)
     ctx = c;
     /* A new job: nothing asked this one to stop yet, whatever the last one was told. */
     atomic_store(&stop_flag, 0);
-    if ((rc = ring__engine_start(&ctx, &ctx.engine)) < 0) {
+    if ((rc = ring__backends_create(&ctx, &ctx.backends)) < 0 ||
+        (rc = ring__engine_start(&ctx, &ctx.engine)) < 0) {
+        /* The ranks may not all have failed here: tell the backends and the bootstrap not
+         * to wait for the others. */
+        ring__backends_destroy(ctx.backends, 1);
         ring__mesh_destroy(ctx.mesh);
+        if (ctx.boot != NULL)
+            ctx.boot->job_failed = 1;
         ring__bootstrap_close(ctx.boot);
         memset(&ctx, 0, sizeof(ctx));
         return rc;
@@ -232,14 +241,18 @@ int ring_init(void)
         ring_finalize();
         return rc;
     }
-    ring__log(RING_LOG_INFO, "initialized: rank %d of %d (local %d/%d, host %d/%d), bootstrap %s",
+    ring__log(RING_LOG_INFO,
+              "initialized: rank %d of %d (local %d/%d, host %d/%d), bootstrap %s, host "
+              "memory through %s",
               c.rank, c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size,
-              c.boot->ops->name);
+              c.boot->ops->name, ctx.backends->cpu->name);
     return 0;
 }
 
 int ring_finalize(void)
 {
+    int failed;
+
     if (!initialized)
         return RING_ENOTINIT;
     uninstall_sigterm();
@@ -247,7 +260,12 @@ int ring_finalize(void)
      * still needs for a collective in flight. */
     ring__engine_stop(ctx.engine);
     initialized = 0;
+    /* After a transport error some peer may be dead or stuck: nothing below may wait for
+     * the others then (MPI_Finalize, NCCL's finalize and PMIx's would). */
+    failed = ctx.mesh != NULL && ring__mesh_broken(ctx.mesh);
+    ring__backends_destroy(ctx.backends, failed);
     ring__mesh_destroy(ctx.mesh);
+    ctx.boot->job_failed = failed;
     ring__bootstrap_close(ctx.boot);
     free(ctx.scratch);
     memset(&ctx, 0, sizeof(ctx));

@@ -48,6 +48,7 @@ int ring__env_int(const char *name, long dflt, long min, long max, long *out);
 struct ring__engine;
 struct ring__bootstrap;
 struct ring__mesh;
+struct ring__backends;
 
 struct ring__ctx {
     int rank, size;
@@ -60,6 +61,10 @@ struct ring__ctx {
     struct ring__mesh *mesh;      /* every peer's pair; NULL when size == 1 (transport.h) */
     int oversubscribed;           /* more ranks on this host than CPUs */
     struct ring__engine *engine;
+
+    int setup_timeout_ms;            /* RING_TIMEOUT_SECONDS */
+    int op_timeout_ms;               /* RING_OP_TIMEOUT_SECONDS */
+    struct ring__backends *backends; /* what moves the data of each request (backend.h) */
 };
 
 enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD };
@@ -81,6 +86,8 @@ struct ring__comm {
     struct ring__ctx *ctx;
     int rank, size;     /* this rank's place in the view, and the view's size */
     const int *members; /* world rank of each member; NULL for the world */
+    int set;            /* the process set's id (0: the world); backends that keep a
+                           communicator per set (mpi, nccl) key it on this */
 };
 
 static inline int ring__peer(const struct ring__comm *c, int i)

@@ -58,6 +58,8 @@ struct ring__bootstrap {
     int timeout_ms;             /* setup timeout for every call */
     char host_addr[64];         /* an IP address of this host that peers can reach, if the
                                    bootstrap knows one (the TCP transport publishes it), or "" */
+    int job_failed;             /* set by ring_finalize before finalize when the job failed (a
+                                   peer may be dead or stuck): finalize must not wait for peers */
 };
 
 struct ring__bootstrap_impl {

@@ -328,3 +328,48 @@ void ring__scale(void *dst, const void *src, size_t n, ring_dtype_t dtype, doubl
         break;
     }
 }
+
+void ring__neutral(void *buf, size_t n, ring_dtype_t dtype, ring_op_t op)
+{
+    size_t es = ring_dtype_size((ring_dtype_t)dtype);
+    char one[8], *p = buf;
+    double v = op == RING_PRODUCT ? 1.0 : 0.0;
+
+    if (op == RING_MIN || op == RING_MAX) {
+        static const double big[RING_DTYPE_COUNT] = {
+            [RING_UINT8] = 255,         [RING_INT8] = 127,          [RING_INT32] = 2147483647.0,
+            [RING_INT64] = 9.2e18,      [RING_FLOAT16] = 1.0 / 0.0, [RING_BFLOAT16] = 1.0 / 0.0,
+            [RING_FLOAT32] = 1.0 / 0.0, [RING_FLOAT64] = 1.0 / 0.0,
+        };
+        v = op == RING_MIN ? big[dtype]
+                           : (dtype == RING_UINT8 ? 0 : -big[dtype] - (dtype < RING_FLOAT16));
+    }
+    switch (dtype) {
+    case RING_UINT8:
+        *(uint8_t *)one = (uint8_t)v;
+        break;
+    case RING_INT8:
+        *(int8_t *)one = (int8_t)v;
+        break;
+    case RING_INT32:
+        *(int32_t *)one = (int32_t)v;
+        break;
+    case RING_INT64:
+        *(int64_t *)one = v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (int64_t)v;
+        break;
+    case RING_FLOAT16:
+        *(uint16_t *)one = ring__float_to_half((float)v);
+        break;
+    case RING_BFLOAT16:
+        *(uint16_t *)one = ring__float_to_bf16((float)v);
+        break;
+    case RING_FLOAT32:
+        *(float *)one = (float)v;
+        break;
+    default:
+        *(double *)one = v;
+        break;
+    }
+    for (size_t i = 0; i < n; i++)
+        memcpy(p + i * es, one, es);
+}

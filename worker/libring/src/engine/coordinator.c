@@ -76,7 +76,8 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
                             "%s '%s': rank %d sent %s, rank %d sent %s", what, name, ra,
                             ring_dtype_name((ring_dtype_t)a->dtype), rb,
                             ring_dtype_name((ring_dtype_t)b->dtype));
-        if (b->device != a->device)
+        /* Ranks drive different GPUs (each its own), so only host versus GPU must agree. */
+        if ((b->device >= 0) != (a->device >= 0))
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d sent %s, rank %d sent %s", what, name, ra,
                             device_name(a->device, b1, sizeof(b1)), rb,

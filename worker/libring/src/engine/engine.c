@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "engine_impl.h"
 #include "transport.h"
 
@@ -529,8 +530,11 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     struct ring__fast f;
     int bit, ok, idle, rc, done;
 
+    /* GPU buffers (the host cannot touch them) and RING_CPU_OPERATIONS=mpi (whose point is
+     * that MPI moves the data) take the backend's path (backend.h). */
     if (!e->fast || r->type != RING__ALLREDUCE || r->process_set != RING_GLOBAL ||
-        r->group_size > 1 || bytes > RING__ATTACH_MAX ||
+        r->group_size > 1 || bytes > RING__ATTACH_MAX || r->device >= 0 ||
+        ring__backend_for(e->ctx, r->device) != &ring__backend_ring ||
         (e->compression >= 0 && r->dtype == RING_FLOAT32 &&
          (r->op == RING_SUM || r->op == RING_AVERAGE)))
         return 0;

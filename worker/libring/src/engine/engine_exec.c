@@ -2,11 +2,14 @@
 /*
  * engine_exec.c - runs the responses every rank agreed on, in the same order everywhere:
  * fused allreduces over the tensors' own memory (large batches) or the fusion buffer
- * (small ones, compression, joined ranks), and every other collective on its process set.
+ * (small ones, compression, joined ranks), and every other collective on its process set,
+ * each through the collective backend of its buffers (backend.h: ring or mpi for host
+ * memory, nccl for GPU memory).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "engine_impl.h"
 
 int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c)
@@ -19,6 +22,7 @@ int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c)
         c->rank = ps->my_rank;
         c->size = ps->size;
         c->members = id == 0 ? NULL : ps->members;
+        c->set = id;
     }
     pthread_mutex_unlock(&e->mu);
     return ps != NULL && c->rank >= 0;
@@ -30,52 +34,6 @@ static int active_members(struct ring__engine *e, const struct ring__comm *c)
     for (int i = 0; i < c->size; i++)
         n += !e->joined_ranks[ring__peer(c, i)];
     return n > 0 ? n : 1;
-}
-
-/* Fills n elements with op's neutral element, for ranks that have joined. */
-static void neutral(void *buf, size_t n, int dtype, int op)
-{
-    size_t es = ring_dtype_size((ring_dtype_t)dtype);
-    char one[8], *p = buf;
-    double v = op == RING_PRODUCT ? 1.0 : 0.0;
-
-    if (op == RING_MIN || op == RING_MAX) {
-        static const double big[RING_DTYPE_COUNT] = {
-            [RING_UINT8] = 255,         [RING_INT8] = 127,          [RING_INT32] = 2147483647.0,
-            [RING_INT64] = 9.2e18,      [RING_FLOAT16] = 1.0 / 0.0, [RING_BFLOAT16] = 1.0 / 0.0,
-            [RING_FLOAT32] = 1.0 / 0.0, [RING_FLOAT64] = 1.0 / 0.0,
-        };
-        v = op == RING_MIN ? big[dtype]
-                           : (dtype == RING_UINT8 ? 0 : -big[dtype] - (dtype < RING_FLOAT16));
-    }
-    switch (dtype) {
-    case RING_UINT8:
-        *(uint8_t *)one = (uint8_t)v;
-        break;
-    case RING_INT8:
-        *(int8_t *)one = (int8_t)v;
-        break;
-    case RING_INT32:
-        *(int32_t *)one = (int32_t)v;
-        break;
-    case RING_INT64:
-        *(int64_t *)one = v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (int64_t)v;
-        break;
-    case RING_FLOAT16:
-        *(uint16_t *)one = ring__float_to_half((float)v);
-        break;
-    case RING_BFLOAT16:
-        *(uint16_t *)one = ring__float_to_bf16((float)v);
-        break;
-    case RING_FLOAT32:
-        *(float *)one = (float)v;
-        break;
-    default:
-        *(double *)one = v;
-        break;
-    }
-    for (size_t i = 0; i < n; i++)
-        memcpy(p + i * es, one, es);
 }
 
 static int grow_fusion(struct ring__engine *e, size_t bytes)
@@ -108,10 +66,14 @@ static const char *phase_name(int type)
     return type >= 0 && type < RING__OPTYPE_COUNT ? names[type] : "COLLECTIVE";
 }
 
-/* A fused batch as one ring over the tensors' own buffers (see ring__bufv). */
+/*
+ * A fused batch as one collective over the tensors' own buffers (see ring__bufv), through
+ * the backend's allreduce_bufv. Pieces of a joined rank (en NULL) are NULL: only a device
+ * backend is given those (backend.h); the host path fuses them through the fusion buffer.
+ */
 static int run_zero_copy(struct ring__engine *e, const struct ring__comm *c,
-                         const struct ring__response *resp, struct entry **en, int n, ring_op_t op,
-                         double post)
+                         const struct ring__backend *be, const struct ring__response *resp,
+                         struct entry **en, int n, ring_op_t op, double post)
 {
     size_t es = ring_dtype_size((ring_dtype_t)resp[0].req.dtype), total = 0;
     char **recv = malloc((size_t)n * sizeof(*recv));
@@ -126,8 +88,8 @@ static int run_zero_copy(struct ring__engine *e, const struct ring__comm *c,
         return ring__err(RING_ENOMEM, "out of memory for a batch of %d tensors", n);
     }
     for (int i = 0; i < n; i++) {
-        recv[i] = en[i]->recvbuf;
-        send[i] = en[i]->sendbuf;
+        recv[i] = en[i] != NULL ? en[i]->recvbuf : NULL;
+        send[i] = en[i] != NULL ? en[i]->sendbuf : NULL;
         start[i] = total * es;
         total += resp[i].req.count;
         TL_PHASE(e, resp[i].req.name, "ALLREDUCE", 1, NULL);
@@ -135,8 +97,8 @@ static int run_zero_copy(struct ring__engine *e, const struct ring__comm *c,
     start[n] = total * es;
     {
         struct ring__bufv bv = {n, recv, send, start};
-        rc = ring__allreduce_ringv(c, &bv, total, (ring_dtype_t)resp[0].req.dtype, op,
-                                   resp[0].req.prescale, post);
+        rc = be->allreduce_bufv(c, &bv, total, (ring_dtype_t)resp[0].req.dtype, op,
+                                resp[0].req.prescale, post);
     }
     for (int i = 0; i < n; i++)
         TL_PHASE(e, resp[i].req.name, "ALLREDUCE", 0, NULL);
@@ -154,36 +116,39 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
                                const struct ring__response *resp, struct entry **en, int n)
 {
     const struct ring__request *r0 = &resp[0].req;
+    const struct ring__backend *be = ring__backend_for(e->ctx, r0->device);
     ring_dtype_t dt = (ring_dtype_t)r0->dtype, wire = dt;
     ring_op_t op = (ring_op_t)r0->op;
     double post = r0->postscale;
     size_t es = ring_dtype_size(dt), total = 0, off = 0;
-    int rc, compress =
-                e->compression >= 0 && dt == RING_FLOAT32 && (op == RING_SUM || op == RING_AVERAGE);
+    int rc, compress = e->compression >= 0 && !be->device_memory && dt == RING_FLOAT32 &&
+                       (op == RING_SUM || op == RING_AVERAGE);
     char args[128];
 
     if (op == RING_AVERAGE) {
         op = RING_SUM;
         post /= active_members(e, c);
     }
+    if (be->device_memory) /* the backend fuses on the device (backend.h) */
+        return run_zero_copy(e, c, be, resp, en, n, op, post);
     for (int i = 0; i < n; i++)
         total += resp[i].req.count;
     if (n == 1 && !compress && en[0] != NULL) {
         TL_PHASE(e, r0->name, "ALLREDUCE", 1, NULL);
-        rc = ring__allreduce(c, en[0]->sendbuf, en[0]->recvbuf, r0->count, dt, op, r0->prescale,
-                             post);
+        rc =
+            be->allreduce(c, en[0]->sendbuf, en[0]->recvbuf, r0->count, dt, op, r0->prescale, post);
         TL_PHASE(e, r0->name, "ALLREDUCE", 0, NULL);
         return rc;
     }
-    if (!compress && total * es > c->ctx->small_bytes && c->ctx->algo != RING__ALGO_RD &&
-        c->size > 1) {
+    if (!compress && be->allreduce_bufv != NULL && total * es > c->ctx->small_bytes &&
+        c->ctx->algo != RING__ALGO_RD && c->size > 1) {
         /* Large batches need no fusion buffer: the ring runs over the tensors' own memory
          * as one logical buffer, which saves copying every byte in and out. */
         int all = 1;
         for (int i = 0; i < n; i++)
             all &= en[i] != NULL;
         if (all)
-            return run_zero_copy(e, c, resp, en, n, op, post);
+            return run_zero_copy(e, c, be, resp, en, n, op, post);
     }
     if (compress)
         wire = (ring_dtype_t)e->compression;
@@ -196,7 +161,7 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
         if (en[i] != NULL)
             memcpy(e->fusion + off * es, en[i]->sendbuf, resp[i].req.count * es);
         else
-            neutral(e->fusion + off * es, resp[i].req.count, dt, r0->op);
+            ring__neutral(e->fusion + off * es, resp[i].req.count, dt, (ring_op_t)r0->op);
         off += resp[i].req.count;
         TL_PHASE(e, resp[i].req.name, "MEMCPY_IN_FUSION_BUFFER", 0, NULL);
     }
@@ -209,11 +174,11 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
         for (size_t i = 0; i < total; i++)
             h[i] = wire == RING_FLOAT16 ? ring__float_to_half(f[i] * (float)r0->prescale)
                                         : ring__float_to_bf16(f[i] * (float)r0->prescale);
-        rc = ring__allreduce(c, h, h, total, wire, op, 1.0, post);
+        rc = be->allreduce(c, h, h, total, wire, op, 1.0, post);
         for (size_t i = 0; rc == 0 && i < total; i++)
             f[i] = wire == RING_FLOAT16 ? ring__half_to_float(h[i]) : ring__bf16_to_float(h[i]);
     } else {
-        rc = ring__allreduce(c, e->fusion, e->fusion, total, dt, op, r0->prescale, post);
+        rc = be->allreduce(c, e->fusion, e->fusion, total, dt, op, r0->prescale, post);
     }
     for (int i = 0; i < n; i++)
         TL_PHASE(e, resp[i].req.name, "ALLREDUCE", 0, NULL);
@@ -241,34 +206,27 @@ static int run_other(struct ring__engine *e, const struct ring__comm *c,
                      const struct ring__response *resp, struct entry *en)
 {
     const struct ring__request *r = &resp->req;
+    const struct ring__backend *be = ring__backend_for(e->ctx, r->device);
     ring_dtype_t dt = (ring_dtype_t)r->dtype;
-    size_t es = ring_dtype_size(dt);
     const char *phase = phase_name(r->type);
     int rc = 0;
 
     TL_PHASE(e, r->name, phase, 1, NULL);
     switch (r->type) {
-    case RING__BROADCAST:
-        if (en != NULL) {
-            rc = ring__broadcast(c, en->recvbuf, r->count, dt, r->root);
-        } else { /* joined: pass the data along, keep nothing */
-            char *tmp = malloc(r->count * es + 1);
-            rc = tmp ? ring__broadcast(c, tmp, r->count, dt, r->root)
-                     : ring__err(RING_ENOMEM, "broadcast: out of memory");
-            free(tmp);
-        }
+    case RING__BROADCAST: /* joined (en NULL): pass the data along, keep nothing */
+        rc = be->broadcast(c, en != NULL ? en->recvbuf : NULL, r->count, dt, r->root);
         break;
     case RING__BARRIER:
-        rc = ring__barrier(c);
+        rc = be->barrier(c);
         break;
     case RING__ALLGATHER:
-        rc = ring__allgatherv(c, en->sendbuf == RING_IN_PLACE ? NULL : en->sendbuf, r->count,
-                              en->recvbuf, NULL, dt);
+        rc = be->allgatherv(c, en->sendbuf == RING_IN_PLACE ? NULL : en->sendbuf, r->count,
+                            en->recvbuf, NULL, dt);
         break;
     case RING__ALLGATHERV: {
         size_t *counts = to_sizes(en->req.counts, en->req.ncounts);
-        rc = counts ? ring__allgatherv(c, en->sendbuf == RING_IN_PLACE ? NULL : en->sendbuf,
-                                       r->count, en->recvbuf, counts, dt)
+        rc = counts ? be->allgatherv(c, en->sendbuf == RING_IN_PLACE ? NULL : en->sendbuf, r->count,
+                                     en->recvbuf, counts, dt)
                     : RING_ENOMEM;
         free(counts);
         break;
@@ -280,15 +238,15 @@ static int run_other(struct ring__engine *e, const struct ring__comm *c,
             op = RING_SUM;
             post /= c->size;
         }
-        rc = ring__reducescatter(c, en->sendbuf, en->recvbuf, r->count, dt, op, r->prescale, post);
+        rc = be->reducescatter(c, en->sendbuf, en->recvbuf, r->count, dt, op, r->prescale, post);
         break;
     }
     case RING__ALLTOALL:
-        rc = ring__alltoallv(c, en->sendbuf, NULL, en->recvbuf, NULL, r->count, dt);
+        rc = be->alltoallv(c, en->sendbuf, NULL, en->recvbuf, NULL, r->count, dt);
         break;
     case RING__ALLTOALLV: {
         size_t *counts = to_sizes(en->req.counts, en->req.ncounts);
-        rc = counts ? ring__alltoallv(c, en->sendbuf, counts, en->recvbuf, counts + c->size, 0, dt)
+        rc = counts ? be->alltoallv(c, en->sendbuf, counts, en->recvbuf, counts + c->size, 0, dt)
                     : RING_ENOMEM;
         free(counts);
         break;

@@ -10,7 +10,7 @@ static int compatible(const struct ring__request *a, const struct ring__request 
 {
     return a->dtype == b->dtype && a->op == b->op && a->prescale == b->prescale &&
            a->postscale == b->postscale && a->process_set == b->process_set &&
-           a->device == b->device;
+           (a->device >= 0) == (b->device >= 0);
 }
 
 static size_t bytes_of(const struct ring__request *r)
