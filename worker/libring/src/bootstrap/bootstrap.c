@@ -3,6 +3,7 @@
  * bootstrap.c - picks the bootstrap (bootstrap.h), reads the worker contract, and the
  * bootstrap of a world of one.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,24 +12,60 @@
 
 /* In the order of DESIGN.md; the first that does not decline wins. */
 static const struct ring__bootstrap_impl *const impls[] = {
-    &ring__bootstrap_pmix,
-    &ring__bootstrap_rendezvous,
-    &ring__bootstrap_single,
-    NULL,
+    &ring__bootstrap_pmix,   &ring__bootstrap_rendezvous,
+#ifdef RING_HAVE_MPI
+    &ring__bootstrap_mpi,
+#endif
+    &ring__bootstrap_single, NULL,
 };
+
+/* Why a bootstrap that RING_BOOTSTRAP named declined: what its environment lacked. */
+static const char *declined_because(const char *name)
+{
+    if (strcmp(name, "rendezvous") == 0)
+        return "RING_RENDEZVOUS is not set (start the program with ringrun)";
+    if (strcmp(name, "mpi") == 0)
+        return "the process was not started by mpirun and MPI is not initialized";
+    if (strcmp(name, "pmix") == 0)
+        return "PMIX_RANK is not set (start the program with srun --mpi=pmix or mpirun)";
+    return "its environment is missing";
+}
 
 int ring__bootstrap_open(int timeout_ms, struct ring__bootstrap **out)
 {
+    const char *only = getenv("RING_BOOTSTRAP");
+    int named = 0;
+
     *out = NULL;
+    if (only != NULL && (*only == '\0' || strcmp(only, "auto") == 0))
+        only = NULL;
     for (int i = 0; impls[i] != NULL; i++) {
-        int rc = impls[i]->open(timeout_ms, out);
-        if (rc < 0)
+        int rc;
+        if (only != NULL && strcmp(only, impls[i]->name) != 0)
+            continue;
+        named = 1;
+        if ((rc = impls[i]->open(timeout_ms, out)) < 0)
             return rc;
         if (*out != NULL) {
             ring__log(RING_LOG_DEBUG, "bootstrap: %s, rank %d of %d", impls[i]->name, (*out)->rank,
                       (*out)->size);
             return 0;
         }
+    }
+    if (only != NULL && !named) {
+        char names[128] = "";
+        for (int i = 0; impls[i] != NULL; i++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+                     i > 0 ? ", " : "", impls[i]->name);
+        ring__log(RING_LOG_ERROR, "RING_BOOTSTRAP='%s' is not one of auto, %s (this build)", only,
+                  names);
+        return ring__err(RING_EENV, "RING_BOOTSTRAP='%s' is not one of auto, %s (this build)", only,
+                         names);
+    }
+    if (only != NULL) {
+        ring__log(RING_LOG_ERROR, "RING_BOOTSTRAP=%s, but %s", only, declined_because(only));
+        return ring__err(RING_EBOOTSTRAP, "RING_BOOTSTRAP=%s, but %s", only,
+                         declined_because(only));
     }
     return ring__err(RING_EBOOTSTRAP, "no bootstrap accepted this process");
 }

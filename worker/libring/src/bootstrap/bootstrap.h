@@ -16,8 +16,12 @@
  *               Open MPI's mpirun); bootstrap_pmix.c. A libring built without PMIx refuses
  *               such a process rather than letting it run alone as a world of one.
  *   rendezvous  RING_RENDEZVOUS is set: ringrun's key-value server (bootstrap_rendezvous.c).
- *   mpi         built with MPI and launched by mpirun (to come).
+ *   mpi         built with MPI, and launched by mpirun or MPI already initialized by the
+ *               program (bootstrap_mpi.c).
  *   single      otherwise: a world of one process (RING_SIZE must be 1 or unset).
+ * RING_BOOTSTRAP=NAME tries only the one named (pmix, rendezvous, mpi or single, as built):
+ * under Open MPI's mpirun, which sets PMIX_RANK too, RING_BOOTSTRAP=mpi skips PMIx. When the
+ * named one declines, ring_init fails with RING_EBOOTSTRAP.
  *
  * Adding one (bootstrap_pmix.c, say):
  *   1. Embed struct ring__bootstrap as the first member of your state and fill its fields,
@@ -70,11 +74,14 @@ struct ring__bootstrap_impl {
 /* The implementations; each declines unless the environment names it. */
 extern const struct ring__bootstrap_impl ring__bootstrap_pmix; /* bootstrap_pmix.c */
 extern const struct ring__bootstrap_impl ring__bootstrap_rendezvous;
+extern const struct ring__bootstrap_impl ring__bootstrap_mpi; /* built with RING_WITH_MPI */
 extern const struct ring__bootstrap_impl ring__bootstrap_single;
 
 /*
- * Opens the first implementation of the list above that accepts this process. Returns 0
- * and *out (release with ring__bootstrap_close), or a RING_E* code with a ring__err() text.
+ * Opens the first implementation of the list above that accepts this process (only the one
+ * RING_BOOTSTRAP names, when set). Returns 0 and *out (release with ring__bootstrap_close),
+ * or a RING_E* code with a ring__err() text: RING_EENV for an unknown RING_BOOTSTRAP,
+ * RING_EBOOTSTRAP when the one it names declines.
  */
 int ring__bootstrap_open(int timeout_ms, struct ring__bootstrap **out);
 /* Finalizes b. Accepts NULL. */
