@@ -186,6 +186,16 @@ RING_API int ring_cross_rank(void);
 RING_API int ring_cross_size(void);
 
 /*
+ * Buffers are host memory, or, in a libring built with CUDA and NCCL, GPU memory (device or
+ * managed), both buffers of a call on the same GPU, one GPU per rank: such calls run
+ * through NCCL on libring's own stream. A GPU buffer must be ready when submitted (the
+ * program synchronizes its stream first) and is done when the call or ring_wait returns.
+ * Mixing host and GPU buffers in one call, or a second GPU, gives RING_EINVAL; on GPUs,
+ * scale factors and RING_AVERAGE take SUM of floating-point tensors (or integral factors
+ * on integers), else RING_ENOTSUP.
+ */
+
+/*
  * Pass as sendbuf to reduce or gather in place, in recvbuf: allreduce, reducescatter,
  * allgather(v) (see each for where the data lies). sendbuf == recvbuf means the same.
  * broadcast is always in place; alltoall(v) never is (RING_EINVAL).

@@ -120,7 +120,23 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
  */
 static int located(struct ring__request *r, const char *name, const void *a, const void *b)
 {
-    return ring__buffer_device(ring__ctx(), ring__optype_name(r->type), name, a, b, &r->device);
+    int rc = ring__buffer_device(ring__ctx(), ring__optype_name(r->type), name, a, b, &r->device);
+    int scaled = r->prescale != 1.0 || r->postscale != 1.0 || r->op == RING_AVERAGE;
+    int integral = r->dtype <= RING_INT64 && r->op == RING_SUM &&
+                   r->prescale == (double)(int64_t)r->prescale &&
+                   r->postscale == (double)(int64_t)r->postscale;
+
+    if (rc < 0 || r->device < 0 || !scaled || r->type == RING__BROADCAST ||
+        r->type == RING__ALLGATHER || r->type == RING__ALLGATHERV || r->type == RING__ALLTOALL ||
+        r->type == RING__ALLTOALLV)
+        return rc;
+    /* NCCL scales through a pre-multiplied SUM of the tensor's own type (backend_nccl.c). */
+    if (r->op == RING_PRODUCT || (r->dtype <= RING_INT64 && !integral))
+        return ring__err(RING_ENOTSUP,
+                         "%s '%s': on a GPU, scale factors and AVERAGE take SUM of a "
+                         "floating-point tensor (or integral factors for integers)",
+                         ring__optype_name(r->type), name);
+    return 0;
 }
 
 /* Checks a reduction's op and scale factors and puts them in r (after base_request). */
