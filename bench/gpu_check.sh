@@ -54,7 +54,7 @@ mkdir -p "$build/obj"
 say "building into $build with $($CC --version | head -1)"
 L=worker/libring
 inc=(-I"$L/include" -I"$L/src" -I"$L/src/bootstrap" -I"$L/src/transport" -I"$L/src/collectives"
-     -I"$L/src/engine" -I"$L/src/backend" -I"$CUDA_HOME/include" -I"$NCCL_HOME/include")
+     -I"$L/src/engine" -I"$L/src/backend" -isystem "$CUDA_HOME/include" -isystem "$NCCL_HOME/include")
 flags=(-std=c11 -g -pthread -D_GNU_SOURCE -DRING_VERSION_STRING='"gpu-check"'
        -DRING_HAVE_NCCL -Wall -Wno-unused-parameter)
 # libring without MPI or PMIx (they are not needed for one machine's GPUs).

@@ -302,10 +302,14 @@ static int fill_neutral(struct ring__nccl *n, char *dst, size_t count, ring_dtyp
     if ((host = malloc(bytes + 1)) == NULL)
         return ring__err(RING_ENOMEM, "rank %d: out of memory", n->rank);
     ring__neutral(host, count, t, op);
-    /* synchronous for pageable memory: host may be freed at once */
-    e = cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice);
+    /* On libring's stream, so that the reduction after it sees the values; waited for, so
+     * that host can be freed (a pageable copy may still be in flight when cudaMemcpy
+     * returns, and a non-blocking stream does not wait for it). */
+    e = cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, n->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(n->stream);
     free(host);
-    return e == cudaSuccess ? 0 : cuda_error(n, e, "cudaMemcpy");
+    return e == cudaSuccess ? 0 : cuda_error(n, e, "cudaMemcpyAsync");
 }
 
 static int copy(struct ring__nccl *n, void *dst, const void *src, size_t bytes)
@@ -446,8 +450,9 @@ static int nccl_broadcast(const struct ring__comm *c, void *buf, size_t count, r
 
 /*
  * libring's parts are uneven (ring__chunk), NCCL's ncclReduceScatter takes even ones: each
- * part is reduced to its owner, all in one group. The input is staged in the fusion buffer
- * when in place, since this rank's part lands at the start of the buffer it is read from.
+ * part is reduced to its owner, all in one group (only the owner writes its recvbuf). The input is
+ * staged in the fusion buffer when in place, since this rank's part lands at the start of the
+ * buffer it is read from.
  */
 static int nccl_reducescatter(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
                               size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
@@ -476,8 +481,7 @@ static int nccl_reducescatter(const struct ring__comm *c, const void *sendbuf, v
         goto done;
     for (int i = 0; i < c->size && (r == ncclSuccess || r == ncclInProgress); i++) {
         ring__chunk(count, c->size, i, &off, &len);
-        r = ncclReduce(in + off * es, i == c->rank ? recvbuf : NULL, len, nccl_type(dtype), nop, i,
-                       comm, n->stream);
+        r = ncclReduce(in + off * es, recvbuf, len, nccl_type(dtype), nop, i, comm, n->stream);
     }
     if (r != ncclSuccess && r != ncclInProgress) {
         ncclGroupEnd();
@@ -574,6 +578,9 @@ void ring__nccl_destroy(struct ring__nccl *n, int broken)
     if (n == NULL)
         return;
     if (n->device >= 0) {
+        int was = -1;
+        /* ring_finalize runs on the program's thread: leave its current device as it was */
+        cudaGetDevice(&was);
         cudaSetDevice(n->device);
         for (int i = 0; i < MAX_SETS; i++) {
             if (n->comms[i] == NULL)
@@ -588,6 +595,8 @@ void ring__nccl_destroy(struct ring__nccl *n, int broken)
             cudaFree(n->fusion);
         if (n->stream != NULL)
             cudaStreamDestroy(n->stream);
+        if (was >= 0)
+            cudaSetDevice(was);
     }
     free(n);
 }
