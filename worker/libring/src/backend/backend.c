@@ -85,6 +85,10 @@ int ring__backends_create(struct ring__ctx *ctx, struct ring__backends **out)
 #ifdef RING_HAVE_NCCL
     if ((rc = ring__nccl_create(ctx, &b->nccl)) < 0)
         goto error;
+    /* Ask CUDA for its devices now, once: the first collective should not pay for loading
+     * the driver (or failing to), and nothing should happen between ring_init's return and
+     * the first submission that the other ranks do not also wait for. */
+    (void)ring__cuda_device_of(NULL);
 #endif
     ring__log(RING_LOG_DEBUG, "collective backends: %s for host memory, %s for GPU memory",
               b->cpu->name, b->nccl != NULL ? "nccl" : "none (built without CUDA)");
