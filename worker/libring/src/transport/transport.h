@@ -96,19 +96,38 @@ struct ring__mesh_cfg {
  *   listen(cfg, &state, blob): prepares this rank's end (a listening socket, a segment)
  *     and writes its address into blob (blob_len bytes). Returns 0; 0 with state NULL to
  *     decline on this rank (the peers then use another transport); or an error.
- *   connect(state, cfg, blobs, stride, use, pairs, deadline): after the allgather, makes
- *     pairs[peer] for every peer with use[peer] set, from the peer's blob at
- *     blobs + peer * stride. Both ends agree on use. Returns 0 or an error, by deadline.
+ *   after the allgather, for the peers this transport serves (both ends agree on which),
+ *   mesh.c's connect loop, the same for every wire: this rank dials each lower peer, then
+ *   accepts on listen_fd(state) until each higher peer has called. A dial completes in the
+ *   peer's accept queue, so no order of the ranks can deadlock. It calls
+ *     dial(state, cfg, blob, peer, &pair, deadline): connects to the lower rank peer, whose
+ *       blob it gets, says who calls (a hello) and makes *pair (also on an error, when the
+ *       pair exists: the mesh destroys it). Returns 0 or an error, by deadline.
+ *     answer(state, cfg, sock, use, pairs, deadline): takes sock, a connection accepted on
+ *       listen_fd. A caller whose hello names a pair still wanted (ring__mesh_wanted)
+ *       becomes pairs[its rank], and answer returns 1; a stray caller is closed and logged,
+ *       and answer returns 0; otherwise an error.
  *   close(state): frees what listen made (pairs live on). Accepts NULL.
  */
 struct ring__transport {
     const char *name;
     size_t blob_len;
     int (*listen)(const struct ring__mesh_cfg *cfg, void **state, void *blob);
-    int (*connect)(void *state, const struct ring__mesh_cfg *cfg, const char *blobs, size_t stride,
-                   const unsigned char *use, struct ring__pair **pairs, int64_t deadline);
+    int (*listen_fd)(void *state);
+    int (*dial)(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
+                struct ring__pair **pair, int64_t deadline);
+    int (*answer)(void *state, const struct ring__mesh_cfg *cfg, int sock, const unsigned char *use,
+                  struct ring__pair **pairs, int64_t deadline);
     void (*close)(void *state);
 };
+
+/*
+ * For answer: 1 when a hello from rank of a world of size names a pair this rank still
+ * waits for (the same world, a higher rank that this transport serves, not yet
+ * connected), else 0.
+ */
+int ring__mesh_wanted(const struct ring__mesh_cfg *cfg, const unsigned char *use,
+                      struct ring__pair *const *pairs, uint32_t rank, uint32_t size);
 
 extern const struct ring__transport ring__transport_shm;
 extern const struct ring__transport ring__transport_tcp;

@@ -582,11 +582,17 @@ static struct shm_pair *new_pair(const struct ring__mesh_cfg *cfg, int peer, int
     return p;
 }
 
-/* The higher rank of a pair: creates the segment and hands it over. */
-static int connect_lower(const struct ring__mesh_cfg *cfg, const struct shm_state *st,
-                         const struct shm_blob *b, int peer, struct ring__pair **out,
-                         int64_t deadline)
+static int shm_listen_fd(void *state)
 {
+    return ((struct shm_state *)state)->lfd;
+}
+
+/* Dials from the higher rank of a pair, which creates the segment and hands it over. */
+static int shm_dial(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
+                    struct ring__pair **out, int64_t deadline)
+{
+    const struct shm_state *st = state;
+    const struct shm_blob *b = blob;
     struct hello h = {HELLO_MAGIC, (uint32_t)cfg->rank, (uint32_t)cfg->size,
                       0,           st->ring_bytes,      (uint64_t)(uintptr_t)&cma_probe};
     struct sockaddr_un sa;
@@ -631,31 +637,17 @@ out:
     return rc;
 }
 
-/* The lower rank of a pair: maps what the higher one created. 1 = a pair, 0 = a stray. */
-static int accept_higher(const struct ring__mesh_cfg *cfg, const struct shm_state *st,
-                         const unsigned char *use, struct ring__pair **pairs, int64_t deadline)
+/* Answers in the lower rank of a pair, which maps what the higher one created. */
+static int shm_answer(void *state, const struct ring__mesh_cfg *cfg, int sock,
+                      const unsigned char *use, struct ring__pair **pairs, int64_t deadline)
 {
-    struct pollfd pfd = {.fd = st->lfd, .events = POLLIN};
-    int64_t left = deadline - ring__now_ms();
+    const struct shm_state *st = state;
     struct hello h;
     struct shm_pair *p;
-    int sock, mfd, rc;
+    int mfd, rc;
 
-    rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
-    if (rc == 0)
-        return ring__err(RING_ETIMEDOUT,
-                         "rank %d: timed out waiting for higher local ranks to connect over shm",
-                         cfg->rank);
-    if (rc < 0)
-        return errno == EINTR ? 0 : ring__err(RING_ESYS, "poll: %s", strerror(errno));
-    sock = accept4(st->lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (sock < 0)
-        return errno == EINTR || errno == EAGAIN
-                   ? 0
-                   : ring__err(RING_ESYS, "accept: %s", strerror(errno));
     if (recv_hello(cfg->rank, sock, &h, &mfd, deadline) < 0 || mfd < 0 ||
-        h.size != (uint32_t)cfg->size || h.rank <= (uint32_t)cfg->rank ||
-        h.rank >= (uint32_t)cfg->size || !use[h.rank] || pairs[h.rank] != NULL || h.cap < 4096 ||
+        !ring__mesh_wanted(cfg, use, pairs, h.rank, h.size) || h.cap < 4096 ||
         h.cap > ((uint64_t)1 << 30) || h.cap % 16 != 0) {
         ring__log(RING_LOG_WARNING, "shm: ignoring a connection with a bad hello");
         if (mfd >= 0)
@@ -689,29 +681,6 @@ static int accept_higher(const struct ring__mesh_cfg *cfg, const struct shm_stat
     return 1;
 }
 
-static int shm_connect(void *state, const struct ring__mesh_cfg *cfg, const char *blobs,
-                       size_t stride, const unsigned char *use, struct ring__pair **pairs,
-                       int64_t deadline)
-{
-    struct shm_state *st = state;
-    int rc, want = 0, got = 0;
-
-    for (int peer = 0; peer < cfg->rank; peer++) {
-        if (use[peer] &&
-            (rc = connect_lower(cfg, st, (const struct shm_blob *)(blobs + (size_t)peer * stride),
-                                peer, &pairs[peer], deadline)) < 0)
-            return rc;
-    }
-    for (int peer = cfg->rank + 1; peer < cfg->size; peer++)
-        want += use[peer];
-    while (got < want) {
-        if ((rc = accept_higher(cfg, st, use, pairs, deadline)) < 0)
-            return rc;
-        got += rc;
-    }
-    return 0;
-}
-
 static void shm_close(void *state)
 {
     struct shm_state *st = state;
@@ -725,6 +694,8 @@ const struct ring__transport ring__transport_shm = {
     .name = "shm",
     .blob_len = sizeof(struct shm_blob),
     .listen = shm_listen,
-    .connect = shm_connect,
+    .listen_fd = shm_listen_fd,
+    .dial = shm_dial,
+    .answer = shm_answer,
     .close = shm_close,
 };

@@ -3,9 +3,9 @@
  * transport_tcp.c - pairs over TCP: one connection per peer, non-blocking, TCP_NODELAY.
  *
  * Set-up: each rank listens on an ephemeral port and publishes "IPv4, port" in its blob.
- * After the bootstrap's allgather it connects to every lower peer it serves and accepts
- * every higher one. Connects complete in the kernel's accept queue, so the order cannot
- * deadlock. A hello (magic, rank, size) tells the acceptor who called.
+ * After the bootstrap's allgather, mesh.c's connect loop has it dial every lower peer it
+ * serves and accept every higher one; a hello (magic, rank, size) tells the acceptor who
+ * called.
  *
  * The address published is the bootstrap's (the one this host used to reach the
  * rendezvous), else RING_TCP_ADDR, else the first IPv4 address of an interface that is up
@@ -235,10 +235,16 @@ static int tcp_listen(const struct ring__mesh_cfg *cfg, void **state, void *blob
     return 0;
 }
 
-static int connect_lower(const struct ring__mesh_cfg *cfg, const struct tcp_state *st,
-                         const struct tcp_blob *b, int peer, struct ring__pair **out,
-                         int64_t deadline)
+static int tcp_listen_fd(void *state)
 {
+    return ((struct tcp_state *)state)->lfd;
+}
+
+static int tcp_dial(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
+                    struct ring__pair **out, int64_t deadline)
+{
+    const struct tcp_state *st = state;
+    const struct tcp_blob *b = blob;
     char host[INET_ADDRSTRLEN], port[8];
     struct hello h = {HELLO_MAGIC, (uint32_t)cfg->rank, (uint32_t)cfg->size};
     struct in_addr ip = {.s_addr = b->ip};
@@ -256,33 +262,17 @@ static int connect_lower(const struct ring__mesh_cfg *cfg, const struct tcp_stat
     return new_pair(cfg, peer, fd, out);
 }
 
-/* Returns 1 when a peer it waited for connected, 0 for a stray connection, or an error. */
-static int accept_higher(const struct ring__mesh_cfg *cfg, const struct tcp_state *st,
-                         const unsigned char *use, struct ring__pair **pairs, int64_t deadline)
+static int tcp_answer(void *state, const struct ring__mesh_cfg *cfg, int fd,
+                      const unsigned char *use, struct ring__pair **pairs, int64_t deadline)
 {
-    struct pollfd pfd = {.fd = st->lfd, .events = POLLIN};
-    int64_t left = deadline - ring__now_ms();
     struct hello h;
-    int fd, rc;
+    int rc;
 
-    rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
-    if (rc == 0)
-        return ring__err(RING_ETIMEDOUT,
-                         "rank %d: timed out waiting for higher ranks to connect over TCP",
-                         cfg->rank);
-    if (rc < 0)
-        return errno == EINTR ? 0 : ring__err(RING_ESYS, "poll: %s", strerror(errno));
-    fd = accept4(st->lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
-        return errno == EINTR || errno == EAGAIN
-                   ? 0
-                   : ring__err(RING_ESYS, "accept: %s", strerror(errno));
     if ((rc = ring__net_read_all(fd, &h, sizeof(h), deadline)) < 0) {
         close(fd);
         return 0; /* a client that went away before saying who it is */
     }
-    if (h.magic != HELLO_MAGIC || h.size != (uint32_t)cfg->size || h.rank <= (uint32_t)cfg->rank ||
-        h.rank >= (uint32_t)cfg->size || !use[h.rank] || pairs[h.rank] != NULL) {
+    if (h.magic != HELLO_MAGIC || !ring__mesh_wanted(cfg, use, pairs, h.rank, h.size)) {
         /* A stray or misconfigured client: drop it and keep waiting for the real peer. */
         ring__log(RING_LOG_WARNING, "ignoring a connection with a bad hello (rank %u, size %u)",
                   h.rank, h.size);
@@ -292,29 +282,6 @@ static int accept_higher(const struct ring__mesh_cfg *cfg, const struct tcp_stat
     if ((rc = new_pair(cfg, (int)h.rank, fd, &pairs[h.rank])) < 0)
         return rc;
     return 1;
-}
-
-static int tcp_connect(void *state, const struct ring__mesh_cfg *cfg, const char *blobs,
-                       size_t stride, const unsigned char *use, struct ring__pair **pairs,
-                       int64_t deadline)
-{
-    struct tcp_state *st = state;
-    int rc, want = 0, got = 0;
-
-    for (int peer = 0; peer < cfg->rank; peer++) {
-        if (use[peer] &&
-            (rc = connect_lower(cfg, st, (const struct tcp_blob *)(blobs + (size_t)peer * stride),
-                                peer, &pairs[peer], deadline)) < 0)
-            return rc;
-    }
-    for (int peer = cfg->rank + 1; peer < cfg->size; peer++)
-        want += use[peer];
-    while (got < want) {
-        if ((rc = accept_higher(cfg, st, use, pairs, deadline)) < 0)
-            return rc;
-        got += rc;
-    }
-    return 0;
 }
 
 static void tcp_close(void *state)
@@ -330,6 +297,8 @@ const struct ring__transport ring__transport_tcp = {
     .name = "tcp",
     .blob_len = sizeof(struct tcp_blob),
     .listen = tcp_listen,
-    .connect = tcp_connect,
+    .listen_fd = tcp_listen_fd,
+    .dial = tcp_dial,
+    .answer = tcp_answer,
     .close = tcp_close,
 };
