@@ -9,7 +9,9 @@
 # the same call from C. Each figure is the median of --rounds runs (the implementations
 # alternate within a round), each run the median of its steps.
 #
-#   bench/torch/run.sh [--json] [--np N] [--rounds R] [--steps N] [--build DIR]
+#   bench/torch/run.sh [--json] [--np N] [--rounds R] [--steps N] [--save-json FILE] [--build DIR]
+#
+# --save-json also writes the JSON rows to FILE, so that one run gives both.
 set -euo pipefail
 
 build=build
@@ -17,14 +19,16 @@ np=2
 rounds=3
 steps=20
 json=0
+save=
 while [ $# -gt 0 ]; do
     case $1 in
     --json) json=1 ;;
     --np) np=$2; shift ;;
     --rounds) rounds=$2; shift ;;
     --steps) steps=$2; shift ;;
+    --save-json) save=$2; shift ;;
     --build) build=$2; shift ;;
-    *) echo "usage: $0 [--json] [--np N] [--rounds R] [--steps N] [--build DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--json] [--np N] [--rounds R] [--steps N] [--save-json FILE] [--build DIR]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -48,14 +52,14 @@ for r in $(seq "$rounds"); do
         "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl ddp-gloo --model "$model" --steps "$steps" \
             --port "$(port)" >>"$rows"
         "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl ringmaster --model "$model" --steps "$steps" >>"$rows"
-        # libring's own default, which ringmaster.torch.init changes on a full host.
-        RING_SPIN_US=50 "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl ringmaster --model "$model" \
-            --steps "$steps" --label ringmaster-spin50 >>"$rows"
+        # Without busy-polling, which ringmaster.torch.init forced on a full host until
+        # this bench showed it slower: the comparison that keeps libring's default honest.
+        RING_SPIN_US=0 "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl ringmaster --model "$model" \
+            --steps "$steps" --label ringmaster-spin0 >>"$rows"
     done
-    # The same call: the same tuning on both sides (libring's default for a host with a
-    # core per rank; ringmaster.torch.init would otherwise turn spinning off here).
-    RING_SPIN_US=50 "$ringrun" -np "$np" "$call" --iters 2000 --warmup 200 >>"$rows"
-    RING_SPIN_US=50 "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl call --steps 2000 --warmup 200 >>"$rows"
+    # The same call, with libring's default tuning on both sides.
+    "$ringrun" -np "$np" "$call" --iters 2000 --warmup 200 >>"$rows"
+    "$ringrun" -np "$np" "$py" "$here/bench_torch.py" --impl call --steps 2000 --warmup 200 >>"$rows"
 done
 sed -i 's/^\[0\]<stdout>://' "$rows"
 
@@ -77,6 +81,7 @@ for rs in runs.values():
     print(json.dumps(row, separators=(",", ":")))
 PY
 )
+[ -z "$save" ] || echo "$summary" >"$save"
 if [ "$json" = 1 ]; then
     echo "$summary"
     exit 0
@@ -86,9 +91,9 @@ import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 t = {(r["model"], r["impl"]): r for r in rows if r["bench"] == "torch"}
 print("%-9s %3s %9s | %11s %13s %11s %11s | %9s %9s" % ("model", "np", "params", "single st/s", "ddp-gloo st/s",
-      "ringmaster", "spin 50 us", "ring/ddp", "ring/1"))
+      "ringmaster", "spin 0 us", "ring/ddp", "ring/1"))
 for m in ("resnet18", "mlp"):
-    s, d, g, p = (t.get((m, i)) for i in ("single", "ddp-gloo", "ringmaster", "ringmaster-spin50"))
+    s, d, g, p = (t.get((m, i)) for i in ("single", "ddp-gloo", "ringmaster", "ringmaster-spin0"))
     if not (s and d and g):
         continue
     print("%-9s %3d %9d | %11.2f %13.2f %11.2f %11s | %9.2f %9.2f" % (m, g["np"], g["params"], s["steps_per_s"],
@@ -104,5 +109,5 @@ if "c" in c and "ringmaster.torch" in c:
     print(", allreduce (new output) %.1f us (x%.2f)" % (o["median_us"], o["median_us"] / base) if o else "")
 print("steps/s from the median step time of each run, median over %d rounds; one torch thread per rank;" % rows[0]["rounds"])
 print("single = one process at the same per-rank batch (the bound of data-parallel steps/s);")
-print("spin 50 us = ringmaster with RING_SPIN_US=50, the libring default, which ringmaster.torch.init turns off here.")
+print("spin 0 us = ringmaster with RING_SPIN_US=0 (no busy-polling); ringmaster = the default tuning of libring.")
 '

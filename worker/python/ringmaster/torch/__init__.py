@@ -7,8 +7,6 @@ with its import changed:
 CPU tensors go to libring with no copy. GPU tensors raise a clear error until libring's
 NCCL path exists.
 """
-import os as _os
-
 import torch as _torch
 
 from .. import EXIT_STOPPED, RingError
@@ -71,22 +69,10 @@ from .ops import (
 )
 from .optimizer import DistributedOptimizer
 
+
 def init(process_sets=None, compression=None):
-    """Starts libring (see ringmaster.init). Unless RING_SPIN_US says otherwise, libring's
-    threads do not busy-poll when this host's ranks, each with its torch threads and
-    libring's engine thread, already use every core: a training step keeps its cores busy
-    computing while gradients travel, and a spinning engine would take a core from it."""
-    if "RING_SPIN_US" not in _os.environ and not _basics.is_initialized():
-        try:
-            local = int(_os.environ.get("RING_LOCAL_SIZE") or 1)
-        except ValueError:
-            local = 1  # ring_init reports the malformed variable
-        if local * (_torch.get_num_threads() + 1) > len(_os.sched_getaffinity(0)):
-            _os.environ["RING_SPIN_US"] = "0"
-            try:
-                return _basics.init(process_sets, compression)
-            finally:
-                del _os.environ["RING_SPIN_US"]
+    """Starts libring (see ringmaster.init), with libring's own tuning: its busy-polling
+    (RING_SPIN_US) already adapts to a host with more ranks than cores."""
     return _basics.init(process_sets, compression)
 
 
