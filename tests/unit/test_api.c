@@ -109,6 +109,7 @@ START_TEST(malformed_environment)
         {"RING_SIZE", "abc"},
         {"RING_SIZE", "0"},
         {"RING_ALLREDUCE_ALGO", "fastest"},
+        {"RING_HIERARCHICAL", "yes"},
         {"RING_TIMEOUT_SECONDS", "-3"},
         {"RING_SEGMENT_BYTES", "12"},
     };

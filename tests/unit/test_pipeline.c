@@ -475,6 +475,146 @@ START_TEST(allgatherv_every_block)
 }
 END_TEST
 
+/*
+ * The hierarchical allreduce (hierarchical.c), every rank in this process: each pass of
+ * each ring built by ring__hier_phase, as ring__allreduce_hier runs it, and driven here.
+ * Ranks sit on the hosts host_of[]. Every rank must end with the sum times postscale; the
+ * rings that ring__hier_phase names on different ranks must agree with each other.
+ */
+static void hier_case(int size, const int *host_of, size_t count, int in_place, double postscale,
+                      size_t seg, size_t maxmove)
+{
+    struct ring__hier h[MAX_SIZE];
+    char *recv[MAX_SIZE], *send[MAX_SIZE], *scratch[MAX_SIZE];
+    const char *csend[MAX_SIZE][1], *cown[MAX_SIZE][1];
+    struct ring__bufv first[MAX_SIZE], own[MAX_SIZE];
+    size_t boff[MAX_SIZE][MAX_SIZE], blen[MAX_SIZE][MAX_SIZE], start[2] = {0, count * 8};
+    struct ring__pipe p[MAX_SIZE];
+    struct ring__pipe_state st[MAX_SIZE];
+    struct ring__stream s[MAX_SIZE];
+    const int *members[MAX_SIZE];
+    int n[MAX_SIZE], me[MAX_SIZE], part[MAX_SIZE];
+
+    for (int r = 0; r < size; r++) {
+        ck_assert_int_eq(ring__hier_plan(host_of, size, size, r, &h[r]), 0);
+        recv[r] = guarded(count * 8);
+        send[r] = in_place ? recv[r] : guarded(count * 8);
+        memset(recv[r], 0x5A, count * 8);
+        for (size_t e = 0; e < count; e++)
+            put(send[r], e, RING_FLOAT64, value(r, e));
+        csend[r][0] = send[r];
+        cown[r][0] = recv[r];
+        first[r] = (struct ring__bufv){1, &recv[r], csend[r], start};
+        own[r] = (struct ring__bufv){1, &recv[r], cown[r], start};
+        scratch[r] = guarded(seg);
+        /* A rank alone on its host has no host pass to carry its contribution: as in
+         * ring__allreduce_hier, it starts from its own copy. */
+        if (h[r].local_size < 2) {
+            memcpy(recv[r], send[r], count * 8);
+            first[r] = own[r];
+        }
+    }
+    for (int ph = RING__HIER_LOCAL_RS; ph <= RING__HIER_LOCAL_AG; ph++) {
+        int covered = 0, parts = 0;
+        for (int r = 0; r < size; r++) {
+            p[r] = (struct ring__pipe){.dtype = RING_FLOAT64,
+                                       .op = RING_SUM,
+                                       .bv = ph == RING__HIER_LOCAL_RS ? &first[r] : &own[r],
+                                       .postscale = postscale};
+            part[r] = ring__hier_phase(&h[r], ph, count, 8, &p[r], boff[r], blen[r], &members[r],
+                                       &n[r], &me[r]);
+            parts += part[r];
+        }
+        /* Each ring once, from its member 0, with every member's own pipe. */
+        for (int r = 0; r < size; r++) {
+            if (!part[r] || me[r] != 0)
+                continue;
+            for (int k = 0; k < n[r]; k++) {
+                int m = members[r][k];
+                expect(part[m] && n[m] == n[r] && me[m] == k && members[m][0] == r,
+                       "phase %d: rank %d puts rank %d at %d of its ring of %d; rank %d disagrees",
+                       ph, r, m, k, n[r], m);
+                ring__pipe_init(&st[k], &s[k], &p[m], k, n[r], seg, scratch[m]);
+            }
+            drive(n[r], s, maxmove);
+            covered += n[r];
+        }
+        expect(covered == parts, "phase %d: %d ranks take part, %d ran in a ring", ph, parts,
+               covered);
+    }
+    for (int r = 0; r < size; r++) {
+        for (size_t e = 0; e < count; e++) {
+            double want = 0;
+            for (int q = 0; q < size; q++)
+                want += value(q, e);
+            want *= postscale;
+            expect(get(recv[r], e, RING_FLOAT64) == want,
+                   "hosts of %d ranks, count %zu: rank %d element %zu is %g, want %g", size, count,
+                   r, e, get(recv[r], e, RING_FLOAT64), want);
+            if (!in_place)
+                expect(get(send[r], e, RING_FLOAT64) == value(r, e),
+                       "rank %d: the send side changed at %zu", r, e);
+        }
+        if (!in_place)
+            guard_check(send[r], count * 8);
+        guard_check(recv[r], count * 8);
+        guard_check(scratch[r], seg);
+        ring__hier_free(&h[r]);
+    }
+}
+
+/* Even and uneven hosts, interleaved ranks, counts below and around the number of slices. */
+START_TEST(hierarchical_every_layout_and_count)
+{
+    static const struct {
+        int size, host[MAX_SIZE];
+    } layouts[] = {
+        {4, {0, 0, 1, 1}},
+        {4, {0, 1, 0, 1}},
+        {3, {0, 0, 1}},
+        {3, {0, 1, 1}},
+        {5, {0, 0, 1, 1, 1}},
+        {5, {1, 1, 1, 0, 0}},
+        {6, {0, 1, 2, 0, 1, 2}},
+        {8, {0, 0, 0, 0, 1, 1, 1, 1}},
+        {7, {0, 0, 1, 1, 1, 2, 2}},
+        {6, {0, 0, 0, 1, 2, 2}},
+        {8, {3, 3, 1, 1, 0, 0, 2, 2}},
+    };
+    for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++)
+        for (size_t count = 0; count <= 30; count++) {
+            hier_case(layouts[l].size, layouts[l].host, count, (int)(count & 1),
+                      count % 3 ? 1.0 : 0.25, (1 + rnd() % 4) * 8, 1 + rnd() % 11);
+        }
+}
+END_TEST
+
+/* The plan itself: who is local to whom, and which slice each rank carries across. */
+START_TEST(hierarchical_plan)
+{
+    int host[5] = {1, 0, 1, 0, 1}; /* host 1 first: it is numbered 0 */
+    struct ring__hier h;
+
+    ck_assert_int_eq(ring__hier_plan(host, 5, 2, 4, &h), 0);
+    ck_assert_int_eq(h.nhosts, 2);
+    ck_assert_int_eq(h.nslices, 2);
+    ck_assert_int_eq(h.max_local, 3);
+    ck_assert_int_eq(h.host, 0);
+    ck_assert_int_eq(h.local_rank, 2);
+    ck_assert_int_eq(h.local_size, 3);
+    ck_assert_int_eq(h.local[0], 0);
+    ck_assert_int_eq(h.local[1], 2);
+    ck_assert_int_eq(h.local[2], 4);
+    ring__hier_free(&h);
+    ck_assert_int_eq(ring__hier_plan(host, 5, 2, 3, &h), 0);
+    ck_assert_int_eq(h.host, 1);
+    ck_assert_int_eq(h.local_rank, 1);
+    ck_assert_int_eq(h.cross[0], 2); /* the second rank of each host carries slice 1 */
+    ck_assert_int_eq(h.cross[1], 3);
+    ring__hier_free(&h);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {allreduce_every_count_and_size,
@@ -485,6 +625,8 @@ int main(void)
                             reducescatter_rank_owns_its_chunk,
                             reducescatter_uneven_chunks,
                             allgatherv_every_block,
+                            hierarchical_plan,
+                            hierarchical_every_layout_and_count,
                             NULL};
     return unit_main("pipeline", tests, 60);
 }

@@ -126,6 +126,25 @@ static void uninstall_sigterm(void)
         sched_yield();
 }
 
+/* RING_HIERARCHICAL: 0, 1 or auto (the default); see ring__hier_for in collectives.h. */
+static int read_hierarchical(struct ring__ctx *c)
+{
+    const char *v = getenv("RING_HIERARCHICAL");
+
+    c->hier = RING__HIER_AUTO;
+    if (v == NULL || *v == '\0' || strcasecmp(v, "auto") == 0)
+        return 0;
+    if (strcmp(v, "0") == 0)
+        c->hier = RING__HIER_OFF;
+    else if (strcmp(v, "1") == 0)
+        c->hier = RING__HIER_ON;
+    else {
+        ring__log(RING_LOG_ERROR, "RING_HIERARCHICAL='%s' must be 0, 1 or auto", v);
+        return ring__err(RING_EENV, "RING_HIERARCHICAL='%s' must be 0, 1 or auto", v);
+    }
+    return 0;
+}
+
 static int read_tuning(struct ring__ctx *c)
 {
     const char *algo = getenv("RING_ALLREDUCE_ALGO");
@@ -149,7 +168,7 @@ static int read_tuning(struct ring__ctx *c)
             return ring__err(RING_EENV, "RING_ALLREDUCE_ALGO='%s' must be auto, ring or rd", algo);
         }
     }
-    return 0;
+    return read_hierarchical(c);
 }
 
 /*
@@ -246,6 +265,11 @@ int ring_init(void)
               "memory through %s",
               c.rank, c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size,
               c.boot->ops->name, ctx.backends->cpu->name);
+    if (ctx.backends->cpu == &ring__backend_ring && ring__log_enabled(RING_LOG_INFO)) {
+        char line[256];
+        if (ring__hier_describe(&ctx, line, sizeof(line)) == 0)
+            ring__log(RING_LOG_INFO, "hierarchical allreduce: %s", line);
+    }
     return 0;
 }
 

@@ -54,6 +54,8 @@ struct ring__ctx {
     int rank, size;
     int local_rank, local_size, cross_rank, cross_size;
     int algo;                     /* RING__ALGO_* */
+    int hier;                     /* RING__HIER_*: RING_HIERARCHICAL */
+    int hier_logged;              /* the first hierarchical allreduce was logged */
     size_t small_bytes;           /* auto: recursive doubling at or below this */
     size_t segment_bytes;         /* pipeline reduction granularity */
     char *scratch;                /* one segment, allocated on first use by the engine thread */
@@ -68,6 +70,7 @@ struct ring__ctx {
 };
 
 enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD };
+enum { RING__HIER_OFF, RING__HIER_AUTO, RING__HIER_ON };
 
 /* Returns the context, or NULL when libring is not initialized. */
 struct ring__ctx *ring__ctx(void);

@@ -8,6 +8,8 @@
  * log2(n) steps, which wins while latency dominates. Both give every rank bitwise the same
  * result: the ring reduces each chunk on one rank and copies it, and recursive doubling
  * combines the same pairs of partial results on both partners (the ops are commutative).
+ * When ranks span hosts, both entry points below hand large messages to the hierarchical
+ * allreduce instead (hierarchical.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -120,17 +122,45 @@ out:
     return rc;
 }
 
+int ring__allreduce_bufv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
+                         ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
+{
+    struct ring__hier h;
+    int rc = ring__hier_for(c, count * ring_dtype_size(dtype), &h);
+
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return ring__allreduce_ringv(c, bv, count, dtype, op, prescale, postscale);
+    rc = ring__allreduce_hier(c, &h, bv, count, dtype, op, prescale, postscale);
+    ring__hier_free(&h);
+    return rc;
+}
+
 int ring__allreduce(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
                     ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)
 {
     size_t bytes = count * ring_dtype_size(dtype);
     int algo = c->ctx->algo;
+    struct ring__hier h;
+    int rc;
 
     if (c->size == 1 || count == 0) {
         /* Two steps, not one factor: integers truncate after each, as on larger worlds. */
         ring__scale(recvbuf, sendbuf, count, dtype, prescale);
         ring__scale(recvbuf, recvbuf, count, dtype, postscale);
         return 0;
+    }
+    if ((rc = ring__hier_for(c, bytes, &h)) < 0)
+        return rc;
+    if (rc == 1) {
+        char *recv[1] = {recvbuf};
+        const char *send[1] = {sendbuf};
+        size_t start[2] = {0, bytes};
+        struct ring__bufv bv = {1, recv, send, start};
+        rc = ring__allreduce_hier(c, &h, &bv, count, dtype, op, prescale, postscale);
+        ring__hier_free(&h);
+        return rc;
     }
     if (algo == RING__ALGO_AUTO)
         algo = bytes <= c->ctx->small_bytes ? RING__ALGO_RD : RING__ALGO_RING;

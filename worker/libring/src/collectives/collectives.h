@@ -134,6 +134,73 @@ struct ring__pipe_state {
 void ring__pipe_init(struct ring__pipe_state *r, struct ring__stream *s, const struct ring__pipe *p,
                      int rank, int size, size_t seg, char *scratch);
 
+/* ---- the hierarchical allreduce (hierarchical.c) ------------------------------------------
+ *
+ * Reduce-scatter inside each host, one ring allreduce across hosts per slice (local rank i
+ * with the i-th rank of every other host, all slices at once), allgather inside each host.
+ * Hosts are the mesh's (transport.h), so the host passes are the shared-memory ones.
+ */
+
+/* The passes, in order. */
+enum { RING__HIER_LOCAL_RS, RING__HIER_CROSS, RING__HIER_LOCAL_AG };
+
+/*
+ * One rank's view of the hosts of a communicator. Hosts are numbered by their first member.
+ * The buffer is cut into nslices slices (ring__chunk), nslices being the smallest number of
+ * members on one host; local rank i < nslices owns slice i and reduces it across hosts
+ * with the i-th member of every other host.
+ */
+struct ring__hier {
+    int nhosts;                 /* hosts the communicator spans */
+    int nslices, max_local;     /* the fewest and the most members on one host */
+    int host;                   /* this rank's host, and its place in the cross ring */
+    int local_rank, local_size; /* this rank's place on its host, and the host's members */
+    int *local;                 /* communicator ranks of this host's members, in order */
+    int *cross;                 /* communicator rank of member local_rank of every host
+                                   (nhosts entries; meaningful when local_rank < nslices) */
+};
+
+/*
+ * Plans the hierarchy of size ranks, where rank i is on host host_of[i] (0 <= host_of[i] <
+ * nids), for this rank. A pure function. Returns 0, or RING_ENOMEM. Free with
+ * ring__hier_free (which accepts a plan that failed).
+ */
+int ring__hier_plan(const int *host_of, int size, int nids, int rank, struct ring__hier *h);
+void ring__hier_free(struct ring__hier *h);
+
+/*
+ * This rank's pass phase (RING__HIER_*) of an allreduce of count elements of esize bytes:
+ * sets p's schedule (first_chunk, nitems, nreduce, boff and blen, which it points at the
+ * caller's arrays of at least max(local_size, nhosts) entries; postscale 1 in the host
+ * passes, the caller's in the cross pass, which finishes every element), and the ring it
+ * runs on: *n members (communicator ranks) and this rank's place *me. Returns 1, or 0 when
+ * this rank takes no part (a host of one; in the cross pass, no slice of its own, an empty
+ * slice, or one host). A pure function.
+ */
+int ring__hier_phase(const struct ring__hier *h, int phase, size_t count, size_t esize,
+                     struct ring__pipe *p, size_t *boff, size_t *blen, const int **members, int *n,
+                     int *me);
+
+/*
+ * Whether the hierarchical allreduce serves an allreduce of bytes over c, by
+ * RING_HIERARCHICAL (ctx->hier), the algorithm setting and c's hosts: it does when c spans
+ * several hosts and some host has several members; with RING_HIERARCHICAL=auto and
+ * RING_ALLREDUCE_ALGO=auto only above RING_SMALL_ALLREDUCE_BYTES; never with
+ * RING_ALLREDUCE_ALGO=rd. Returns 1 with *h filled (free with ring__hier_free), 0, or
+ * RING_ENOMEM.
+ */
+int ring__hier_for(const struct ring__comm *c, size_t bytes, struct ring__hier *h);
+
+/* The allreduce of ring__allreduce_ringv through h's passes (ring__hier_for). Logs its
+ * first use on this rank at info level. */
+int ring__allreduce_hier(const struct ring__comm *c, const struct ring__hier *h,
+                         const struct ring__bufv *bv, size_t count, ring_dtype_t dtype,
+                         ring_op_t op, double prescale, double postscale);
+
+/* Writes into buf what the world's allreduces will do, for the log at ring_init. Returns 0
+ * or RING_ENOMEM. */
+int ring__hier_describe(struct ring__ctx *ctx, char *buf, size_t len);
+
 /* ---- data-plane collectives (allreduce.c, collectives.c) -----------------------------------
  *
  * These move data; they do not check arguments or negotiate. The engine calls them, from
@@ -143,8 +210,11 @@ void ring__pipe_init(struct ring__pipe_state *r, struct ring__stream *s, const s
  */
 int ring__allreduce(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
                     ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
-/* The ring allreduce over a buffer vector: count elements in bv's pieces (send != recv is
- * out of place, per piece). */
+/* The allreduce over a buffer vector: count elements in bv's pieces (send != recv is out of
+ * place, per piece): hierarchical where ring__hier_for says so, else the flat ring. */
+int ring__allreduce_bufv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
+                         ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+/* The flat ring allreduce over a buffer vector. */
 int ring__allreduce_ringv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
                           ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
 /* The two allreduce algorithms, exposed so tests can run each at every size. */
