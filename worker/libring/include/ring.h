@@ -35,6 +35,11 @@
  *   RING_ALLREDUCE_ALGO       auto (default), ring or rd (recursive doubling).
  *   RING_SMALL_ALLREDUCE_BYTES  auto switches from recursive doubling to the ring above
  *                             this size, default 65536.
+ *   RING_HIERARCHICAL         auto (default), 1 or 0: the hierarchical allreduce (reduce-
+ *                             scatter in each host, a ring per slice across hosts,
+ *                             allgather in each host) when ranks span several hosts and
+ *                             some host has several; auto only above
+ *                             RING_SMALL_ALLREDUCE_BYTES, 1 at any size, 0 never.
  *   RING_TRANSPORT            auto (default: shared memory within a host, TCP between
  *                             hosts), shm (auto, but failing when a local peer cannot use
  *                             shared memory) or tcp (TCP for every peer).
