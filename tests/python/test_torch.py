@@ -194,19 +194,55 @@ def test_autograd(hvd):
 
 
 def test_refuses_what_libring_cannot_take(hvd):
-    with pytest.raises(RuntimeError, match="meta"):
-        hvd.allreduce(torch.empty(2, device="meta"))
-    with pytest.raises(TypeError, match="torch.bool is not supported"):
-        hvd.allreduce(torch.ones(2, dtype=torch.bool))
-    with pytest.raises(RuntimeError, match="sparse"):
-        hvd.allreduce(torch.eye(2).to_sparse())
-    with pytest.raises(TypeError, match="torch.Tensor"):
-        hvd.allreduce([1.0])
-    with pytest.raises(ValueError, match="Adasum"):
-        hvd.allreduce(torch.ones(1), op=hvd.Adasum)
+    for allreduce in (hvd.allreduce, hvd.allreduce_):  # out of place and in place
+        with pytest.raises(RuntimeError, match="meta"):
+            allreduce(torch.empty(2, device="meta"))
+        with pytest.raises(TypeError, match="torch.bool is not supported"):
+            allreduce(torch.ones(2, dtype=torch.bool))
+        with pytest.raises(RuntimeError, match="sparse"):
+            allreduce(torch.eye(2).to_sparse())
+        with pytest.raises(TypeError, match="torch.Tensor"):
+            allreduce([1.0])
+        with pytest.raises(ValueError, match="Adasum"):
+            allreduce(torch.ones(1), op=hvd.Adasum)
     if SIZE > 1:
         with pytest.raises(hvd.HorovodInternalError, match="rank 0 sent float32, rank 1 sent float64"):
             hvd.allreduce(torch.ones(2, dtype=torch.float32 if RANK == 0 else torch.float64), name="mixed")
+
+
+def test_fast_path_checks_what_it_passes(hvd, monkeypatch):
+    """The unnamed blocking allreduce on the global set goes straight to libring; what it
+    cannot pass on takes the general path, and every error still reaches the caller."""
+    from ringmaster.torch import ops
+
+    fast, call = [], ops._call
+    monkeypatch.setattr(ops, "_call", lambda *a: fast.append(a) or call(*a))
+    x = torch.full((4,), float(RANK + 1))
+    total = SIZE * (SIZE + 1) / 2
+    for op in (hvd.Sum, "sum"):
+        y = x.clone()
+        assert hvd.allreduce_(y, op=op) is y and y.tolist() == [total] * 4
+        assert hvd.allreduce(x, op=op).tolist() == [total] * 4
+    assert hvd.allreduce_(x.clone()).tolist() == [total / SIZE] * 4  # Horovod's default: Average
+    assert hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=4.0).tolist() == [2 * total] * 4
+    assert len(fast) == 6
+    # The general path: an upper-case name, int factors, a name.
+    assert hvd.allreduce_(x.clone(), op="SUM").tolist() == [total] * 4
+    assert hvd.allreduce(x, op=hvd.Sum, prescale_factor=2, postscale_factor=1).tolist() == [2 * total] * 4
+    assert hvd.allreduce(x, op=hvd.Sum, name="fast.named").tolist() == [total] * 4
+    assert len(fast) == 6
+    assert hvd.allreduce_(x.clone(), average=False).tolist() == [total] * 4
+    for bad in (True, 1.0, "bogus"):
+        with pytest.raises(ValueError, match="unknown op"):
+            hvd.allreduce_(x, op=bad)
+        with pytest.raises(ValueError, match="unknown op"):
+            hvd.allreduce(x, op=bad)
+    with pytest.raises(hvd.HorovodInternalError, match="RING_EINVAL.*MIN and MAX take no scaling"):
+        hvd.allreduce_(x, op=hvd.Max, postscale_factor=2.0)
+    with pytest.raises(hvd.HorovodInternalError, match="RING_EINVAL.*factors must be finite"):
+        hvd.allreduce(x, op=hvd.Sum, prescale_factor=float("inf"))
+    assert x.tolist() == [float(RANK + 1)] * 4
+    hvd.barrier()
 
 
 def test_gpu_tensors_raise_a_clear_error(hvd):

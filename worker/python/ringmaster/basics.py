@@ -50,8 +50,8 @@ def op_code(op):
         for code, name in OPS.items():
             if name == op.lower():
                 return code
-    elif op in OPS and not isinstance(op, bool):
-        return op
+    elif op in OPS and not isinstance(op, (bool, float)):
+        return int(op)
     if op == Adasum:
         raise ValueError("ringmaster: Adasum is not supported by libring; use Sum or Average")
     raise ValueError("ringmaster: unknown op %r; use Sum, Average, Min, Max or Product" % (op,))
