@@ -459,6 +459,24 @@ static struct sjob *find(struct sctx *c, const char *id)
     return NULL;
 }
 
+/* Whether Slurm job jid is PENDING now. The poll's view is up to POLL_INTERVAL_S old, and a
+ * job that started since then may have ranks past a checkpoint: cancelling it on that stale
+ * view loses their work (the job ends cancelled, 143, instead of stopping with 75). Asks
+ * slurmctld; when it cannot answer, the job counts as started, which a stop handles safely
+ * (SIGTERM to steps that do not exist yet does nothing; the kill grace then ends it). */
+static int pending_now(uint32_t jid)
+{
+    job_info_msg_t *msg = NULL;
+    int pending = 0;
+
+    if (slurm_load_job(&msg, jid, SHOW_ALL) != SLURM_SUCCESS)
+        return 0;
+    if (msg->record_count > 0)
+        pending = (msg->job_array[0].job_state & JOB_STATE_BASE) == JOB_PENDING;
+    slurm_free_job_info_msg(msg);
+    return pending;
+}
+
 static int slurm_signal(void *ctx, const char *id, int sig)
 {
     struct sctx *c = ctx;
@@ -469,10 +487,17 @@ static int slurm_signal(void *ctx, const char *id, int sig)
 
     if (*end != '\0' || jid == 0)
         return errno = ESRCH, -1;
+    if (j != NULL && j->pending && sig != SIGKILL)
+        j->pending = pending_now((uint32_t)jid);
     /* A pending job has no ranks to stop gracefully: it is withdrawn at once. */
-    if (sig == SIGKILL || (j != NULL && j->pending))
+    if (sig == SIGKILL || (j != NULL && j->pending)) {
+        if (sig != SIGKILL)
+            fprintf(stderr,
+                    "level=info job=- msg=\"Slurm job %lu is still pending: cancelled, as it has "
+                    "no ranks to stop\"\n",
+                    jid);
         rc = slurm_kill_job((uint32_t)jid, SIGKILL, 0);
-    else if (j != NULL && j->mpirun && sig == SIGTERM) /* to mpirun, which passes it on */
+    } else if (j != NULL && j->mpirun && sig == SIGTERM) /* to mpirun, which passes it on */
         rc = slurm_kill_job((uint32_t)jid, MPIRUN_STOP_SIGNAL, KILL_JOB_BATCH);
     else
         rc = slurm_kill_job((uint32_t)jid, (uint16_t)sig, KILL_STEPS_ONLY);
