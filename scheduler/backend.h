@@ -41,6 +41,7 @@
 #ifndef RINGD_BACKEND_H
 #define RINGD_BACKEND_H
 
+#include <sys/types.h>
 #include <jansson.h>
 
 #include "cluster.h"
@@ -179,5 +180,12 @@ extern const struct backend_ops backend_slurm_ops;
 
 /* The implementation called name, or NULL when this ringd has none by that name. */
 const struct backend_ops *backend_find(const char *name);
+
+/*
+ * mkdir -p path for an attempt's directories: the parents 0755 (every job's user passes
+ * through them), path itself with leaf_mode. Returns 1 when it created path, 0 when path
+ * was there already, -1 with errno on failure.
+ */
+int backend_mkdirs(const char *path, mode_t leaf_mode);
 
 #endif /* RINGD_BACKEND_H */

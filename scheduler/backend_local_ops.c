@@ -81,21 +81,6 @@ static int local_describe(void *ctx, struct cluster **out, struct error *err)
     return 0;
 }
 
-static int mkdirs(const char *path)
-{
-    char buf[4200];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int local_start(void *ctx, const struct backend_start *s, char *id, size_t idlen,
                        struct error *err)
 {
@@ -120,7 +105,8 @@ static int local_start(void *ctx, const struct backend_start *s, char *id, size_
                                              "default_user");
     /* A checkpoint directory the user named is created by the job itself, as its user;
      * local_launch gives the run directory and the default checkpoint one to the user. */
-    if (mkdirs(s->run_dir) < 0 || (s->checkpoint_is_default && mkdirs(s->checkpoint_dir) < 0))
+    if (backend_mkdirs(s->run_dir, 0755) < 0 ||
+        (s->checkpoint_is_default && backend_mkdirs(s->checkpoint_dir, 0755) < 0))
         return errprintf(err, "cannot create the run or checkpoint directory: %s", strerror(errno));
     a = calloc(1, sizeof(*a));
     if (a == NULL)

@@ -243,27 +243,14 @@ static void slurm_fini_backend(void *ctx)
     free(c);
 }
 
-/*
- * mkdir -p path: the parents as ringd's (0755, so that every job's user passes through),
- * path itself the job's (0700, uid:gid when ringd is root), as the local backend does.
- */
+/* mkdir -p path, path itself the job's (0700, uid:gid when ringd is root), as the local
+ * backend's launch makes it. */
 static int mkdirs_owned(const char *path, uid_t uid, gid_t gid)
 {
-    char buf[4200];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    if (mkdir(buf, 0700) < 0)
-        return errno == EEXIST ? 0 : -1;
-    if (geteuid() == 0 && chown(buf, uid, gid) < 0)
+    int made = backend_mkdirs(path, 0700);
+    if (made == 1 && geteuid() == 0 && chown(path, uid, gid) < 0)
         return -1;
-    return 0;
+    return made < 0 ? -1 : 0;
 }
 
 /* Appends "NAME=VALUE" to env (grown as needed). Returns 0 or -1 (ENOMEM). */
