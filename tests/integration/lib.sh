@@ -4,7 +4,12 @@ set -euo pipefail
 
 : "${RINGRUN:?RINGRUN must name the ringrun binary (ctest sets it)}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringtest.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+# A script that sets its own EXIT trap calls lib_exit from it.
+lib_exit() {
+    [ -z "${ringd_pid:-}" ] || kill -9 "$ringd_pid" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap lib_exit EXIT
 passed=0
 # As root, ringd runs jobs only as a chosen Unix user: the tests run theirs as the user who
 # runs the tests (root in CI); ringd_isolation.sh checks jobs running as other users.
@@ -72,7 +77,8 @@ wait_for() {
     done
 }
 
-# ringd_start DATA [ARGS...]: starts $RINGD in the background on a port of its choosing,
+# ringd_start DATA [ARGS...]: starts $RINGD in the background on a port of its choosing
+# (RINGD_LISTEN=HOST:PORT for a given one: a restart on the address clients know),
 # with DATA as its data directory and its output appended to $WORK/ringd.log, and waits
 # until it serves; sets ringd_pid, ADDR (host:port) and URL. Fails, showing the log, when
 # ringd exits instead. RINGD_AS=USER runs it as that Unix user (and gives DATA to USER);
@@ -83,7 +89,7 @@ ringd_start() {
     shift
     mkdir -p "$data"
     rm -f "$data/ringd.addr"
-    local cmd=("$RINGD" --listen 127.0.0.1:0 --data-dir "$data" "$@")
+    local cmd=("$RINGD" --listen "${RINGD_LISTEN:-127.0.0.1:0}" --data-dir "$data" "$@")
     if [ -n "${RINGD_AS:-}" ]; then
         chown "$RINGD_AS" "$data"
         cmd=(setpriv --reuid="$RINGD_AS" --regid="$(id -g "$RINGD_AS")" --clear-groups "${cmd[@]}")
@@ -97,10 +103,20 @@ ringd_start() {
     URL="http://$ADDR"
 }
 
-# ringd_stop: SIGTERM to the ringd of ringd_start; it must exit 0.
+# ringd_stop: SIGTERM to the ringd of ringd_start; it must exit 0 (under ASan: no leaks).
 ringd_stop() {
+    local rc=0
     kill -TERM "$ringd_pid"
-    wait "$ringd_pid" || fail "ringd exited $? after SIGTERM"
+    wait "$ringd_pid" || rc=$?
+    ringd_pid=
+    [ "$rc" = 0 ] || fail "ringd exited $rc after SIGTERM (under ASan: a leak?)"
+}
+
+# ringd_crash: kill -9 of the ringd of ringd_start, as a power cut would.
+ringd_crash() {
+    kill -9 "$ringd_pid"
+    wait "$ringd_pid" 2>/dev/null || true
+    ringd_pid=
 }
 
 summary() {

@@ -5,12 +5,9 @@
 : "${RINGD:?}" "${RINGCTL:?}" "${TRAIN:?}"
 
 DATA=$WORK/data
-RINGD_SLOTS=2 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" >"$WORK/ringd.log" 2>&1 &
-PID=$!
-trap 'kill -9 $PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
-wait_for 30 "ringd to start or exit" '[ -s "$DATA/ringd.addr" ] || ! kill -0 $PID 2>/dev/null'
-[ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd did not start"; }
-export RINGMASTER_URL="http://$(cat "$DATA/ringd.addr")" RINGMASTER_TOKEN="$(cat "$DATA/admin.token")"
+export RINGD_SLOTS=2
+ringd_start "$DATA"
+export RINGMASTER_URL="$URL" RINGMASTER_TOKEN="$(cat "$DATA/admin.token")"
 C=$RINGCTL
 
 expect_rc 0 "$C" submit -n 2 --label team=vision --env SEED=1 -- "$TRAIN" --epochs 3
@@ -49,10 +46,8 @@ rid=$(cat "$WORK/out")
 follower=$!
 wait_for 60 "the follower to see the job start" 'grep -q "started" "$WORK/follow.out"'
 wait_for 60 "a checkpoint to resume from" '[ -f "$DATA/checkpoints/$rid/checkpoint.bin" ]'
-ADDR=$(cat "$DATA/ringd.addr")
-kill -9 "$PID"; wait "$PID" 2>/dev/null || true
-RINGD_SLOTS=2 "$RINGD" --listen "$ADDR" --data-dir "$DATA" >>"$WORK/ringd.log" 2>&1 &
-PID=$!
+ringd_crash
+RINGD_LISTEN=$ADDR ringd_start "$DATA"
 frc=0
 wait "$follower" || frc=$?
 if [ "$frc" != 0 ]; then
@@ -148,6 +143,5 @@ expect_rc 2 "$C" submit --env NOEQUALS -- x
 expect_rc 0 "$C" --version
 ok "exit codes: 5 unauthorized, 69 unreachable, 1 refused, 2 usage"
 
-kill -TERM "$PID"
-wait "$PID" || fail "ringd exited with status $? (under ASan: a leak?)"
+ringd_stop
 summary

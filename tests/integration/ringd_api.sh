@@ -6,16 +6,6 @@
 : "${RINGD:?}"
 
 DATA=$WORK/data
-start_ringd() { # start_ringd [flags...]: sets ADDR, PID
-    rm -f "$DATA/ringd.addr"
-    "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" "$@" >>"$WORK/ringd.log" 2>&1 &
-    PID=$!
-    for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
-    [ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
-    ADDR=$(cat "$DATA/ringd.addr")
-}
-stop_ringd() { kill -TERM "$PID"; wait "$PID"; }
-trap 'kill -9 $PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 # call METHOD PATH [curl args...]: the status in $WORK/status, the body in $WORK/body
 call() {
@@ -37,7 +27,7 @@ expect() { # expect STATUS [TYPE-KIND [DETAIL-TEXT]]
 }
 submit() { call POST /v1/jobs -H 'Content-Type: application/json' "$@"; }
 
-start_ringd
+ringd_start "$DATA"
 TOKEN=$(cat "$DATA/admin.token")
 [ "$(stat -c %a "$DATA/admin.token")" = 600 ] || fail "admin.token is not mode 0600"
 grep -q "First start: created an admin token" "$WORK/ringd.log" || fail "the admin token was not shown"
@@ -208,19 +198,19 @@ expect_in out "data_dir = /tmp/x"
 ok "a second daemon on the data directory, --no-auth off loopback and bad config are refused"
 
 # Everything above ran in one daemon: it stops cleanly (under ASan: without a leak).
-stop_ringd || fail "ringd exited with status $? after the requests above"
+ringd_stop
 ! grep -q "Sanitizer" "$WORK/ringd.log" || fail "a sanitizer report in ringd.log"
-start_ringd
+ringd_start "$DATA"
 
 # Durability: kill -9, restart, everything acknowledged is still there.
-kill -9 "$PID"; wait "$PID" 2>/dev/null || true
-start_ringd
+ringd_crash
+ringd_start "$DATA"
 call GET "/v1/jobs/$id"; expect 200
 call GET /v1/jobs?page_size=1000; expect 200
 [ "$(jq '.jobs | length' "$WORK/body")" = 8 ] || fail "jobs were lost across kill -9"
 ok "after kill -9 and a restart every acknowledged job is there"
 
-stop_ringd
+ringd_stop
 grep -q 'msg="stopped"' "$WORK/ringd.log" || fail "no graceful stop"
 ok "SIGTERM stops ringd gracefully"
 summary

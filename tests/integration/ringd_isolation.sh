@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 SHARED=$(mktemp -d /tmp/ringiso.XXXXXX)
 chmod 0755 "$SHARED" "$WORK" # job users pass through the data directory's parents
 cp "$RINGRUN" "$SHARED/ringrun"
-trap 'rm -rf "$WORK" "$SHARED"' EXIT
+trap 'lib_exit; rm -rf "$SHARED"' EXIT
 
 export RINGD_RINGRUN="$SHARED/ringrun"
 

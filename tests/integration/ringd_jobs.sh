@@ -6,15 +6,8 @@
 : "${RINGD:?}" "${TRAIN:?}"
 
 DATA=$WORK/data
-start_ringd() {
-    rm -f "$DATA/ringd.addr"
-    RINGD_SLOTS=2 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" --no-auth >>"$WORK/ringd.log" 2>&1 &
-    PID=$!
-    wait_for 30 "ringd to start or exit" '[ -s "$DATA/ringd.addr" ] || ! kill -0 $PID 2>/dev/null'
-    [ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
-    ADDR=$(cat "$DATA/ringd.addr")
-}
-trap 'kill -9 $PID 2>/dev/null || true; pkill -9 -f "$WORK" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+export RINGD_SLOTS=2
+trap 'pkill -9 -f "$WORK" 2>/dev/null || true; lib_exit' EXIT
 
 submit() { curl -s -H 'Content-Type: application/json' -d "$1" "http://$ADDR/v1/jobs" | jq -r .id; }
 job() { curl -s "http://$ADDR/v1/jobs/$1"; }
@@ -30,7 +23,7 @@ wait_state() { # wait_state ID STATE SECONDS
     fail "job $1 is $(state "$1"), not $2 after $3 s"
 }
 
-start_ringd
+ringd_start "$DATA" --no-auth
 id=$(submit "{\"name\":\"train\",\"command\":[\"$TRAIN\",\"--epochs\",\"3\"],\"workers\":2}")
 wait_state "$id" SUCCEEDED 60
 job "$id" >"$WORK/job.json"
@@ -111,8 +104,8 @@ ok "a failing job restarts max_restarts times with backoff, then FAILED with the
 id=$(submit "{\"name\":\"survivor\",\"command\":[\"$TRAIN\",\"--epochs\",\"40\",\"--step-sleep-ms\",\"2\"],\"workers\":2}")
 wait_state "$id" RUNNING 30
 wait_for 60 "job $id to write a checkpoint" '[ -f "$DATA/checkpoints/$id/checkpoint.bin" ]'
-kill -9 "$PID"; wait "$PID" 2>/dev/null || true
-start_ringd
+ringd_crash
+ringd_start "$DATA" --no-auth
 wait_state "$id" SUCCEEDED 120
 job "$id" >"$WORK/job.json"
 jq -e '.attempts[0].reason | contains("ringd restarted")' "$WORK/job.json" >/dev/null ||
@@ -142,5 +135,5 @@ grep -q "epoch 1/3" "$WORK/follow" && grep -q "final loss" "$WORK/follow" ||
     { cat "$WORK/follow"; fail "the followed log lacks the training output"; }
 ok "logs?follow=1 streams rank 0's output live until the job ends"
 
-kill -TERM "$PID"; wait "$PID"
+ringd_stop
 summary

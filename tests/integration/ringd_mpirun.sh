@@ -14,12 +14,7 @@ DATA=$WORK/data
 TOL=0.02
 within() { awk -v a="$1" -v b="$2" -v t="$TOL" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; }
 final_loss() { sed -n 's/.*final loss \([0-9.]*\).*/\1/p' "$1" | tail -1; }
-RINGD_SLOTS=4 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" --no-auth >"$WORK/ringd.log" 2>&1 &
-PID=$!
-trap 'kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
-[ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
-URL="http://$(cat "$DATA/ringd.addr")"
+RINGD_SLOTS=4 ringd_start "$DATA" --no-auth
 
 api() { # api METHOD PATH [BODY]: the body in $WORK/body, the code printed
     curl -s -o "$WORK/body" -w '%{http_code}' -X "$1" -H 'Content-Type: application/json' ${3:+-d "$3"} "$URL$2"

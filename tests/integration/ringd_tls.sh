@@ -17,13 +17,7 @@ openssl x509 -req -in "$WORK/req.pem" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" \
     -CAcreateserial -days 2 -extfile "$WORK/san" -out "$WORK/cert.pem" 2>/dev/null
 
 DATA="$WORK/data"
-mkdir -p "$DATA"
-"$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" --tls-cert "$WORK/cert.pem" \
-    --tls-key "$WORK/key.pem" >"$WORK/ringd.log" 2>&1 &
-pid=$!
-for _ in $(seq 200); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
-[ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log" >&2; fail "ringd did not start with TLS"; }
-ADDR=$(cat "$DATA/ringd.addr")
+ringd_start "$DATA" --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem"
 grep -q "https://$ADDR" "$WORK/ringd.log" || fail "ringd does not say it serves https"
 export RINGMASTER_URL="https://$ADDR" RINGMASTER_TOKEN="$(cat "$DATA/admin.token")"
 
@@ -42,8 +36,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://$ADDR/healthz" || true)
 [ "$code" != 200 ] || fail "plain HTTP was served on the TLS port"
 ok "the TLS port does not speak plain HTTP"
 
-kill -TERM $pid
-wait $pid || fail "ringd exited $? after SIGTERM"
+ringd_stop
 
 # No clear-text tokens off loopback, unless chosen.
 expect_rc 64 "$RINGD" --listen 0.0.0.0:0 --data-dir "$WORK/open"

@@ -26,12 +26,8 @@ found=$("$PY" -c 'import ringmaster; print(ringmaster.library_path)')
 TOL=0.02
 
 DATA=$WORK/data
-trap 'kill -9 $PID 2>/dev/null || true; pkill -9 -f "$WORK" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-RINGD_SLOTS=4 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA" --no-auth >>"$WORK/ringd.log" 2>&1 &
-PID=$!
-for _ in $(seq 100); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
-[ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
-ADDR=$(cat "$DATA/ringd.addr")
+trap 'pkill -9 -f "$WORK" 2>/dev/null || true; lib_exit' EXIT
+RINGD_SLOTS=4 ringd_start "$DATA" --no-auth
 
 submit() { curl -s -H 'Content-Type: application/json' -d "$1" "http://$ADDR/v1/jobs" | jq -r .id; }
 job() { curl -s "http://$ADDR/v1/jobs/$1"; }
@@ -89,5 +85,5 @@ ok "resume on 2 workers continues from the checkpoint and ends at accuracy $acc 
 
 curl -s -o /dev/null -X POST "http://$ADDR/v1/jobs/$blocker/cancel"
 wait_state "$blocker" CANCELLED 30
-kill -TERM "$PID"; wait "$PID"
+ringd_stop
 summary
