@@ -13,8 +13,10 @@
  * - poll: slurm_load_jobs, at most every POLL_INTERVAL_S and only when something changed
  *   (update_time), mapped by slurm_outcome() (job_state & JOB_STATE_BASE). A job that ends
  *   outside ringd (scancel, node failure, time limit) is reported with Slurm's reason.
- * - signal: SIGTERM goes to the job's steps only (KILL_STEPS_ONLY): the ranks agree on a
- *   stop and exit 75 while the batch script stays to report it. SIGKILL cancels the job.
+ * - signal: a stop goes to the job's steps only (KILL_STEPS_ONLY) as SLURM_STOP_SIGNAL,
+ *   which each rank's wrapper turns into SIGTERM (slurm_job.h says why not SIGTERM itself):
+ *   the ranks agree on a stop and exit 75 while the batch script stays to report it. An
+ *   mpirun job gets MPIRUN_STOP_SIGNAL through its batch script. SIGKILL cancels the job.
  * - recover: a job Slurm still knows is adopted again, running or ended (its end is then
  *   reported by the next poll); one Slurm forgot is gone.
  * - describe: slurm_load_node, the nodes of the partition that are up, with their CPUs and
@@ -486,6 +488,8 @@ static int slurm_signal(void *ctx, const char *id, int sig)
         rc = slurm_kill_job((uint32_t)jid, SIGKILL, 0);
     } else if (j != NULL && j->mpirun && sig == SIGTERM) /* to mpirun, which passes it on */
         rc = slurm_kill_job((uint32_t)jid, MPIRUN_STOP_SIGNAL, KILL_JOB_BATCH);
+    else if (sig == SIGTERM) /* to every rank's wrapper, which passes it on */
+        rc = slurm_kill_job((uint32_t)jid, SLURM_STOP_SIGNAL, KILL_STEPS_ONLY);
     else
         rc = slurm_kill_job((uint32_t)jid, (uint16_t)sig, KILL_STEPS_ONLY);
     if (rc != SLURM_SUCCESS) {

@@ -7,18 +7,15 @@
 #include "mpirun.h"
 
 /*
- * Runs "$@" in the background with its output in the rank's files (made if missing), passes SIGUSR2
- * (from mpirun) and SIGTERM (mpirun aborting) on to it as SIGTERM, and exits with its status.
- * mpirun signals each rank's whole process group, the program included, so the program
- * starts with SIGUSR2 ignored (an ignored signal stays ignored across exec) and only sees
- * the SIGTERM. A wait interrupted by a trapped signal returns early, so it waits again
- * while the program lives. No single quote inside: slurm_script embeds this text in one.
+ * Runs "$@" in the background with its output in the rank's files (made if missing), and
+ * passes SIGUSR2 (from mpirun) and SIGTERM (mpirun aborting) on to it as SIGTERM
+ * (RANK_STOP_RELAY). mpirun signals each rank's whole process group, the program included,
+ * so the program starts with SIGUSR2 ignored (an ignored signal stays ignored across exec)
+ * and only sees the SIGTERM.
  */
 const char MPIRUN_WRAPPER[] =
     "d=\"$RING_RUN_DIR/rank.${OMPI_COMM_WORLD_RANK:-0}\"; mkdir -p \"$d\"; trap \"\" USR2; "
-    "\"$@\" >\"$d/stdout\" 2>\"$d/stderr\" & p=$!; "
-    "trap \"kill -TERM $p 2>/dev/null\" TERM USR2; "
-    "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || exit $s; done";
+    "\"$@\" >\"$d/stdout\" 2>\"$d/stderr\" & " RANK_STOP_RELAY;
 
 size_t mpirun_argc(int np, size_t ncmd)
 {

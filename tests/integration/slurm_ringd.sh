@@ -78,7 +78,12 @@ wait_until 60 "the job made no progress" grep -q "epoch 2/" "$run/rank.0/stdout"
 first=$(slurm_id "$id")
 [ "$(api POST "/v1/jobs/$id/stop")" = 202 ] || { cat "$WORK/body"; fail "stop refused"; }
 wait_state "$id" STOPPED 60
-job "$id" | jq -e '.attempts[-1].exit_status == 75' >/dev/null || { job "$id" | jq .attempts; fail "the stopped attempt did not exit 75"; }
+job "$id" | jq -e '.attempts[-1].exit_status == 75' >/dev/null || {
+    job "$id" | jq .attempts
+    tail -n 20 "$run/slurm.out" "$run"/rank.*/stdout "$run"/rank.*/stderr
+    grep -F "$id" "$WORK/ringd.log" | tail -n 20
+    fail "the stopped attempt did not exit 75"
+}
 grep -q "stop requested: checkpointed" "$run/rank.0/stdout" || fail "no checkpoint at the stop"
 [ "$(api POST "/v1/jobs/$id/resume")" = 200 ] || { cat "$WORK/body"; fail "resume refused"; }
 wait_state "$id" SUCCEEDED 120

@@ -66,7 +66,8 @@ START_TEST(script_runs_the_arguments_through_srun)
     ck_assert_ptr_nonnull(strstr(s, "exec srun --mpi=pmix --kill-on-bad-exit=0 --wait=5 "
                                     "--gpus-per-task=1"));
     ck_assert_ptr_nonnull(strstr(s, "--output=\"$RING_RUN_DIR/rank.%t/stdout\""));
-    ck_assert_ptr_nonnull(strstr(s, "-- \"$@\"\n"));
+    ck_assert_ptr_nonnull(strstr(s, "-- sh -c 'trap \"\" USR2; \"$@\" & p=$!;"));
+    ck_assert_ptr_nonnull(strstr(s, "' rank \"$@\"\n"));
     free(s);
     s = slurm_script(SLURM_LAUNCH_MPIRUN, 0, 0, "j-2", 1);
     ck_assert_ptr_nonnull(strstr(s, "exec mpirun -np \"$SLURM_NTASKS\""));
