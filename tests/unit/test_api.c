@@ -327,6 +327,51 @@ START_TEST(sigterm_after_finalize_is_not_swallowed)
 }
 END_TEST
 
+/*
+ * After a stop, a late copy of the stop's SIGTERM (the signal reaching this rank after its
+ * peers agreed) must not kill the rank on its way out with 143 instead of 75; the next job
+ * without a stop gets the default action back.
+ */
+START_TEST(late_sigterm_after_a_stop_is_absorbed)
+{
+    int status;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        if (ring_init() != 0)
+            _exit(2);
+        raise(SIGTERM);
+        if (!ring_stop_requested() || ring_finalize() != 0)
+            _exit(3);
+        raise(SIGTERM); /* the late copy */
+        _exit(75);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 75,
+                  "the child %s %d instead of exiting 75",
+                  WIFEXITED(status) ? "exited" : "died of signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        if (ring_init() != 0)
+            _exit(2);
+        ring_request_stop();
+        if (ring_finalize() != 0 || ring_init() != 0 || ring_finalize() != 0)
+            _exit(3);
+        raise(SIGTERM); /* no stop in the last job: the default action again */
+        _exit(0);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+                  "the child %s %d instead of dying of SIGTERM",
+                  WIFEXITED(status) ? "exited" : "died of signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+END_TEST
+
 /* A stop belongs to one job: after finalize and a new init nothing has asked to stop. */
 START_TEST(stop_request_does_not_outlive_finalize)
 {
@@ -464,6 +509,7 @@ int main(void)
         request_stop_without_signal,
         finalize_restores_the_programs_handler,
         sigterm_after_finalize_is_not_swallowed,
+        late_sigterm_after_a_stop_is_absorbed,
         stop_request_does_not_outlive_finalize,
         sigterm_during_init_and_finalize,
         version_matches_the_header,

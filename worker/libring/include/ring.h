@@ -371,7 +371,9 @@ RING_API int ring_engine_stats(struct ring_engine_stats *out);
  * Stop requests, for the scheduler's stop-and-resume. SIGTERM (unless RING_HANDLE_SIGTERM=0)
  * or ring_request_stop() on any rank is agreed on during negotiation: ring_stop_requested()
  * turns true on every rank after the same operation completes, so ranks that check it at a
- * step boundary all stop after the same step.
+ * step boundary all stop after the same step. After a stop, ring_finalize leaves libring's
+ * handler in place of SIGTERM's default action, so that a late copy of the stop's signal
+ * does not kill a rank on its way out; a handler of the program's comes back as always.
  */
 RING_API void ring_request_stop(void);
 RING_API int ring_stop_requested(void);

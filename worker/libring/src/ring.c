@@ -76,6 +76,9 @@ static atomic_int sig_wake_fd = -1;
 static atomic_int sig_in_handler;
 static struct sigaction sig_prev;
 static int sig_installed;
+/* Left in place by a finalize after a stop (uninstall_sigterm); sig_prev still holds the
+ * program's own disposition for the next ring_init. */
+static int sig_lingering;
 
 static void on_sigterm(int sig)
 {
@@ -104,20 +107,33 @@ static int install_sigterm(int wake_fd)
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     atomic_store(&sig_wake_fd, wake_fd);
-    if (sigaction(SIGTERM, &sa, &sig_prev) < 0) {
+    if (sigaction(SIGTERM, &sa, sig_lingering ? NULL : &sig_prev) < 0) {
         atomic_store(&sig_wake_fd, -1);
         return ring__err(RING_ESYS, "sigaction(SIGTERM): %s", strerror(errno));
     }
     sig_installed = 1;
+    sig_lingering = 0;
     return 0;
 }
 
-/* Puts the program's own SIGTERM disposition back and waits out running handlers. */
+/*
+ * Puts the program's own SIGTERM disposition back and waits out running handlers. But
+ * after a stop, when that disposition is the default one, the handler stays: a stop's
+ * SIGTERM reaches the ranks at different moments (one host's signal late, a wrapper
+ * scheduled late), and a rank whose peers already agreed on the stop would otherwise be
+ * killed by its own late copy while it checkpoints and exits 75. With the engine gone the
+ * handler only sets a flag, so the copy is absorbed; a program with its own handler gets
+ * it back as always.
+ */
 static void uninstall_sigterm(void)
 {
+    int stopping = atomic_load(&stop_flag) || ring__engine_stop_seen();
+
     if (!sig_installed)
         return;
-    if (sigaction(SIGTERM, &sig_prev, NULL) < 0)
+    if (stopping && !(sig_prev.sa_flags & SA_SIGINFO) && sig_prev.sa_handler == SIG_DFL)
+        sig_lingering = 1;
+    else if (sigaction(SIGTERM, &sig_prev, NULL) < 0)
         ring__log(RING_LOG_WARNING, "cannot restore the previous SIGTERM handler: %s",
                   strerror(errno));
     sig_installed = 0;
