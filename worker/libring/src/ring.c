@@ -192,7 +192,8 @@ static int read_tuning(struct ring__ctx *c)
  * 100 us when the host is oversubscribed, where the spin yields the CPU at every turn
  * (mesh.c), so that a peer that needs it to answer gets it. Without the spin, every wait
  * there went to sleep: a 4 KiB allreduce at np 4 on 2 cores took ~150 us against ~55 us
- * with it (bench/allreduce, RING_SPIN_US 0 and 100).
+ * with it (bench/allreduce, RING_SPIN_US 0 and 100). A program's thread waiting on a
+ * handle spins as long before it sleeps (ring_wait, engine.c).
  */
 static int spin_us(const struct ring__ctx *c)
 {
@@ -223,6 +224,7 @@ static int connect_world(struct ring__ctx *c, int setup_ms, int op_ms)
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         c->oversubscribed = cpus > 0 && c->local_size > cpus;
     }
+    c->spin_us = spin_us(c);
     if (c->size == 1)
         return 0;
     cfg = (struct ring__mesh_cfg){
@@ -233,7 +235,7 @@ static int connect_world(struct ring__ctx *c, int setup_ms, int op_ms)
         .oversubscribed = c->oversubscribed,
         .host_addr = c->boot->host_addr,
     };
-    return ring__mesh_create(c->boot, &cfg, spin_us(c), &c->mesh);
+    return ring__mesh_create(c->boot, &cfg, c->spin_us, &c->mesh);
 }
 
 int ring_init(void)

@@ -62,6 +62,7 @@ struct ring__ctx {
     struct ring__bootstrap *boot; /* how the ranks met (bootstrap/bootstrap.h) */
     struct ring__mesh *mesh;      /* every peer's pair; NULL when size == 1 (transport.h) */
     int oversubscribed;           /* more ranks on this host than CPUs */
+    int spin_us;                  /* how long a wait spins before it sleeps (RING_SPIN_US) */
     struct ring__engine *engine;
 
     int setup_timeout_ms;            /* RING_TIMEOUT_SECONDS */

@@ -9,6 +9,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "engine.h"
 #include "net.h"
@@ -22,7 +23,7 @@
 #define F_SHUTDOWN   1u
 
 struct ring_handle {
-    int done; /* under mu */
+    atomic_int done; /* written under mu; await_handle's spin reads it without */
     int status;
     int remaining; /* tensors of this handle not yet completed */
     int stop_seen; /* the stop was agreed before this completed */
