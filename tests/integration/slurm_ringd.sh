@@ -92,7 +92,7 @@ second=$(slurm_id "$id")
 grep -q "resuming from" "$(run_dir "$id")/rank.0/stdout" || fail "the resumed job did not start from its checkpoint"
 l=$(final_loss "$(run_dir "$id")/rank.0/stdout")
 within "$l" "$l40" || fail "the resumed job ended at loss $l, 1 worker at $l40"
-ok "stop through Slurm (SIGTERM to the steps, checkpoint, exit 75) and resume as a new Slurm job ($first, then $second)"
+ok "stop through Slurm (SIGUSR2 to the steps, SIGTERM to each rank, checkpoint, exit 75) and resume as a new Slurm job ($first, then $second)"
 
 # ---- scancel outside ringd ----
 id=$(submit victim 2 1 '{"max_restarts": 3}' -- "$TRAIN" --epochs 100000 --step-sleep-ms 20)
