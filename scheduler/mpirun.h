@@ -18,25 +18,15 @@
 #ifndef RINGD_MPIRUN_H
 #define RINGD_MPIRUN_H
 
-#include <signal.h>
 #include <stddef.h>
 
+#include "stop_relay.h"
+
 /* The signal that asks an mpirun job to stop (see above). */
-#define MPIRUN_STOP_SIGNAL SIGUSR2
+#define MPIRUN_STOP_SIGNAL RANK_STOP_SIGNAL
 
 /* The per-rank wrapper: sh -c MPIRUN_WRAPPER rank PROGRAM ARGS... */
 extern const char MPIRUN_WRAPPER[];
-
-/*
- * The end of a rank wrapper that has just started the program in the background with
- * SIGUSR2 ignored: it passes SIGUSR2 and SIGTERM on to the program as SIGTERM and exits
- * with its status. A wait interrupted by a trapped signal returns early, so it waits again
- * while the program lives. MPIRUN_WRAPPER ends with it, and so does srun's (slurm_job.c).
- * No single quote inside: slurm_script embeds the wrappers in one.
- */
-#define RANK_STOP_RELAY                                                                            \
-    "p=$!; trap \"kill -TERM $p 2>/dev/null\" TERM USR2; "                                         \
-    "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || exit $s; done"
 
 /* How many entries mpirun_args may append for np ranks and a command of ncmd words. */
 size_t mpirun_argc(int np, size_t ncmd);

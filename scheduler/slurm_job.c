@@ -46,14 +46,6 @@ void slurm_gpu_tres(int n, char *buf, size_t len)
 #endif
 }
 
-/*
- * Runs "$@" in the background and passes SLURM_STOP_SIGNAL (and a SIGTERM of Slurm's, a
- * cancel or the time limit) on to it as SIGTERM (RANK_STOP_RELAY). slurmstepd signals every
- * process of the step, the program included, so the program starts with SIGUSR2 ignored
- * and sees only the SIGTERM.
- */
-const char SLURM_SRUN_WRAPPER[] = "trap \"\" USR2; \"$@\" & " RANK_STOP_RELAY;
-
 char *slurm_script(enum slurm_launcher launcher, int grace_s, int gpus_per_task, const char *job_id,
                    int attempt)
 {
@@ -77,7 +69,7 @@ char *slurm_script(enum slurm_launcher launcher, int grace_s, int gpus_per_task,
                 "exec srun --mpi=pmix --kill-on-bad-exit=0 --wait=%d%s \\\n"
                 "    --output=\"$RING_RUN_DIR/rank.%%t/stdout\" "
                 "--error=\"$RING_RUN_DIR/rank.%%t/stderr\" -- sh -c '%s' rank \"$@\"\n",
-                grace_s > 0 ? grace_s : 1, gpus, SLURM_SRUN_WRAPPER);
+                grace_s > 0 ? grace_s : 1, gpus, RANK_STOP_WRAPPER);
     } else {
         /* Open MPI's mpirun takes the hosts and slots from the allocation and starts its
          * daemons through srun; each rank finds its peers through mpirun's PMIx server.

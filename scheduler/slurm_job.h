@@ -9,11 +9,11 @@
 #ifndef RINGD_SLURM_JOB_H
 #define RINGD_SLURM_JOB_H
 
-#include <signal.h>
 #include <slurm/slurm.h>
 #include <stddef.h>
 
 #include "error.h"
+#include "stop_relay.h"
 
 /* What ringd asks Slurm for: ringd decides the size, Slurm places it. */
 struct slurm_shape {
@@ -36,17 +36,9 @@ int slurm_shape(int workers, int cpw, int gpw, int node_cpus, int node_gpus,
  * 23.11 on (the syntax changed there), by the Slurm this was built against. */
 void slurm_gpu_tres(int n, char *buf, size_t len);
 
-/*
- * The signal that asks the ranks of an srun job to stop, sent to the job's steps. Not
- * SIGTERM: slurmstepd takes a SIGTERM to a step for a cancel, tells srun so, and srun exits
- * 143 at once instead of waiting for the ranks to checkpoint and exit 75. SIGUSR2 it only
- * passes on; the wrapper around each rank (SLURM_SRUN_WRAPPER) turns it into the SIGTERM
- * the program expects.
- */
-#define SLURM_STOP_SIGNAL SIGUSR2
-
-/* The wrapper around each rank of an srun job: sh -c SLURM_SRUN_WRAPPER rank PROGRAM ARGS */
-extern const char SLURM_SRUN_WRAPPER[];
+/* The signal that asks the ranks of an srun job to stop, sent to the job's steps; each
+ * rank's wrapper (RANK_STOP_WRAPPER) turns it into SIGTERM. stop_relay.h says why. */
+#define SLURM_STOP_SIGNAL RANK_STOP_SIGNAL
 
 /* Which program a batch job runs its ranks under. */
 enum slurm_launcher {
@@ -59,7 +51,7 @@ enum slurm_launcher {
  * runs the command given as the script's arguments (job_desc argv), so that no user text
  * goes through the shell: srun --mpi=pmix with one output file per rank under
  * $RING_RUN_DIR/rank.N, a failing rank's peers killed after grace_s seconds, and
- * gpus_per_task GPUs bound to each rank, each rank wrapped (SLURM_SRUN_WRAPPER); or mpirun with the
+ * gpus_per_task GPUs bound to each rank, each rank wrapped (RANK_STOP_WRAPPER); or mpirun with the
  * allocation's hosts and slots.
  */
 char *slurm_script(enum slurm_launcher launcher, int grace_s, int gpus_per_task, const char *job_id,

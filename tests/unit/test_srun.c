@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "stop_relay.h"
 #include "slurm.h"
 #include "unit.h"
 
@@ -32,7 +33,8 @@ START_TEST(srun_argv_names_the_step_and_passes_the_program)
     ck_assert_int_gt(slurm_srun_argv(&l, av, 64, buf, sizeof(buf), &err), 0);
     ck_assert_str_eq(joined(av, line, sizeof(line)),
                      "srun --mpi=pmix --label --job-name ringrun.7 --ntasks=4 "
-                     "--kill-on-bad-exit=0 --wait=5 -- ./train --epochs 3");
+                     "--kill-on-bad-exit=0 --wait=5 -- sh -c " RANK_STOP_WRAPPER
+                     " rank ./train --epochs 3");
 }
 END_TEST
 

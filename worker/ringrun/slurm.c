@@ -18,6 +18,7 @@
 
 #include "output.h"
 #include "slurm.h"
+#include "stop_relay.h"
 
 #define EXIT_USAGE    64
 #define EXIT_OSERR    71
@@ -115,7 +116,13 @@ int slurm_srun_argv(const struct slurm_launch *l, char **av, int cap, char *buf,
         NUM("--gpus-per-task=%d", l->gpus_per_rank);
         ADD(num);
     }
+    /* Each rank under the stop wrapper, so that a stop reaches it as SIGTERM without srun
+     * taking it for a cancel (stop_relay.h). */
     ADD("--");
+    ADD("sh");
+    ADD("-c");
+    ADD(RANK_STOP_WRAPPER);
+    ADD("rank");
     for (char **a = l->argv; *a; a++)
         ADD(*a);
     av[n] = NULL;
@@ -212,8 +219,11 @@ static int find_step(const char *name, char *step, size_t cap)
 
 /*
  * Delivers sig to the step's tasks through scancel, so that they can stop gracefully (srun
- * turns a SIGTERM of its own into an immediate kill of the step). SIGKILL cancels the
- * step. Falls back to signalling srun. Returns 0 when the step got it.
+ * turns a SIGTERM of its own into an immediate kill of the step). A SIGTERM goes as
+ * RANK_STOP_SIGNAL, which each rank's wrapper turns back into SIGTERM: slurmstepd takes a
+ * SIGTERM to a step for a cancel, and srun would then exit 143 without waiting for the
+ * ranks' 75. SIGKILL cancels the step. Falls back to signalling srun. Returns 0 when the
+ * step got it.
  */
 static int signal_step(const struct slurm_launch *l, pid_t srun, int sig)
 {
@@ -222,7 +232,7 @@ static int signal_step(const struct slurm_launch *l, pid_t srun, int sig)
     char *kill_step[] = {"scancel", "--quiet", step, NULL};
 
     if (find_step(l->step_name, step, sizeof(step)) == 0) {
-        snprintf(sigarg, sizeof(sigarg), "--signal=%d", sig);
+        snprintf(sigarg, sizeof(sigarg), "--signal=%d", sig == SIGTERM ? RANK_STOP_SIGNAL : sig);
         if (run_helper(sig == SIGKILL ? kill_step : cancel, NULL, 0) == 0) {
             if (l->verbose)
                 say("signal %d to step %s", sig, step);
