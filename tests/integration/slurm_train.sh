@@ -42,19 +42,21 @@ within "$l" "$l1" || fail "train.sbatch ended at loss $l, 1 worker at $l1"
 [ -f "$WORK/ckpt/checkpoint.bin" ] || fail "train.sbatch wrote no checkpoint to RING_CHECKPOINT_DIR"
 ok "sbatch contrib/slurm/train.sbatch runs 4 ranks over both nodes to the right loss ($l)"
 
-# A stop inside Slurm: scancel --signal=TERM reaches the ranks (not the batch shell); they
-# agree on it, rank 0 checkpoints, all exit 75; then the job resumes on one node.
+# A stop inside Slurm: scancel --batch --signal=TERM reaches ringrun (the batch shell),
+# which passes it to every rank through their stop wrappers; they agree on it, rank 0
+# checkpoints, all exit 75, and so does the job; then it resumes on one node.
 rm -rf "$WORK/ckpt" && mkdir -p "$WORK/ckpt"
 jid=$(env TRAIN_ARGS="--epochs 2000 --step-sleep-ms 5" RING_CHECKPOINT_DIR="$WORK/ckpt" \
     sbatch --parsable -o "$WORK/stop.out" "$ROOT/contrib/slurm/train.sbatch")
 wait_until 60 "train.sbatch did not start training" grep -q "epoch 2/" "$WORK/stop.out"
-scancel --signal=TERM "$jid"
+scancel --batch --signal=TERM "$jid"
 wait_until 60 "job $jid did not end after the stop" sh -c "[ -z \"\$(squeue -h -j $jid 2>/dev/null)\" ]"
 grep -q "stop requested: checkpointed at epoch" "$WORK/stop.out" || { cat "$WORK/stop.out"; fail "no checkpoint at the stop"; }
 [ "$(grep -o 'stop agreed after.*' "$WORK/stop.out" | sort -u | wc -l)" = 1 ] ||
     { grep 'stop agreed' "$WORK/stop.out"; fail "the ranks stopped after different steps"; }
-grep -q "Exited with exit code 75" "$WORK/stop.out" || { cat "$WORK/stop.out"; fail "the ranks did not exit 75"; }
+[ "$(scontrol show job "$jid" 2>/dev/null | sed -n 's/.*ExitCode=\([0-9:]*\).*/\1/p')" = 75:0 ] ||
+    { cat "$WORK/stop.out"; scontrol show job "$jid" >&2 || true; fail "job $jid did not exit 75"; }
 expect_rc 0 timeout 120 salloc --quiet -N1 --ntasks=2 "$RINGRUN" "$TRAIN" --epochs 8 --checkpoint-dir "$WORK/ckpt"
 expect_in out "resuming from $WORK/ckpt/checkpoint.bin at epoch"
-ok "scancel --signal=TERM stops all 4 ranks at one step with a checkpoint (exit 75); it resumes on 2 ranks of one node"
+ok "scancel --batch --signal=TERM stops all 4 ranks at one step with a checkpoint (exit 75); it resumes on 2 ranks of one node"
 summary
