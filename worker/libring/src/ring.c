@@ -6,7 +6,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -18,17 +17,6 @@ static struct ring__ctx ctx;
 static int initialized;
 /* This rank's own stop request; read by the engine thread, set by the SIGTERM handler. */
 static atomic_int stop_flag;
-
-/*
- * Defaults. The 30 s timeouts match Horovod's start timeout: long enough for a slow
- * launch on a loaded node, short enough that a dead job is noticed within a minute.
- * 64 KiB is where the ring's 2(n-1) latency terms stop dominating on TCP (bench/allreduce).
- * 256 KiB segments fit many times into the 4 MiB socket buffers (transport_tcp.c), so the
- * kernel keeps receiving while a segment is reduced.
- */
-#define DEFAULT_TIMEOUT_S     30
-#define DEFAULT_SMALL_BYTES   65536
-#define DEFAULT_SEGMENT_BYTES (256 * 1024)
 
 const char *ring_version(void)
 {
@@ -97,11 +85,9 @@ static void on_sigterm(int sig)
 static int install_sigterm(int wake_fd)
 {
     struct sigaction sa;
-    long handle;
-    int rc = ring__env_int("RING_HANDLE_SIGTERM", 1, 0, 1, &handle);
 
-    if (rc < 0 || !handle)
-        return rc;
+    if (!ctx.tune.v[RING__K_HANDLE_SIGTERM])
+        return 0;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_sigterm;
     sigemptyset(&sa.sa_mask);
@@ -142,71 +128,24 @@ static void uninstall_sigterm(void)
         sched_yield();
 }
 
-/* RING_HIERARCHICAL: 0, 1 or auto (the default); see ring__hier_for in collectives.h. */
-static int read_hierarchical(struct ring__ctx *c)
+/* The collectives' knobs, from the tuning table (tuning.c says where the defaults come from). */
+static void read_tuning(struct ring__ctx *c)
 {
-    const char *v = getenv("RING_HIERARCHICAL");
+    const long *v = c->tune.v;
 
-    c->hier = RING__HIER_AUTO;
-    if (v == NULL || *v == '\0' || strcasecmp(v, "auto") == 0)
-        return 0;
-    if (strcmp(v, "0") == 0)
-        c->hier = RING__HIER_OFF;
-    else if (strcmp(v, "1") == 0)
-        c->hier = RING__HIER_ON;
-    else {
-        ring__log(RING_LOG_ERROR, "RING_HIERARCHICAL='%s' must be 0, 1 or auto", v);
-        return ring__err(RING_EENV, "RING_HIERARCHICAL='%s' must be 0, 1 or auto", v);
-    }
-    return 0;
-}
-
-static int read_tuning(struct ring__ctx *c)
-{
-    const char *algo = getenv("RING_ALLREDUCE_ALGO");
-    long small, seg;
-    int rc;
-
-    if ((rc = ring__env_int("RING_SMALL_ALLREDUCE_BYTES", DEFAULT_SMALL_BYTES, 0, 1L << 40,
-                            &small)) < 0 ||
-        (rc = ring__env_int("RING_SEGMENT_BYTES", DEFAULT_SEGMENT_BYTES, 4096, 1L << 30, &seg)) < 0)
-        return rc;
-    c->small_bytes = (size_t)small;
-    c->segment_bytes = (size_t)seg & ~(size_t)7; /* a whole number of elements of any dtype */
-    c->algo = RING__ALGO_AUTO;
-    if (algo != NULL && *algo != '\0') {
-        if (strcasecmp(algo, "ring") == 0)
-            c->algo = RING__ALGO_RING;
-        else if (strcasecmp(algo, "rd") == 0)
-            c->algo = RING__ALGO_RD;
-        else if (strcasecmp(algo, "auto") != 0) {
-            ring__log(RING_LOG_ERROR, "RING_ALLREDUCE_ALGO='%s' must be auto, ring or rd", algo);
-            return ring__err(RING_EENV, "RING_ALLREDUCE_ALGO='%s' must be auto, ring or rd", algo);
-        }
-    }
-    return read_hierarchical(c);
-}
-
-/*
- * RING_SPIN_US, or by default 50 us when every rank on this host has a core of its own and
- * 100 us when the host is oversubscribed, where the spin yields the CPU at every turn
- * (mesh.c), so that a peer that needs it to answer gets it. Without the spin, every wait
- * there went to sleep: a 4 KiB allreduce at np 4 on 2 cores took ~150 us against ~55 us
- * with it (bench/allreduce, RING_SPIN_US 0 and 100). A program's thread waiting on a
- * handle spins as long before it sleeps (ring_wait, engine.c).
- */
-static int spin_us(const struct ring__ctx *c)
-{
-    long v, dflt = c->oversubscribed ? 100 : 50;
-    if (ring__env_int("RING_SPIN_US", dflt, 0, 1000000, &v) < 0)
-        return (int)dflt;
-    return (int)v;
+    c->small_bytes = (size_t)v[RING__K_SMALL_ALLREDUCE_BYTES];
+    /* a whole number of elements of any dtype */
+    c->segment_bytes = (size_t)v[RING__K_SEGMENT_BYTES] & ~(size_t)7;
+    c->algo = (int)v[RING__K_ALLREDUCE_ALGO];
+    c->hier = (int)v[RING__K_HIERARCHICAL];
 }
 
 /* Meets the other ranks (bootstrap) and connects to them (mesh). */
-static int connect_world(struct ring__ctx *c, int setup_ms, int op_ms)
+static int connect_world(struct ring__ctx *c)
 {
     struct ring__mesh_cfg cfg;
+    int setup_ms = (int)c->tune.v[RING__K_TIMEOUT_SECONDS] * 1000;
+    int op_ms = (int)c->tune.v[RING__K_OP_TIMEOUT_SECONDS] * 1000;
     int rc;
 
     c->setup_timeout_ms = setup_ms;
@@ -224,7 +163,9 @@ static int connect_world(struct ring__ctx *c, int setup_ms, int op_ms)
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         c->oversubscribed = cpus > 0 && c->local_size > cpus;
     }
-    c->spin_us = spin_us(c);
+    /* RING_SPIN_US's default depends on it (tuning.c). */
+    ring__tuning_resolve(&c->tune, c->oversubscribed);
+    c->spin_us = (int)c->tune.v[RING__K_SPIN_US];
     if (c->size == 1)
         return 0;
     cfg = (struct ring__mesh_cfg){
@@ -234,6 +175,7 @@ static int connect_world(struct ring__ctx *c, int setup_ms, int op_ms)
         .op_timeout_ms = op_ms,
         .oversubscribed = c->oversubscribed,
         .host_addr = c->boot->host_addr,
+        .tune = &c->tune,
     };
     return ring__mesh_create(c->boot, &cfg, c->spin_us, &c->mesh);
 }
@@ -241,17 +183,16 @@ static int connect_world(struct ring__ctx *c, int setup_ms, int op_ms)
 int ring_init(void)
 {
     struct ring__ctx c = {0};
-    long setup_s, op_s;
     int rc;
 
     if (initialized)
         return ring__err(RING_EALREADY, "ring_init called twice");
     ring__log_init(-1);
-    if ((rc = read_tuning(&c)) < 0 ||
-        (rc = ring__env_int("RING_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &setup_s)) < 0 ||
-        (rc = ring__env_int("RING_OP_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_S, 1, 86400, &op_s)) < 0)
+    /* Every knob, once: a bad value fails here, before any rank waits for another. */
+    if ((rc = ring__tuning_load(&c.tune)) < 0)
         return rc;
-    if ((rc = connect_world(&c, (int)setup_s * 1000, (int)op_s * 1000)) < 0) {
+    read_tuning(&c);
+    if ((rc = connect_world(&c)) < 0) {
         if (c.size > 1)
             ring__log(RING_LOG_ERROR, "cannot connect to the other ranks: %s", ring_last_error());
         ring__mesh_destroy(c.mesh);

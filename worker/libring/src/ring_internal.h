@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ring.h"
+#include "tuning.h"
 
 /* ---- logging (log.c) ---------------------------------------------------------------- */
 
@@ -39,7 +40,9 @@ int ring__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 /*
  * Parses the integer environment variable name into *out, within [min, max]. Returns 0
- * (unset leaves *out = dflt) or RING_EENV with a message naming the variable.
+ * (unset leaves *out = dflt) or RING_EENV with a message naming the variable. Only the
+ * worker contract (bootstrap) and the tuning table (tuning.c) call it: every knob is read
+ * from ctx->tune.
  */
 int ring__env_int(const char *name, long dflt, long min, long max, long *out);
 
@@ -51,6 +54,7 @@ struct ring__mesh;
 struct ring__backends;
 
 struct ring__ctx {
+    struct ring__tuning tune; /* every knob, parsed once by ring_init (tuning.h) */
     int rank, size;
     int local_rank, local_size, cross_rank, cross_size;
     int algo;                     /* RING__ALGO_* */

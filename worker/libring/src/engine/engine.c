@@ -297,8 +297,9 @@ static void *engine_main(void *arg)
 int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
 {
     struct ring__engine *e = calloc(1, sizeof(*e));
-    long cycle_ms, fusion, cache, stall_check, stall_shutdown, fast, grace;
-    const char *comp = getenv("RING_COMPRESSION"), *tl = getenv("RING_TIMELINE");
+    const long *v = ctx->tune.v;
+    long cache = v[RING__K_CACHE_CAPACITY];
+    const char *tl = getenv("RING_TIMELINE");
     int rc;
 
     if (e == NULL)
@@ -314,32 +315,16 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     pthread_mutex_init(&e->mu, NULL);
     pthread_mutex_init(&e->cycle_mu, NULL);
     pthread_cond_init(&e->cv, NULL);
-    /* 1 ms and 128 MiB are Horovod's defaults (HOROVOD_CYCLE_TIME, HOROVOD_FUSION_THRESHOLD);
-     * 1024 cache entries covers the tensor count of common models (ResNet-50 has 161). */
-    if ((rc = ring__env_int("RING_CYCLE_TIME_MS", 1, 0, 60000, &cycle_ms)) < 0 ||
-        (rc = ring__env_int("RING_FUSION_THRESHOLD", 128L << 20, 0, 1L << 40, &fusion)) < 0 ||
-        (rc = ring__env_int("RING_CACHE_CAPACITY", 1024, 0, 1 << 20, &cache)) < 0 ||
-        (rc = ring__env_int("RING_STALL_CHECK_SECONDS", 60, 0, 1L << 30, &stall_check)) < 0 ||
-        (rc = ring__env_int("RING_STALL_SHUTDOWN_SECONDS", 0, 0, 1L << 30, &stall_shutdown)) < 0 ||
-        (rc = ring__env_int("RING_FAST_PATH", 1, 0, 1, &fast)) < 0 ||
-        (rc = ring__env_int("RING_FAST_GRACE_US", 200, 0, 1000000, &grace)) < 0)
-        goto error;
-    e->fast = (int)fast;
-    e->grace_us = grace;
-    e->cycle_ms = (int)cycle_ms;
-    e->fusion_threshold = (size_t)fusion;
-    e->stall_check_us = stall_check * 1000000;
-    e->stall_shutdown_us = stall_shutdown * 1000000;
-    if (comp != NULL && *comp != '\0' && strcmp(comp, "none") != 0) {
-        if (strcmp(comp, "fp16") == 0)
-            e->compression = RING_FLOAT16;
-        else if (strcmp(comp, "bf16") == 0)
-            e->compression = RING_BFLOAT16;
-        else {
-            ring__log(RING_LOG_ERROR, "RING_COMPRESSION='%s' must be none, fp16 or bf16", comp);
-            rc = ring__err(RING_EENV, "RING_COMPRESSION='%s' must be none, fp16 or bf16", comp);
-            goto error;
-        }
+    /* The knobs come from the tuning table (tuning.c says where the defaults come from). */
+    e->fast = (int)v[RING__K_FAST_PATH];
+    e->grace_us = v[RING__K_FAST_GRACE_US];
+    e->cycle_ms = (int)v[RING__K_CYCLE_TIME_MS];
+    e->fusion_threshold = (size_t)v[RING__K_FUSION_THRESHOLD];
+    e->stall_check_us = v[RING__K_STALL_CHECK_SECONDS] * 1000000;
+    e->stall_shutdown_us = v[RING__K_STALL_SHUTDOWN_SECONDS] * 1000000;
+    {
+        static const int wire[] = {-1, RING_FLOAT16, RING_BFLOAT16}; /* none, fp16, bf16 */
+        e->compression = wire[v[RING__K_COMPRESSION]];
     }
     e->jw = (ctx->size + 63) / 64;
     e->cw = ((int)cache + 63) / 64;

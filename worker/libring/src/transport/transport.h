@@ -85,10 +85,11 @@ struct ring__pair {
 /* What the mesh tells a transport at start-up. */
 struct ring__mesh_cfg {
     int rank, size;
-    int setup_timeout_ms;  /* RING_TIMEOUT_SECONDS */
-    int op_timeout_ms;     /* RING_OP_TIMEOUT_SECONDS */
-    int oversubscribed;    /* more ranks on this host than CPUs */
-    const char *host_addr; /* the bootstrap's address for this host, or "" */
+    int setup_timeout_ms;            /* RING_TIMEOUT_SECONDS */
+    int op_timeout_ms;               /* RING_OP_TIMEOUT_SECONDS */
+    int oversubscribed;              /* more ranks on this host than CPUs */
+    const char *host_addr;           /* the bootstrap's address for this host, or "" */
+    const struct ring__tuning *tune; /* the knobs (tuning.h); borrowed from the context */
 };
 
 /*

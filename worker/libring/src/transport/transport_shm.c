@@ -46,18 +46,8 @@
 
 #define HELLO_MAGIC 0x52534d31u /* "RSM1" */
 
-/*
- * 1 MiB per direction holds four 256 KiB pipeline segments, enough to keep both sides
- * busy while copying. Sends from 256 KiB on go by CMA: at np 2 on the development machine
- * (bench/allreduce, RING_SHM_CMA_BYTES swept over 1 B, 64 KiB, 256 KiB, 1 MiB and off)
- * copying through the ring wins below that, where the kernel's page pinning costs more
- * than the second copy, and CMA wins above it, by 2x at 64 MiB, where the second copy
- * no longer fits in the caches.
- */
-#define DEFAULT_RING_BYTES (1 << 20)
-#define DEFAULT_CMA_BYTES  (256 * 1024)
-#define REC_BYTES          16
-#define ALIGN16(n)         (((n) + 15) & ~(uint64_t)15)
+#define REC_BYTES  16
+#define ALIGN16(n) (((n) + 15) & ~(uint64_t)15)
 /* A CMA record moves at most this much, so that its length fits the header. */
 #define CMA_MAX ((uint64_t)1 << 30)
 
@@ -474,34 +464,21 @@ static socklen_t abstract_addr(const char *name, struct sockaddr_un *sa)
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-static int env_size(const char *name, long dflt, long min, long max, size_t *out)
-{
-    long v;
-    int rc = ring__env_int(name, dflt, min, max, &v);
-    *out = (size_t)v;
-    return rc;
-}
-
 static int shm_listen(const struct ring__mesh_cfg *cfg, void **state, void *blob)
 {
     struct shm_blob *b = blob;
     struct shm_state *st;
     struct sockaddr_un sa;
     uint64_t nonce = 0;
-    long cma;
-    int fd, rc;
+    const long *v = cfg->tune->v;
+    int fd;
 
     if ((st = calloc(1, sizeof(*st))) == NULL)
         return ring__err(RING_ENOMEM, "out of memory");
-    if ((rc = env_size("RING_SHM_RING_BYTES", DEFAULT_RING_BYTES, 4096, 1L << 30,
-                       &st->ring_bytes)) < 0 ||
-        (rc = env_size("RING_SHM_CMA_BYTES", DEFAULT_CMA_BYTES, 0, 1L << 40, &st->cma_bytes)) < 0 ||
-        (rc = ring__env_int("RING_SHM_CMA", 1, 0, 1, &cma)) < 0) {
-        free(st);
-        return rc;
-    }
-    st->ring_bytes &= ~(size_t)15;
-    st->cma = (int)cma && st->cma_bytes > 0;
+    /* Sizes and the CMA threshold: the tuning table says where they come from. */
+    st->ring_bytes = (size_t)v[RING__K_SHM_RING_BYTES] & ~(size_t)15;
+    st->cma_bytes = (size_t)v[RING__K_SHM_CMA_BYTES];
+    st->cma = v[RING__K_SHM_CMA] && st->cma_bytes > 0;
     if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
         nonce = (uint64_t)ring__now_us() * 0x9e3779b97f4a7c15ull;
     snprintf(b->name, sizeof(b->name), "ringmaster.%d.%016llx", (int)getpid(),

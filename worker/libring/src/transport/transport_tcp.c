@@ -29,12 +29,6 @@
 
 #define HELLO_MAGIC 0x52494e47u /* "RING" */
 
-/*
- * 4 MiB socket buffers hold many 256 KiB pipeline segments, so the kernel keeps receiving
- * while a segment is reduced (bench/allreduce measured it against the kernel's defaults).
- */
-#define DEFAULT_SOCKBUF (4 * 1024 * 1024)
-
 struct hello {
     uint32_t magic, rank, size;
 };
@@ -195,12 +189,10 @@ static int tcp_listen(const struct ring__mesh_cfg *cfg, void **state, void *blob
     struct tcp_blob *b = blob;
     struct tcp_state *st;
     struct in_addr ip;
-    long sockbuf;
+    long sockbuf = cfg->tune->v[RING__K_SOCKET_BUFFER_BYTES];
     int fd, rc;
 
-    if ((rc = ring__env_int("RING_SOCKET_BUFFER_BYTES", DEFAULT_SOCKBUF, 0, 1L << 30, &sockbuf)) <
-            0 ||
-        (rc = advertised_ip(cfg, &ip)) < 0)
+    if ((rc = advertised_ip(cfg, &ip)) < 0)
         return rc;
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tuning.c - the table of libring's knobs (tuning.h) and its parsing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ring_internal.h"
+
+static const char *const algo_names[] = {"auto", "ring", "rd", NULL};
+static const char *const hier_names[] = {"0", "auto", "1", NULL};
+static const char *const compression_names[] = {"none", "fp16", "bf16", NULL};
+
+#define KIB 1024L
+#define MIB (1024L * 1024L)
+#define INT_KNOB(env_, dflt_, min_, max_, unit_, doc_)                                             \
+    {                                                                                              \
+        .env = env_, .dflt = dflt_, .min = min_, .max = max_, .unit = unit_, .doc = doc_           \
+    }
+#define SWITCH_KNOB(env_, dflt_, doc_) INT_KNOB(env_, dflt_, 0, 1, "", doc_)
+#define CHOICE_KNOB(env_, names_, dflt_, doc_)                                                     \
+    {                                                                                              \
+        .env = env_, .dflt = dflt_, .unit = "", .choices = names_, .doc = doc_                     \
+    }
+
+/*
+ * Where the defaults come from:
+ * - Timeouts, 30 s: Horovod's start timeout; long enough for a slow launch on a loaded
+ *   node, short enough that a dead job is noticed within a minute.
+ * - Small allreduce, 64 KiB: where the ring's 2(n-1) latency terms stop dominating on TCP
+ *   (bench/allreduce).
+ * - Segments, 256 KiB: fit many times into the 4 MiB socket buffers, so the kernel keeps
+ *   receiving while a segment is reduced (bench/allreduce measured the buffers against
+ *   the kernel's defaults).
+ * - Spin, 50 us, or 100 us when the host is oversubscribed, where the spin yields the CPU
+ *   at every turn (mesh.c) so that a peer that needs it to answer gets it. Without the
+ *   spin every wait there slept: a 4 KiB allreduce at np 4 on 2 cores took ~150 us
+ *   against ~55 us with it (bench/allreduce, RING_SPIN_US 0 and 100).
+ * - Shared memory: 1 MiB per direction holds four 256 KiB segments, enough to keep both
+ *   sides busy while copying. Sends from 256 KiB on go by CMA: at np 2 (RING_SHM_CMA_BYTES
+ *   swept over 1 B, 64 KiB, 256 KiB, 1 MiB and off) the ring's second copy wins below that,
+ *   where the kernel's page pinning costs more, and CMA wins above, by 2x at 64 MiB.
+ * - Cycle time 1 ms and fusion 128 MiB: Horovod's defaults (HOROVOD_CYCLE_TIME,
+ *   HOROVOD_FUSION_THRESHOLD). 1024 cache entries cover the tensor count of common models
+ *   (ResNet-50 has 161).
+ */
+const struct ring__knob_def ring__knobs[RING__K_COUNT + 1] = {
+    [RING__K_TIMEOUT_SECONDS] =
+        INT_KNOB("RING_TIMEOUT_SECONDS", 30, 1, 86400, "s", "setup: rendezvous and connections"),
+    [RING__K_OP_TIMEOUT_SECONDS] = INT_KNOB("RING_OP_TIMEOUT_SECONDS", 30, 1, 86400, "s",
+                                            "longest a collective waits with no byte moving"),
+    [RING__K_HANDLE_SIGTERM] =
+        SWITCH_KNOB("RING_HANDLE_SIGTERM", 1, "SIGTERM requests a stop (`ring_stop_requested()`)"),
+    [RING__K_ALLREDUCE_ALGO] = CHOICE_KNOB(
+        "RING_ALLREDUCE_ALGO", algo_names, 0,
+        "ring, recursive doubling (rd), or auto: rd up to `RING_SMALL_ALLREDUCE_BYTES`"),
+    [RING__K_SMALL_ALLREDUCE_BYTES] =
+        INT_KNOB("RING_SMALL_ALLREDUCE_BYTES", 64 * KIB, 0, 1L << 40, "bytes",
+                 "auto picks recursive doubling up to this size"),
+    [RING__K_HIERARCHICAL] = CHOICE_KNOB(
+        "RING_HIERARCHICAL", hier_names, 1,
+        "hierarchical allreduce when ranks span hosts and some host has several (reduce-scatter "
+        "in the host over shm, one ring per slice across hosts over tcp, allgather in the "
+        "host): auto above `RING_SMALL_ALLREDUCE_BYTES`, 1 at any size, 0 never. Uneven hosts "
+        "are handled (as many slices as the smallest host has ranks). `RING_LOG_LEVEL=info` "
+        "logs the plan at ring_init and the first use"),
+    [RING__K_SEGMENT_BYTES] = INT_KNOB("RING_SEGMENT_BYTES", 256 * KIB, 4096, 1L << 30, "bytes",
+                                       "pipeline segment (rounded down to a multiple of 8)"),
+    [RING__K_SPIN_US] = {.env = "RING_SPIN_US",
+                         .dflt = 50,
+                         .min = 0,
+                         .max = 1000000,
+                         .unit = "us",
+                         .ctx = RING__KC_OVERSUB,
+                         .dflt_alt = 100,
+                         .doc = "busy-poll before sleeping in poll(); oversubscribed, each turn "
+                                "yields the CPU (sched_yield); a thread in `ring_wait` (or a "
+                                "blocking call) polls its handle as long, always yielding, "
+                                "before it sleeps"},
+    [RING__K_SOCKET_BUFFER_BYTES] =
+        INT_KNOB("RING_SOCKET_BUFFER_BYTES", 4 * MIB, 0, 1L << 30, "bytes",
+                 "SO_SNDBUF/SO_RCVBUF; 0 leaves it to the kernel"),
+    [RING__K_SHM_RING_BYTES] =
+        INT_KNOB("RING_SHM_RING_BYTES", 1 * MIB, 4096, 1L << 30, "bytes",
+                 "shared-memory ring per direction and peer (rounded down to a multiple of 16)"),
+    [RING__K_SHM_CMA_BYTES] =
+        INT_KNOB("RING_SHM_CMA_BYTES", 256 * KIB, 0, 1L << 40, "bytes",
+                 "sends of at least this size are read from the sender's memory (CMA)"),
+    [RING__K_SHM_CMA] = SWITCH_KNOB("RING_SHM_CMA", 1, "0 copies everything through the rings"),
+    [RING__K_CYCLE_TIME_MS] =
+        INT_KNOB("RING_CYCLE_TIME_MS", 1, 0, 60000, "ms",
+                 "cycle period while tensors wait for other ranks, and the longest wait for a "
+                 "burst of submissions to end"),
+    [RING__K_FUSION_THRESHOLD] = INT_KNOB("RING_FUSION_THRESHOLD", 128 * MIB, 0, 1L << 40, "bytes",
+                                          "bytes fused into one collective; 0 disables fusion"),
+    [RING__K_CACHE_CAPACITY] = INT_KNOB("RING_CACHE_CAPACITY", 1024, 0, 1 << 20, "entries",
+                                        "response cache entries; 0 disables the cache"),
+    [RING__K_FAST_PATH] = SWITCH_KNOB(
+        "RING_FAST_PATH", 1,
+        "a blocking allreduce of at most 64 KiB, cached, with nothing else in flight, rides in "
+        "the control round on the calling thread; 0 turns that off"),
+    [RING__K_FAST_GRACE_US] = INT_KNOB("RING_FAST_GRACE_US", 200, 0, 1000000, "us",
+                                       "how long an idle rank holds back its answer to a peer's "
+                                       "cycle, so that its own blocking call can meet it there"),
+    [RING__K_STALL_CHECK_SECONDS] = INT_KNOB("RING_STALL_CHECK_SECONDS", 60, 0, 1L << 30, "s",
+                                             "warn about stalled tensors; 0 disables"),
+    [RING__K_STALL_SHUTDOWN_SECONDS] = INT_KNOB("RING_STALL_SHUTDOWN_SECONDS", 0, 0, 1L << 30, "s",
+                                                "fail all ranks after a stall this long; 0 never"),
+    [RING__K_COMPRESSION] = CHOICE_KNOB("RING_COMPRESSION", compression_names, 0,
+                                        "fp16 or bf16 wire format for float32 sum/average"),
+    {0},
+};
+
+/* "a, b or c" */
+static void choices_text(const char *const *names, char *buf, size_t len)
+{
+    size_t n = 0, used = 0;
+
+    while (names[n] != NULL)
+        n++;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < len; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
+        int w = snprintf(buf + used, len - used, "%s%s", sep, names[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+static int load_choice(const struct ring__knob_def *d, long *out, unsigned char *set)
+{
+    const char *v = getenv(d->env);
+    char want[128];
+
+    *out = d->dflt;
+    *set = 0;
+    if (v == NULL || *v == '\0')
+        return 0;
+    for (long i = 0; d->choices[i] != NULL; i++) {
+        if (strcasecmp(v, d->choices[i]) == 0) {
+            *out = i;
+            *set = 1;
+            return 0;
+        }
+    }
+    choices_text(d->choices, want, sizeof(want));
+    ring__log(RING_LOG_ERROR, "%s='%s' must be %s", d->env, v, want);
+    return ring__err(RING_EENV, "%s='%s' must be %s", d->env, v, want);
+}
+
+int ring__tuning_load(struct ring__tuning *t)
+{
+    int rc;
+
+    for (int k = 0; k < RING__K_COUNT; k++) {
+        const struct ring__knob_def *d = &ring__knobs[k];
+        const char *v = getenv(d->env);
+
+        if (d->choices != NULL) {
+            if ((rc = load_choice(d, &t->v[k], &t->set[k])) < 0)
+                return rc;
+            continue;
+        }
+        if ((rc = ring__env_int(d->env, d->dflt, d->min, d->max, &t->v[k])) < 0)
+            return rc;
+        t->set[k] = v != NULL && *v != '\0';
+    }
+    return 0;
+}
+
+void ring__tuning_defaults(struct ring__tuning *t)
+{
+    for (int k = 0; k < RING__K_COUNT; k++) {
+        t->v[k] = ring__knobs[k].dflt;
+        t->set[k] = 0;
+    }
+}
+
+void ring__tuning_resolve(struct ring__tuning *t, int oversubscribed)
+{
+    for (int k = 0; k < RING__K_COUNT; k++) {
+        const struct ring__knob_def *d = &ring__knobs[k];
+        if (!t->set[k] && d->ctx == RING__KC_OVERSUB)
+            t->v[k] = oversubscribed ? d->dflt_alt : d->dflt;
+    }
+}
+
+int ring__tuning_markdown_row(enum ring__knob k, char *buf, size_t len)
+{
+    const struct ring__knob_def *d = &ring__knobs[k];
+    char dflt[96], range[128];
+
+    if (d->choices != NULL) {
+        snprintf(dflt, sizeof(dflt), "%s", d->choices[d->dflt]);
+        choices_text(d->choices, range, sizeof(range));
+    } else {
+        if (d->ctx == RING__KC_OVERSUB)
+            snprintf(dflt, sizeof(dflt), "%ld, or %ld when oversubscribed", d->dflt, d->dflt_alt);
+        else
+            snprintf(dflt, sizeof(dflt), "%ld", d->dflt);
+        snprintf(range, sizeof(range), "%ld to %ld", d->min, d->max);
+    }
+    return snprintf(buf, len, "| `%s` | %s | %s | %s | %s |", d->env, dflt, range, d->unit, d->doc);
+}
