@@ -34,6 +34,7 @@ test: build
 
 bench: build
 	@bench/allreduce/run.sh --build $(BUILD)
+	@bench/allreduce/hosts.sh --build $(BUILD)
 	@bench/engine/run.sh --build $(BUILD)
 	@bench/mpi_backend/run.sh --build $(BUILD)
 	@bench/torch/run.sh --build $(BUILD)

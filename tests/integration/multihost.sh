@@ -8,44 +8,15 @@
 
 [ "$(id -u)" = 0 ] || skip "multi-host tests need root (ip netns); run as root"
 command -v ip >/dev/null || skip "multi-host tests need iproute2 (contrib/deps.sh)"
-# Names unique to this run, so parallel runs and leftovers never collide.
-tag=$$
-br=rbr$tag
-hosts="rh${tag}a rh${tag}b"
+. "$(dirname "$0")/../../contrib/netns.sh"
 cleanup() {
-    for h in $hosts; do ip netns del "$h" 2>/dev/null || true; done
-    ip link del "$br" 2>/dev/null || true
+    netns_down
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-# Leftovers of runs killed before their trap ran (ctest's timeout kills): a bridge rbrPID or
-# a namespace rhPIDa/b whose PID is gone. Left in place, an old bridge's address shadows the
-# subnet of a later run that happens to get the same one.
-for old in $(ip -o link show type bridge | sed -n 's/^[0-9]*: \(rbr[0-9]*\)[:@].*/\1/p'); do
-    kill -0 "${old#rbr}" 2>/dev/null || ip link del "$old" 2>/dev/null || true
-done
-for old in $(ip netns list | sed -n 's/^\(rh[0-9]*[ab]\)\( .*\)\{0,1\}$/\1/p'); do
-    pid=${old#rh}
-    kill -0 "${pid%[ab]}" 2>/dev/null || ip netns del "$old" 2>/dev/null || true
-done
-ip netns add "rh${tag}a" 2>"$WORK/netns.err" ||
-    skip "cannot create network namespaces here: $(cat "$WORK/netns.err")"
-ip netns add "rh${tag}b"
-# A private test subnet that exists only inside this bridge and its namespaces, one per run
-# so that runs at once do not collide.
-net=10.213.$((tag % 250 + 1))
-ip link add "$br" type bridge
-ip addr add "$net.1/24" dev "$br"
-ip link set "$br" up
-i=2
-for h in $hosts; do
-    ip link add "v$h" type veth peer name eth0 netns "$h"
-    ip link set "v$h" master "$br" up
-    ip -n "$h" addr add "$net.$i/24" dev eth0
-    ip -n "$h" link set eth0 up
-    ip -n "$h" link set lo up
-    i=$((i + 1))
-done
+netns_up 2 || skip "$netns_error"
+hosts=$netns_hosts
+net=$netns_net
 
 set -- $hosts
 expect_rc 0 "$RINGRUN" -np 4 -H "$1:2,$2:2" --rsh 'ip netns exec %h sh -c' \
