@@ -5,7 +5,8 @@
  * with weight and bias, the classifier), each scaled to a quarter of its elements so the
  * step moves about 25 MB of float32 on a 2-core machine.
  *
- *   ringrun -np 4 bench_engine [--mode step|single|tiny|bare] [--steps N] [--json] [--label L]
+ *   ringrun -np 4 bench_engine [--mode step|single|tiny|bare] [--steps N] [--warmup N] [--json]
+ *                              [--label L]
  *
  * step:   submit all 161 tensors in backward order (classifier first), then wait for all;
  *         fusion and cache as the environment sets them (RING_FUSION_THRESHOLD=0 turns
@@ -14,6 +15,9 @@
  * tiny:   the same 161 names with one element each: the step is then the engine's own
  *         cost (negotiation through the cache, one fused allreduce of 644 bytes).
  * bare:   one blocking allreduce of those 644 bytes: what the tiny step is held against.
+ *
+ * --warmup N untimed steps first (2, which fill the cache); with RING_AUTOTUNE=1, enough
+ * for the search to end (run.sh gives it 60), so that the timed steps run with its result.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +86,7 @@ static void die(int rc, const char *what)
 int main(int argc, char **argv)
 {
     const char *mode = "step", *label = NULL;
-    int steps = 20, json = 0, rc, rank, size, bare, n = resnet50();
+    int steps = 20, warmup = 2, json = 0, rc, rank, size, bare, n = resnet50();
     size_t total = 0;
     float *bufs[NT], *big;
     double *t;
@@ -94,6 +98,8 @@ int main(int argc, char **argv)
             mode = argv[++i];
         else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
             steps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
+            warmup = atoi(argv[++i]);
         else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc)
             label = argv[++i];
         else if (strcmp(argv[i], "--json") == 0)
@@ -102,16 +108,16 @@ int main(int argc, char **argv)
             printf("bench_engine %s\n", RING_VERSION_STRING);
             return 0;
         } else {
-            fprintf(stderr,
-                    "usage: bench_engine [--mode step|single|tiny|bare] [--steps N] [--json] "
-                    "[--label L]\n");
+            fprintf(stderr, "usage: bench_engine [--mode step|single|tiny|bare] [--steps N] "
+                            "[--warmup N] [--json] "
+                            "[--label L]\n");
             return 2;
         }
     }
-    if (n != NT || steps < 5 ||
+    if (n != NT || steps < 5 || warmup < 1 ||
         (strcmp(mode, "step") != 0 && strcmp(mode, "single") != 0 && strcmp(mode, "tiny") != 0 &&
          strcmp(mode, "bare") != 0)) {
-        fprintf(stderr, "bench_engine: bad mode or fewer than 5 steps\n");
+        fprintf(stderr, "bench_engine: bad mode, fewer than 5 steps or no warm-up step\n");
         return 2;
     }
     if ((rc = ring_init()) != 0)
@@ -137,7 +143,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < total; k++)
         big[k] = 1.0f;
 
-    for (int s = -2; s < steps; s++) { /* two warm-up steps fill the cache */
+    for (int s = -warmup; s < steps; s++) { /* warm-up steps fill the cache */
         double t0;
         if ((rc = ring_barrier()) != 0)
             die(rc, "barrier");

@@ -170,9 +170,13 @@ END_TEST
 START_TEST(ring_init_refuses_a_bad_knob)
 {
     static const char *const cases[][2] = {
-        {"RING_FUSION_THRESHOLD", "-1"},   {"RING_CYCLE_TIME_MS", "soon"},
-        {"RING_SPIN_US", "2000000"},       {"RING_SHM_RING_BYTES", "100"},
-        {"RING_SOCKET_BUFFER_BYTES", "x"}, {"RING_CACHE_CAPACITY", "2000000"},
+        {"RING_FUSION_THRESHOLD", "-1"},
+        {"RING_CYCLE_TIME_MS", "soon"},
+        {"RING_SPIN_US", "2000000"},
+        {"RING_SHM_RING_BYTES", "100"},
+        {"RING_SOCKET_BUFFER_BYTES", "x"},
+        {"RING_CACHE_CAPACITY", "2000000"},
+        {"RING_AUTOTUNE", "2"},
         {"RING_COMPRESSION", "fp8"},
     };
     unset_all();

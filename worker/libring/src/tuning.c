@@ -44,6 +44,8 @@ static const char *const compression_names[] = {"none", "fp16", "bf16", NULL};
  * - Cycle time 1 ms and fusion 128 MiB: Horovod's defaults (HOROVOD_CYCLE_TIME,
  *   HOROVOD_FUSION_THRESHOLD). 1024 cache entries cover the tensor count of common models
  *   (ResNet-50 has 161).
+ * - Autotune: 2 warm-up samples absorb the first steps (cache misses, page faults); a
+ *   sample of 10 cycles that moved data spans a few training steps (autotune.c).
  */
 const struct ring__knob_def ring__knobs[RING__K_COUNT + 1] = {
     [RING__K_TIMEOUT_SECONDS] =
@@ -109,6 +111,16 @@ const struct ring__knob_def ring__knobs[RING__K_COUNT + 1] = {
                                                 "fail all ranks after a stall this long; 0 never"),
     [RING__K_COMPRESSION] = CHOICE_KNOB("RING_COMPRESSION", compression_names, 0,
                                         "fp16 or bf16 wire format for float32 sum/average"),
+    [RING__K_AUTOTUNE] = SWITCH_KNOB(
+        "RING_AUTOTUNE", 0,
+        "1 tunes `RING_FUSION_THRESHOLD` and `RING_CYCLE_TIME_MS` online (rank 0's setting "
+        "decides for all); the choices go to the timeline and the info log"),
+    [RING__K_AUTOTUNE_WARMUP_SAMPLES] =
+        INT_KNOB("RING_AUTOTUNE_WARMUP_SAMPLES", 2, 0, 5, "samples",
+                 "samples discarded before autotune scores anything"),
+    [RING__K_AUTOTUNE_CYCLES_PER_SAMPLE] =
+        INT_KNOB("RING_AUTOTUNE_CYCLES_PER_SAMPLE", 10, 1, 100000, "cycles",
+                 "cycles that moved allreduce data in one autotune sample"),
     {0},
 };
 

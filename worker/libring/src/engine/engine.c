@@ -328,7 +328,7 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     }
     e->jw = (ctx->size + 63) / 64;
     e->cw = ((int)cache + 63) / 64;
-    e->words = 2 + e->jw + 2 * e->cw;
+    e->words = 2 + e->jw + 2 * e->cw + RING__TUNE_WORDS;
     e->ctl = calloc((size_t)e->words, sizeof(uint64_t));
     e->ctl_scratch = malloc(ring__ctl_scratch_bytes((size_t)e->words));
     e->joined_ranks = calloc((size_t)ctx->size, 1);
@@ -356,6 +356,10 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
         if (e->timeline == NULL)
             ring__log(RING_LOG_WARNING, "cannot write RING_TIMELINE=%s: %s; no timeline", tl,
                       strerror(errno));
+    }
+    if ((e->autotune = ring__autotune_create(e)) == NULL) {
+        rc = RING_ENOMEM;
+        goto error;
     }
     if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
         rc = ring__err(RING_ESYS, "cannot start the engine thread");
@@ -387,6 +391,7 @@ int ring__engine_stop(struct ring__engine *e)
         ring__engine_wake(e);
         pthread_join(e->thread, NULL);
     }
+    ring__autotune_destroy(e->autotune);
     ring__timeline_close(e->timeline);
     ring__timeline_close(e->timeline_swap);
     ring__strmap_each(&e->stalls, free_stall, NULL);

@@ -220,6 +220,9 @@ void ring__timeline_phase(struct ring__timeline *t, const char *name, const char
                           int64_t us, const char *args);
 /* An instant mark ("i") on tensor name. */
 void ring__timeline_mark(struct ring__timeline *t, const char *name, const char *what, int64_t us);
+/* An instant mark with args, a JSON object's members (e.g. "\"x\":1"). Accepts t NULL. */
+void ring__timeline_instant(struct ring__timeline *t, const char *name, const char *what,
+                            int64_t us, const char *args);
 /* Makes what was written so far a valid JSON document on disk. */
 void ring__timeline_flush(struct ring__timeline *t);
 

@@ -368,7 +368,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
 {
     int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
     /* Only the cache's used bits travel; every rank's cache is the same, so is its size. */
-    int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw;
+    int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw + RING__TUNE_WORDS;
     int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0;
     uint64_t *w = e->ctl, or_flags, and_flags;
     unsigned char *fired = NULL;
@@ -423,12 +423,15 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
                 mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
         }
     }
+    /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */
+    ring__autotune_put(e->autotune, w + words - RING__TUNE_WORDS);
     /* Always recursive doubling (control.c): the algorithm must not follow tunables a
      * program may change between its own calls, or ranks could disagree on it. */
     rc =
         ring__ctl_allreduce(&e->world, w, (size_t)words, f != NULL ? &f->at : NULL, e->ctl_scratch);
     if (rc < 0)
         return rc;
+    ring__autotune_take(e, w + words - RING__TUNE_WORDS, t0);
     or_flags = ~w[0];
     and_flags = w[1];
     for (int r = 0; r < size; r++)
@@ -547,6 +550,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
             memset(e->prev_joined, 0, (size_t)size);
         }
     }
+    ring__autotune_cycle_end(e, fresp, nfired, resp, nresp,
+                             f != NULL && f->done ? (uint64_t)f->at.bytes : 0, ring__now_us());
     ring__timeline_flush(e->timeline);
     rc = (and_flags & F_SHUTDOWN) ? 1 : 0;
 out:

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "autotune.h"
 #include "engine.h"
 #include "net.h"
 
@@ -110,6 +111,8 @@ struct ring__engine {
     int64_t defer_since;          /* cycle: a peer's cycle held back since (0: none) */
     int64_t grace_us;             /* how long (RING_FAST_GRACE_US; see needs_cycle) */
     unsigned char *prev_joined;   /* joined_ranks of the cycle before */
+
+    struct ring__autotune *autotune; /* cycle: RING_AUTOTUNE (autotune.h) */
 };
 
 /* Timeline events cost a clock read and formatting: only when a timeline is open. */

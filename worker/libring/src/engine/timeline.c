@@ -142,6 +142,21 @@ void ring__timeline_mark(struct ring__timeline *t, const char *name, const char 
     event(t, json);
 }
 
+void ring__timeline_instant(struct ring__timeline *t, const char *name, const char *what,
+                            int64_t us, const char *args)
+{
+    char json[768];
+    int id;
+    if (t == NULL)
+        return;
+    id = tensor_id(t, name);
+    snprintf(json, sizeof(json),
+             "{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"p\",\"ts\":%lld,\"pid\":%d,\"tid\":1,"
+             "\"args\":{%s}}",
+             what, (long long)us, id, args);
+    event(t, json);
+}
+
 void ring__timeline_flush(struct ring__timeline *t)
 {
     static const char tail[] = "\n]\n";
