@@ -137,7 +137,14 @@ static void describe(const struct dyn *d, int i, struct policy_target *t, int fo
     int to = d->size[i];
     double now_s = d->work[i] / thr_of(j, j->workers), then_s = d->work[i] / thr_of(j, to);
     double r = j->restart_cost >= 0 ? j->restart_cost : d->s->params.restart_cost_s;
-    if (to > j->workers)
+    if (j->work_left < 0 && to > 0) /* nothing reported yet: no times to quote */
+        snprintf(t->reason, sizeof(t->reason),
+                 "dynamic: %s %d -> %d workers: %s (it has not reported its progress yet)",
+                 to > j->workers ? "grow" : "shrink", j->workers, to,
+                 to > j->workers ? "room is free"
+                 : forced        ? "jobs ranked before it need the room"
+                                 : "fewer workers are worth as much here");
+    else if (to > j->workers)
         snprintf(t->reason, sizeof(t->reason),
                  "dynamic: grow %d -> %d workers: predicted %.0f s left instead of %.0f s, "
                  "more than its %.1f s restart x %.1f",

@@ -20,6 +20,24 @@ void metrics_count_request(int status)
         atomic_fetch_add(&requests[status], 1);
 }
 
+/* A Prometheus histogram of v[0 .. n-1] over bounds. */
+static void histogram(FILE *f, const char *name, const char *help, const double *v, int n,
+                      const double *bounds, size_t nb)
+{
+    double sum = 0;
+    fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (size_t b = 0; b < nb; b++) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            k += v[i] <= bounds[b];
+        fprintf(f, "%s_bucket{le=\"%g\"} %d\n", name, bounds[b], k);
+    }
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    fprintf(f, "%s_bucket{le=\"+Inf\"} %d\n%s_sum %.6f\n%s_count %d\n", name, n, name, sum, name,
+            n);
+}
+
 char *metrics_render(struct store *st, struct error *err)
 {
     static const char *const states[] = {"QUEUED",  "STARTING",  "RUNNING", "STOPPING",
@@ -66,6 +84,30 @@ char *metrics_render(struct store *st, struct error *err)
             "ringd_scheduling_latency_seconds_sum %.6f\nringd_scheduling_latency_seconds_count "
             "%d\n",
             nlat, sum, nlat);
+    {
+        /* Restart overheads: from 100 ms (a small job on this host) to 10 min (a large model
+         * reloading its checkpoint from shared storage). */
+        static const double ob[] = {0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 120, 600};
+        double *stop, *start;
+        int nstop, nstart;
+        int64_t resizes;
+        if (store_overheads(st, &stop, &nstop, &start, &nstart, &resizes, NULL) == 0) {
+            histogram(f, "ringd_attempt_stop_seconds",
+                      "From a stop request (resize, preemption, stop, cancel) until every rank of "
+                      "the attempt exited.",
+                      stop, nstop, ob, sizeof(ob) / sizeof(ob[0]));
+            histogram(f, "ringd_attempt_start_seconds",
+                      "From an attempt's start until rank 0's first progress report.", start,
+                      nstart, ob, sizeof(ob) / sizeof(ob[0]));
+            fprintf(f,
+                    "# HELP ringd_resizes_total Resizes the scheduler decided (each a stop and a "
+                    "restart at another size).\n# TYPE ringd_resizes_total counter\n"
+                    "ringd_resizes_total %lld\n",
+                    (long long)resizes);
+            free(stop);
+            free(start);
+        }
+    }
     fprintf(f, "# HELP ringd_http_requests_total Requests answered, by status code.\n"
                "# TYPE ringd_http_requests_total counter\n");
     for (int code = 100; code < 600; code++) {

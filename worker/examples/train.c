@@ -12,7 +12,8 @@
  * - Gradients are averaged with one allreduce per step; the learning rate is scaled by
  *   the world size (the local batch stays fixed), as Horovod recommends.
  * - Rank 0 prints the loss over the whole dataset after every epoch, and writes
- *   $RING_RUN_DIR/progress.json.
+ *   $RING_RUN_DIR/progress.json after every epoch, after an attempt's first step and about
+ *   every second (step, total steps, samples/s, and samples done of the job's total).
  * - Checkpoints hold the parameters, the epoch and how many samples of it were consumed,
  *   nothing that depends on the world size, so a job can resume on any number of ranks.
  *   Rank 0 writes them atomically (temporary file, fsync, rename, fsync of the directory).
@@ -39,6 +40,9 @@
 #include "ring.h"
 
 #define EXIT_STOPPED 75
+/* Seconds between mid-epoch progress reports: often enough for a scheduler to follow the
+ * speed, rarely enough that the atomic rewrite costs nothing measurable. */
+#define REPORT_S     1.0
 #define CKPT_MAGIC   "RINGCKPT"
 #define CKPT_VERSION 1u
 
@@ -400,8 +404,10 @@ static int load_checkpoint(const char *dir, const struct config *cfg, struct mod
     return 1;
 }
 
+/* The worker contract's progress report. samples and total_samples count the whole job
+ * (every attempt, whatever its world size), so that a scheduler knows how much is left. */
 static void write_progress(int epoch, int epochs, long step, long total, double loss,
-                           double samples_per_s)
+                           double samples_per_s, double samples, double total_samples)
 {
     const char *dir = getenv("RING_RUN_DIR");
     char path[4096], tmp[4200];
@@ -416,8 +422,8 @@ static void write_progress(int epoch, int epochs, long step, long total, double 
         return; /* progress is advisory; training goes on without it */
     fprintf(f,
             "{\"epoch\":%d,\"epochs\":%d,\"step\":%ld,\"total_steps\":%ld,\"loss\":%.6f,"
-            "\"samples_per_s\":%.1f,\"world_size\":%d}\n",
-            epoch, epochs, step, total, loss, samples_per_s, size);
+            "\"samples_per_s\":%.1f,\"world_size\":%d,\"samples\":%.0f,\"total_samples\":%.0f}\n",
+            epoch, epochs, step, total, loss, samples_per_s, size, samples, total_samples);
     if (fclose(f) == 0)
         rename(tmp, path);
 }
@@ -594,6 +600,10 @@ int main(int argc, char **argv)
         printf("start: %ld samples, %zu parameters, %d rank%s, lr %.4g x %d, loss %.4f\n", ds.n,
                m.nparams, size, size == 1 ? "" : "s", cfg.lr, size, loss);
 
+    /* Progress reports mid-epoch: after this attempt's first step (a scheduler measures its
+     * start-up overhead up to there), then at most every REPORT_S. */
+    double last_report = 0, reported_at = now_s();
+    long since_report = 0;
     for (; epoch < cfg.epochs; epoch++, consumed = 0) {
         long global_batch = (long)cfg.batch * size;
         long steps = (ds.n - (long)consumed) / global_batch;
@@ -635,6 +645,17 @@ int main(int argc, char **argv)
             }
             if (cfg.step_sleep_ms > 0)
                 usleep((useconds_t)cfg.step_sleep_ms * 1000);
+            since_report++;
+            if (rank == 0 && (last_report == 0 || now_s() - last_report >= REPORT_S)) {
+                double t = now_s(), at = (double)consumed + (double)(s + 1) * global_batch;
+                write_progress(
+                    epoch, cfg.epochs, epoch * (ds.n / global_batch) + (long)(at / global_batch),
+                    total_steps, loss,
+                    t > reported_at ? since_report * global_batch / (t - reported_at) : 0,
+                    (double)epoch * ds.n + at, (double)ds.n * cfg.epochs);
+                last_report = reported_at = t;
+                since_report = 0;
+            }
         }
         evaluate(&cfg, &ds, &m, &loss, &acc);
         if (rank == 0) {
@@ -643,7 +664,9 @@ int main(int argc, char **argv)
             if (cfg.ckpt_dir != NULL)
                 save_checkpoint(cfg.ckpt_dir, &cfg, &m, epoch + 1, 0);
             write_progress(epoch + 1, cfg.epochs, (epoch + 1) * (ds.n / global_batch), total_steps,
-                           loss, sps);
+                           loss, sps, (double)(epoch + 1) * ds.n, (double)ds.n * cfg.epochs);
+            reported_at = now_s();
+            since_report = 0;
             printf("epoch %d/%d loss %.4f accuracy %.3f (%.0f samples/s)\n", epoch + 1, cfg.epochs,
                    loss, acc, sps);
             fflush(stdout);
