@@ -320,6 +320,30 @@ START_TEST(priority_preempts_lower_only_when_it_helps)
 }
 END_TEST
 
+/* Two arrivals that each need a victim take different ones, and a third, for which nothing
+ * of lower priority is left, stops nobody: the victims are counted once per pass. */
+START_TEST(priority_victims_are_taken_once)
+{
+    struct world w;
+    int a, b, h1, h2, h3;
+    world_init(&w, 1, 4, 0);
+    a = running(&w, 2, 2, 0, 2, 9000);
+    b = running(&w, 2, 2, 0, 2, 9500);
+    h1 = queued(&w, 2, 2, 0, 9990);
+    h2 = queued(&w, 2, 2, 0, 9991);
+    h3 = queued(&w, 2, 2, 0, 9992);
+    w.job[h1].priority = w.job[h2].priority = w.job[h3].priority = 10;
+    plan(&w, &policy_priority);
+    check_invariants(&w, "priority");
+    ck_assert_int_eq(w.out[h1].workers, 2);
+    ck_assert_int_eq(w.out[h2].workers, 2);
+    ck_assert_int_eq(w.out[h3].workers, 0);
+    ck_assert_int_eq(w.out[a].workers, 0);
+    ck_assert_int_eq(w.out[b].workers, 0);
+    world_free(&w);
+}
+END_TEST
+
 START_TEST(priority_preempted_job_comes_back_by_aging)
 {
     struct world w;
@@ -601,6 +625,7 @@ int main(void)
                             fifo_reservation_bounds_starvation,
                             fifo_aging_overtakes_priority,
                             priority_preempts_lower_only_when_it_helps,
+                            priority_victims_are_taken_once,
                             priority_preempted_job_comes_back_by_aging,
                             tiresias_least_attained_first_and_preempts,
                             tiresias_starved_job_is_promoted,
