@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The scheduler through a real ringd: under `dynamic` a running job shrinks when a job
+# arrives and grows when one ends, each resize an event with its reason, and it ends with the
+# loss of an undisturbed run; its sizes, speeds and restart overheads show in the API,
+# ringctl and /metrics. A cancel while a stop is under way wins (the job ends CANCELLED).
+# Every wait is on a condition, with a deadline.
+. "$(dirname "$0")/lib.sh"
+: "${RINGD:?}" "${TRAIN:?}" "${RINGCTL:?}"
+
+DATA=$WORK/data
+cat >"$WORK/ringd.conf" <<EOF
+policy = dynamic
+slots = 4
+# Short passes and a small restart cost until measured, so that the test is quick.
+sched_interval = 2
+restart_cost = 1
+hysteresis = 2
+kill_grace = 4
+EOF
+"$RINGD" --config "$WORK/ringd.conf" --listen 127.0.0.1:0 --data-dir "$DATA" --no-auth \
+    --default-user "$(id -un)" >"$WORK/ringd.log" 2>&1 &
+PID=$!
+trap 'kill -9 $PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
+for _ in $(seq 200); do [ -s "$DATA/ringd.addr" ] && break; sleep 0.05; done
+[ -s "$DATA/ringd.addr" ] || { cat "$WORK/ringd.log"; fail "ringd did not start"; }
+ADDR=$(cat "$DATA/ringd.addr")
+export RINGMASTER_URL=http://$ADDR
+
+submit() { curl -s -H 'Content-Type: application/json' -d "$1" "http://$ADDR/v1/jobs" | jq -r .id; }
+job() { curl -s "http://$ADDR/v1/jobs/$1"; }
+events() { curl -s "http://$ADDR/v1/jobs/$1/events"; }
+# wait_for SECONDS WHAT CMD...: polls CMD until it succeeds, or fails the test after SECONDS.
+wait_for() {
+    local deadline=$((SECONDS + $1)) what=$2
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            grep -v msg=request "$WORK/ringd.log" | tail -30 >&2
+            fail "$what: not after $(($1)) s"
+        fi
+        sleep 0.2
+    done
+}
+state_is() { [ "$(job "$1" | jq -r .state)" = "$2" ]; }
+running_at() { job "$1" | jq -e --argjson n "$2" '.state == "RUNNING" and .scaling.workers == $n'; }
+# has_event ID TYPE TEXT: an event of TYPE whose message contains TEXT.
+has_event() {
+    events "$1" | jq -e --arg t "$2" --arg m "$3" \
+        'any(.events[]; .type == $t and (.message | contains($m)))'
+}
+reported() { job "$1" | jq -e '.attempts[-1].start_overhead_s != null'; }
+train() { # train NAME EPOCHS: a JobSpec of the example trainer on 1..4 workers
+    printf '{"name":"%s","command":["%s","--epochs","%s","--step-sleep-ms","20"],"workers":{"min":1,"max":4}}' \
+        "$1" "$TRAIN" "$2"
+}
+
+a=$(submit "$(train a 12)")
+wait_for 30 "job a runs on all 4 slots" running_at "$a" 4
+wait_for 30 "job a reports progress" reported "$a"
+b=$(submit "$(train b 3)")
+wait_for 30 "job a shrinks for job b" has_event "$a" resizing "dynamic: shrink 4 -> 2"
+wait_for 30 "jobs a and b run side by side" running_at "$b" 2
+wait_for 60 "job b ends" state_is "$b" SUCCEEDED
+wait_for 30 "job a grows when b ends" has_event "$a" resizing "dynamic: grow 2 -> 4"
+wait_for 30 "job a runs on 4 again" running_at "$a" 4
+ok "dynamic: a job shrinks when another arrives and grows back when it ends"
+
+n_shrinks=$(events "$a" | jq '[.events[] | select(.type == "resizing" and (.message | contains("shrink")))] | length')
+c=$(submit "$(train c 2)")
+[ "$n_shrinks" = 1 ] || { events "$a" | jq -r ".events[] | .type + \" \" + .message" >&2; fail "job a shrank $n_shrinks times before job c arrived"; }
+wait_for 30 "job a shrinks again for job c" bash -c \
+    "[ \$(curl -s http://$ADDR/v1/jobs/$a/events | jq '[.events[] | select(.type == \"resizing\" and (.message | contains(\"shrink\")))] | length') = 2 ]"
+wait_for 120 "job a ends" state_is "$a" SUCCEEDED
+wait_for 60 "job c ends" state_is "$c" SUCCEEDED
+ok "dynamic: a new arrival shrinks the running job again; every job succeeds"
+
+# Each resize: the reason, then the old attempt's end, then the new attempt at its size.
+events "$a" >"$WORK/a.events"
+jq -r '.events[] | .type' "$WORK/a.events" | tr '\n' ' ' >"$WORK/a.types"
+grep -q "resizing resized starting started" "$WORK/a.types" ||
+    { cat "$WORK/a.types"; fail "a resize is not stopping -> resized -> starting -> started"; }
+jq -e '[.events[] | select(.type == "resizing")] | length >= 3 and
+       all(.[]; .state == "STOPPING" and (.message | test("^dynamic: (grow|shrink) [0-9]+ -> [0-9]+ workers: ")))' \
+    "$WORK/a.events" >/dev/null || { jq . "$WORK/a.events"; fail "resize events lack their reasons"; }
+job "$a" >"$WORK/a.json"
+jq -e '[.attempts[].world_size] | index(2) != null and index(4) != null' "$WORK/a.json" >/dev/null ||
+    { cat "$WORK/a.json"; fail "job a's attempts do not show both sizes"; }
+ok "events show each resize with its reason, then the attempt it ended and the one it started"
+
+# The model: the same loss as an undisturbed run (the checkpoint does not depend on the
+# world size, and the trainer scales its learning rate with it).
+final=$(grep -h "final loss" "$(jq -r '.attempts[-1].run_dir' "$WORK/a.json")/rank.0/stdout" | awk '{print $3}')
+ref=$(cd "$WORK" && "$RINGRUN" -np 4 "$TRAIN" --epochs 12 --quiet --fresh --checkpoint-dir "$WORK/ref" |
+    awk '/final loss/ {print $3}')
+[ -n "$final" ] && [ -n "$ref" ] || fail "no final loss (resized: '$final', undisturbed: '$ref')"
+awk -v a="$final" -v b="$ref" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d < 0.01) }' ||
+    fail "the resized job's final loss $final is not within 1% of the undisturbed $ref"
+ok "the resized job ends with the undisturbed run's loss ($final vs $ref)"
+
+# Sizes, speeds, restart overheads: in the API, ringctl and /metrics.
+jq -e '[.scaling.history[].workers] == [.attempts[].world_size] and (.scaling.history | length >= 4) and
+       .scaling.workers == 0' "$WORK/a.json" >/dev/null || { jq .scaling "$WORK/a.json"; fail "no size history"; }
+# Observed where it ran (2 and 4 for sure; 1 too when a pass chose it); the model's
+# prediction beside every size.
+jq -e '.scaling.throughput | any(.[]; .workers == 2 and .observed_samples_per_s > 0) and
+       any(.[]; .workers == 4 and .observed_samples_per_s > 0) and
+       all(.[]; .predicted_samples_per_s > 0)' \
+    "$WORK/a.json" >/dev/null || { jq .scaling "$WORK/a.json"; fail "throughput per size lacks observations or predictions"; }
+jq -e '.scaling.restart_overhead_s | .restarts >= 3 and .stop > 0 and .start > 0 and .stop + .start < 10' \
+    "$WORK/a.json" >/dev/null || { jq .scaling "$WORK/a.json"; fail "no restart overhead"; }
+# Every restart has its start overhead; every attempt that was asked to stop (all but the
+# last, which ran to the end) has its stop overhead.
+jq -e '([.attempts[1:][] | .start_overhead_s] | all(. != null and . > 0)) and
+       ([.attempts[:-1][] | .stop_overhead_s] | all(. != null and . > 0)) and
+       .attempts[-1].stop_overhead_s == null' "$WORK/a.json" >/dev/null ||
+    { jq .attempts "$WORK/a.json"; fail "an attempt lacks its overheads"; }
+expect_rc 0 "$RINGCTL" show "$a"
+expect_in out "sizes so far:"
+expect_in out "observed/s"
+expect_in out "restarts   "
+curl -s "http://$ADDR/metrics" >"$WORK/metrics"
+grep -q '^ringd_attempt_stop_seconds_count [1-9]' "$WORK/metrics" || { cat "$WORK/metrics"; fail "no stop overhead histogram"; }
+grep -q '^ringd_attempt_start_seconds_count [1-9]' "$WORK/metrics" || fail "no start overhead histogram"
+grep -q '^ringd_resizes_total [3-9]' "$WORK/metrics" || fail "no resize counter"
+ok "sizes, throughput per size (observed and predicted) and restart overheads in the API, ringctl and /metrics"
+
+expect_rc 0 "$RINGCTL" policy
+expect_in out "policy     dynamic"
+expect_rc 0 "$RINGCTL" policy fifo
+expect_in out "policy     fifo"
+expect_rc 1 "$RINGCTL" policy lottery
+expect_in err "no policy 'lottery'"
+expect_rc 0 "$RINGCTL" policy dynamic
+ok "ringctl policy shows and switches the policy"
+
+# Cancel while a stop is under way: the program ignores SIGTERM, so the job stays STOPPING
+# until the grace period's SIGKILL; the cancel given meanwhile decides how it ends.
+d=$(submit '{"name":"stubborn","command":["/bin/sh","-c","trap \"\" TERM; sleep 60"]}')
+wait_for 30 "the stubborn job runs" state_is "$d" RUNNING
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$d/stop")
+[ "$code" = 202 ] || fail "stop answered $code"
+state_is "$d" STOPPING || fail "the job is $(job "$d" | jq -r .state), not STOPPING"
+code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$d/cancel")
+[ "$code" = 202 ] || { cat "$WORK/c.json"; fail "cancel while stopping answered $code"; }
+code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$d/stop")
+[ "$code" = 409 ] && jq -e '.type == "urn:ringmaster:problem:job-cancelling"' "$WORK/c.json" >/dev/null ||
+    { cat "$WORK/c.json"; fail "stop after cancel answered $code"; }
+wait_for 30 "the job ends" bash -c "curl -s http://$ADDR/v1/jobs/$d | jq -e '.state == \"CANCELLED\" or .state == \"STOPPED\"'"
+state_is "$d" CANCELLED || fail "cancel while stopping ended $(job "$d" | jq -r .state), not CANCELLED"
+ok "a cancel while the job is stopping wins: it ends CANCELLED"
+
+kill -TERM "$PID"; wait "$PID"
+summary
