@@ -16,7 +16,7 @@
  *
  * The workload CSV has a header naming the columns name, time, application, num_replicas
  * and batch_size (any order; others are ignored). --synthesize writes one: N jobs sampled
- * from DIR/philly.csv, arriving at the rate of Pollux's workloads per GPU.
+ * from DIR/philly.csv, arriving at the rate of Pollux's workloads per GPU (workload.h).
  *
  * Output: per policy, the average, median and 99th percentile job completion time, the
  * makespan, the GPU utilisation (GPU-seconds allocated over GPUs x makespan) and the
@@ -35,38 +35,12 @@
 
 #include "backend_sim.h"
 #include "loop.h"
-#include "trace.h"
+#include "workload.h"
 
 #define EXIT_USAGE   64
 #define EXIT_DATA    65
 #define EXIT_NOINPUT 66
 #define EXIT_STUCK   70
-
-/* Epochs until a job counts as complete, and per-GPU batch caps, of the applications in
- * Pollux's traces (its simulator's settings); others run every epoch their tables have. */
-static const struct {
-    const char *name;
-    int epochs, max_local_bsz;
-} known_apps[] = {
-    {"bert", 2, 0},      {"cifar10", 100, 0},    {"ncf", 10, 0},
-    {"imagenet", 90, 0}, {"deepspeech2", 80, 0}, {"yolov3", 50, 8},
-};
-
-struct wjob {
-    char name[64];
-    double time;
-    int app, replicas, batch;
-    /* results */
-    double end, gpu_s, started;
-    int gpus, done, attempts;
-};
-
-struct workload {
-    struct wjob *job;
-    int n;
-    struct trace_app **app;
-    int napps;
-};
 
 /* How a run is set up (the command line). */
 struct setup {
@@ -90,149 +64,6 @@ static double wall_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* ---- inputs ---- */
-
-static int app_index(struct workload *w, const char *traces, const char *name)
-{
-    char err[512];
-    int epochs = 0, cap = 0;
-    struct trace_app *a, **grown;
-    for (int i = 0; i < w->napps; i++)
-        if (strcmp(trace_name(w->app[i]), name) == 0)
-            return i;
-    for (size_t k = 0; k < sizeof(known_apps) / sizeof(known_apps[0]); k++) {
-        if (strcmp(known_apps[k].name, name) == 0) {
-            epochs = known_apps[k].epochs;
-            cap = known_apps[k].max_local_bsz;
-        }
-    }
-    a = trace_load(traces, name, epochs, cap, err, sizeof(err));
-    if (a == NULL) {
-        fprintf(stderr, "ringsim: %s\n", err);
-        return -1;
-    }
-    grown = realloc(w->app, (size_t)(w->napps + 1) * sizeof(*grown));
-    if (grown == NULL) {
-        trace_free(a);
-        return -1;
-    }
-    w->app = grown;
-    w->app[w->napps] = a;
-    return w->napps++;
-}
-
-/* Splits a CSV line in place; returns the number of fields. */
-static int split(char *line, char **f, int max)
-{
-    int n = 0;
-    line[strcspn(line, "\r\n")] = '\0';
-    for (char *p = line; n < max;) {
-        f[n++] = p;
-        p = strchr(p, ',');
-        if (p == NULL)
-            break;
-        *p++ = '\0';
-    }
-    return n;
-}
-
-static int read_workload(const char *path, const char *traces, struct workload *w)
-{
-    FILE *f = fopen(path, "r");
-    char line[1024], *f_[16];
-    int col[5] = {-1, -1, -1, -1, -1}, n, lineno = 1, cap = 0;
-    static const char *const names[5] = {"name", "time", "application", "num_replicas",
-                                         "batch_size"};
-
-    if (f == NULL) {
-        fprintf(stderr, "ringsim: cannot read --workload %s: %s\n", path, strerror(errno));
-        return EXIT_NOINPUT;
-    }
-    if (fgets(line, sizeof(line), f) == NULL) {
-        fclose(f);
-        fprintf(stderr, "ringsim: %s is empty; want a header and one job per line\n", path);
-        return EXIT_DATA;
-    }
-    n = split(line, f_, 16);
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < 5; k++)
-            if (strcmp(f_[i], names[k]) == 0)
-                col[k] = i;
-    for (int k = 0; k < 5; k++) {
-        if (col[k] < 0) {
-            fclose(f);
-            fprintf(stderr,
-                    "ringsim: %s: the header lacks the column '%s' (want name, time, "
-                    "application, num_replicas, batch_size)\n",
-                    path, names[k]);
-            return EXIT_DATA;
-        }
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        struct wjob j;
-        char *end;
-        int app;
-        memset(&j, 0, sizeof(j));
-        lineno++;
-        if (line[0] == '\n' || line[0] == '\0')
-            continue;
-        n = split(line, f_, 16);
-        if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] || n <= col[4])
-            goto bad;
-        snprintf(j.name, sizeof(j.name), "%s", f_[col[0]]);
-        j.time = strtod(f_[col[1]], &end);
-        if (*end || !isfinite(j.time) || j.time < 0)
-            goto bad;
-        j.replicas = (int)strtol(f_[col[3]], &end, 10);
-        if (*end || j.replicas < 1)
-            goto bad;
-        j.batch = (int)strtol(f_[col[4]], &end, 10);
-        if (*end || j.batch < 1)
-            goto bad;
-        if ((app = app_index(w, traces, f_[col[2]])) < 0) {
-            fclose(f);
-            return EXIT_DATA;
-        }
-        j.app = app;
-        if (w->n == cap) {
-            struct wjob *grown;
-            cap = cap ? cap * 2 : 256;
-            grown = realloc(w->job, (size_t)cap * sizeof(*grown));
-            if (grown == NULL) {
-                fclose(f);
-                fprintf(stderr, "ringsim: out of memory\n");
-                return EXIT_DATA;
-            }
-            w->job = grown;
-        }
-        w->job[w->n++] = j;
-        continue;
-    bad:
-        fclose(f);
-        fprintf(stderr,
-                "ringsim: %s:%d: want name,time,application,num_replicas,batch_size with a "
-                "time >= 0 and positive integers\n",
-                path, lineno);
-        return EXIT_DATA;
-    }
-    fclose(f);
-    if (w->n == 0) {
-        fprintf(stderr, "ringsim: %s has no jobs\n", path);
-        return EXIT_DATA;
-    }
-    /* Arrival order: the loop's submission order. */
-    for (int i = 1; i < w->n; i++) {
-        struct wjob x = w->job[i];
-        int k = i;
-        while (k > 0 && w->job[k - 1].time > x.time) {
-            w->job[k] = w->job[k - 1];
-            k--;
-        }
-        w->job[k] = x;
-    }
-    return 0;
 }
 
 /* ---- the journal: statistics instead of a database ---- */
@@ -501,141 +332,6 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
     return 0;
 }
 
-/* ---- synthesis from philly.csv ---- */
-
-struct philly {
-    double duration, gpus, gpu_time;
-};
-
-struct synth {
-    const char *app;
-    int replicas, batch;
-    double time;
-};
-
-static int cmp_synth(const void *a, const void *b)
-{
-    double x = ((const struct synth *)a)->time, y = ((const struct synth *)b)->time;
-    return (x > y) - (x < y);
-}
-
-/*
- * A workload of n jobs from philly.csv, as Pollux's workloads were made: each job's GPU-time
- * in the log picks its application (under 1 GPU-hour cifar10 or ncf, under 10 deepspeech2
- * or bert, under 100 yolov3, else imagenet); a validated batch is drawn, and the log's GPU
- * count kept where each GPU's share of the batch was measured. Arrivals are uniform over a
- * span chosen so that the jobs ask for `load` of the cluster's GPU-time at their sizes.
- */
-static int synthesize(const char *traces, int n, int nodes, int gpn, unsigned seed, double load)
-{
-    struct synth *spec;
-    double offered = 0, span;
-    char path[4200], line[512], *f[8];
-    struct philly *rows = NULL;
-    int nrows = 0, cap = 0;
-    struct workload w = {0};
-    FILE *in;
-    static const char *const short_apps[] = {"cifar10", "ncf"};
-    static const char *const mid_apps[] = {"deepspeech2", "bert"};
-
-    snprintf(path, sizeof(path), "%s/philly.csv", traces);
-    if ((in = fopen(path, "r")) == NULL) {
-        fprintf(stderr, "ringsim: cannot read %s: %s\n", path, strerror(errno));
-        return EXIT_NOINPUT;
-    }
-    if (fgets(line, sizeof(line), in) == NULL) { /* the header */
-        fclose(in);
-        return EXIT_DATA;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        struct philly p;
-        if (split(line, f, 8) < 4)
-            continue;
-        p.duration = atof(f[1]);
-        p.gpus = atof(f[2]);
-        p.gpu_time = atof(f[3]);
-        /* As Pollux's workloads: jobs of at least a minute and under 1000 GPU-hours. */
-        if (p.duration < 60 || p.gpu_time >= 1000 * 3600.0 || p.gpus < 1)
-            continue;
-        if (nrows == cap) {
-            struct philly *grown;
-            cap = cap ? cap * 2 : 4096;
-            if ((grown = realloc(rows, (size_t)cap * sizeof(*grown))) == NULL) {
-                fclose(in);
-                free(rows);
-                return EXIT_DATA;
-            }
-            rows = grown;
-        }
-        rows[nrows++] = p;
-    }
-    fclose(in);
-    if (nrows == 0) {
-        fprintf(stderr, "ringsim: %s has no usable jobs\n", path);
-        free(rows);
-        return EXIT_DATA;
-    }
-    spec = malloc((size_t)n * sizeof(*spec));
-    if (spec == NULL) {
-        free(rows);
-        return EXIT_DATA;
-    }
-    srand(seed);
-    for (int i = 0; i < n; i++) {
-        const struct philly *p = &rows[rand() % nrows];
-        double h = p->gpu_time / 3600.0, lo, hi, step;
-        const char *name = h < 1     ? short_apps[rand() % 2]
-                           : h < 10  ? mid_apps[rand() % 2]
-                           : h < 100 ? "yolov3"
-                                     : "imagenet";
-        int app = app_index(&w, traces, name), nb, replicas, batch, g[64], k = 0;
-        const int *batches;
-        if (app < 0) {
-            free(rows);
-            free(spec);
-            return EXIT_DATA;
-        }
-        batches = trace_batches(w.app[app], &nb);
-        /* A validated batch, and the job's GPU count from the trace, kept where each GPU's
-         * share of the batch is one that was measured. */
-        batch = batches[rand() % nb];
-        trace_local_range(w.app[app], &lo, &hi);
-        replicas = (int)p->gpus;
-        if (replicas > (int)(batch / lo))
-            replicas = (int)(batch / lo);
-        if (replicas < (int)ceil(batch / hi))
-            replicas = (int)ceil(batch / hi);
-        if (replicas < 1)
-            replicas = 1;
-        if (replicas > nodes * gpn)
-            replicas = nodes * gpn;
-        for (int left = replicas; left > 0 && k < 64; k++) {
-            g[k] = left < gpn ? left : gpn;
-            left -= g[k];
-        }
-        step = trace_step_time(w.app[app], batch, g, k);
-        spec[i] = (struct synth){name, replicas, batch, 0};
-        /* What it asks of the cluster: its GPUs for as long as it trains there. */
-        if (step > 0)
-            offered += (trace_iterations(w.app[app], batch) * step + 30) * replicas;
-    }
-    /* Arrivals spread so that the jobs ask for `load` of the cluster's GPU-time. */
-    span = offered / ((double)nodes * gpn * load);
-    for (int i = 0; i < n; i++)
-        spec[i].time = (double)rand() / RAND_MAX * span;
-    qsort(spec, (size_t)n, sizeof(*spec), cmp_synth);
-    printf("name,time,application,num_replicas,batch_size\n");
-    for (int i = 0; i < n; i++)
-        printf("%s-%d,%.0f,%s,%d,%d\n", spec[i].app, i, spec[i].time, spec[i].app, spec[i].replicas,
-               spec[i].batch);
-    for (int i = 0; i < w.napps; i++)
-        trace_free(w.app[i]);
-    free(w.app);
-    free(rows);
-    free(spec);
-    return 0;
-}
-
 /* ---- main ---- */
 
 static void usage(FILE *f)
@@ -665,6 +361,12 @@ static void usage(FILE *f)
                "\n"
                "Exit status: 0 done, 64 bad usage, 65 malformed input, 66 unreadable input,\n"
                "70 some job never finished.\n");
+}
+
+/* The exit status for a workload_read() or workload_synthesize() error. */
+static int exit_status(int err)
+{
+    return err == EINVAL || err == ENOMEM ? EXIT_DATA : EXIT_NOINPUT;
 }
 
 static int number(const char *flag, const char *v, double lo, double *out)
@@ -705,7 +407,7 @@ int main(int argc, char **argv)
     struct setup su = {.restart_cost = 30, .interval = 60, .hysteresis = 2};
     int json = 0, o, rc = 0;
     struct workload w = {0};
-    char list[256];
+    char list[256], msg[1024];
 
     opterr = 0;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -792,8 +494,15 @@ int main(int argc, char **argv)
     }
     su.nodes = (int)nodes;
     su.gpn = (int)gpn;
-    if (synth > 0)
-        return synthesize(traces, (int)synth, su.nodes, su.gpn, (unsigned)seed, load);
+    if (synth > 0) {
+        if (workload_synthesize(stdout, traces, (int)synth, su.nodes, su.gpn, (unsigned)seed, load,
+                                msg, sizeof(msg)) < 0) {
+            rc = exit_status(errno);
+            fprintf(stderr, "ringsim: %s\n", msg);
+            return rc;
+        }
+        return 0;
+    }
     if (workload == NULL || policies == NULL) {
         fprintf(stderr, "ringsim: --workload and --policy are required (see --help)\n");
         return EXIT_USAGE;
@@ -809,10 +518,15 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if ((rc = read_workload(workload, traces, &w)) != 0)
+    if (workload_read(workload, traces, &w, msg, sizeof(msg)) < 0) {
+        rc = exit_status(errno);
+        fprintf(stderr, "ringsim: %s\n", msg);
+        workload_free(&w);
         return rc;
+    }
     if (jobs != NULL && (su.jobs = fopen(jobs, "a")) == NULL) {
         fprintf(stderr, "ringsim: cannot write --jobs %s: %s\n", jobs, strerror(errno));
+        workload_free(&w);
         return EXIT_NOINPUT;
     }
     if (!json)
@@ -846,9 +560,6 @@ int main(int argc, char **argv)
     }
     if (su.jobs != NULL)
         fclose(su.jobs);
-    for (int i = 0; i < w.napps; i++)
-        trace_free(w.app[i]);
-    free(w.app);
-    free(w.job);
+    workload_free(&w);
     return rc;
 }
