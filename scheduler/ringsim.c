@@ -7,10 +7,10 @@
  *   ringsim --synthesize N --traces DIR --nodes 2500 --gpus-per-node 4 [--seed S] > W.csv
  *
  * It drives the scheduler loop ringd runs (loop.c: the same policies and the same diff and
- * apply) over the sim backend (backend_sim.c), with a journal that keeps statistics instead
- * of a database. Jobs follow the Pollux-format traces in DIR (trace.h): each trains at the
- * workload's fixed global batch, and a reallocation costs --restart-cost seconds without
- * progress, as in Pollux's simulator. fifo, priority and tiresias run each job at its
+ * apply) over the sim backend (sim_loop.h, backend_sim.c), with a journal that keeps
+ * statistics instead of a database. Jobs follow the Pollux-format traces in DIR (trace.h): each
+ * trains at the workload's fixed global batch, and a reallocation costs --restart-cost seconds
+ * without progress, as in Pollux's simulator. fifo, priority and tiresias run each job at its
  * num_replicas; dynamic, which resizes jobs, gets each one the range from 1 GPU to the most
  * its batch can use (at most 64).
  *
@@ -33,8 +33,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend_sim.h"
-#include "loop.h"
+#include "sim_loop.h"
 #include "workload.h"
 
 #define EXIT_USAGE   64
@@ -74,11 +73,6 @@ static struct wjob *wjob_of(struct run *r, const char *id)
     return i >= 0 && i < r->w->n ? &r->w->job[i] : NULL;
 }
 
-static int j_ok(void *j, struct error *err)
-{
-    return 0;
-}
-
 static int j_transition(void *j, const struct loop_job *job, const char *state, const char *type,
                         const char *message, const struct journal_sched *s, struct error *err)
 {
@@ -90,12 +84,6 @@ static int j_transition(void *j, const struct loop_job *job, const char *state, 
     return 0;
 }
 
-static int j_starting(void *j, const struct loop_job *job, int attempt, const struct placement *p,
-                      const char *reason, const struct journal_sched *s, struct error *err)
-{
-    return 0;
-}
-
 static int j_started(void *j, const struct loop_job *job, int attempt, const struct placement *p,
                      const char *backend_id, const char *run_dir, const struct journal_sched *s,
                      struct error *err)
@@ -103,12 +91,6 @@ static int j_started(void *j, const struct loop_job *job, int attempt, const str
     struct wjob *w = wjob_of(j, job->id);
     w->started = job->started;
     w->gpus = p->ngpus;
-    return 0;
-}
-
-static int j_stopping(void *j, const struct loop_job *job, const char *type, const char *reason,
-                      struct error *err)
-{
     return 0;
 }
 
@@ -136,15 +118,6 @@ static int j_ended(void *j, const struct loop_job *job, int attempt, int status,
     }
     return 0;
 }
-
-static int j_progress(void *j, const struct loop_job *job, int attempt, double start_s, double thr,
-                      struct error *err)
-{
-    return 0;
-}
-
-static const struct journal_ops stats_journal = {
-    j_ok, j_ok, j_transition, j_starting, j_started, j_stopping, j_ended, j_progress, NULL};
 
 /* ---- the job model ---- */
 
@@ -216,11 +189,24 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
                     struct result *res)
 {
     int nodes = su->nodes, gpn = su->gpn;
-    char options[200];
-    struct backend_config bc = {.options = options};
-    struct loop_config lc = {.policy = policy, .speed_mode = SPEED_STRONG};
     struct run r = {.w = w, .elastic = policy->elastic && su->per_gpu_batch};
     struct sim_model model = {model_speed, &r};
+    struct policy_params params;
+    struct sim_loop_config sc = {
+        .nodes = nodes,
+        .gpus_per_node = gpn,
+        .slots_per_node = gpn > 0 ? gpn : 1,
+        .start_s = su->restart_cost,
+        .stop_s = 0,
+        .policy = policy,
+        .params = &params,
+        .kill_grace_s = 3600,
+        .speed_mode = SPEED_STRONG,
+        .log = say,
+        .log_arg = (void *)su,
+    };
+    struct journal_ops stats_journal = sim_journal_null;
+    struct sim_loop sl;
     struct error err;
     struct loop *l;
     struct loop_stats st;
@@ -228,27 +214,23 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
     double t0 = wall_s(), first = w->job[0].time, last = first, *jct;
     int next = 0;
 
-    snprintf(options, sizeof(options), "nodes=%d,gpus=%d,slots=%d,start_s=%g,stop_s=0", nodes, gpn,
-             gpn > 0 ? gpn : 1, su->restart_cost);
-    if (backend_sim_ops.init(&bc, &sim, &err) < 0) {
+    policy_params_default(&params);
+    params.interval_s = su->interval;
+    params.restart_cost_s = su->restart_cost;
+    params.hysteresis = su->hysteresis;
+    /* The journal keeps the statistics; the rest it need not see. */
+    stats_journal.transition = j_transition;
+    stats_journal.started = j_started;
+    stats_journal.ended = j_ended;
+    sc.journal = &stats_journal;
+    sc.journal_arg = &r;
+    if (sim_loop_create(&sc, &sl, &err) < 0) {
         fprintf(stderr, "ringsim: %s\n", err.text);
         return -1;
     }
-    r.sim = sim;
+    l = sl.loop;
+    sim = r.sim = sl.sim;
     backend_sim_set_model(sim, &model);
-    policy_params_default(&lc.params);
-    lc.params.interval_s = su->interval;
-    lc.params.restart_cost_s = su->restart_cost;
-    lc.params.hysteresis = su->hysteresis;
-    lc.kill_grace_s = 3600;
-    lc.log = say;
-    lc.log_arg = (void *)su;
-    l = loop_create(&lc, &backend_sim_ops, sim, &stats_journal, &r, &err);
-    if (l == NULL) {
-        backend_sim_ops.fini(sim);
-        fprintf(stderr, "ringsim: %s\n", err.text);
-        return -1;
-    }
     for (int i = 0; i < w->n; i++)
         w->job[i].done = 0;
     for (;;) {
@@ -277,8 +259,8 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
                 s.min = 1;
                 if (su->per_gpu_batch) {
                     s.max = trace_max_batch(a) / local;
-                    if (s.max > 64)
-                        s.max = 64;
+                    if (s.max > SIM_ELASTIC_MAX)
+                        s.max = SIM_ELASTIC_MAX;
                     if (s.max < j->replicas)
                         s.max = j->replicas;
                 }
@@ -327,8 +309,7 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
     res->restarts = st.starts - r.finished - r.failed;
     res->passes = st.passes;
     res->wall = wall_s() - t0;
-    loop_destroy(l);
-    backend_sim_ops.fini(sim);
+    sim_loop_destroy(&sl);
     return 0;
 }
 

@@ -12,8 +12,8 @@
  * the running ones: the "cold" figure), then times --passes further passes at the same
  * instant, each one forced, as a submission or an attempt's end forces one in ringd. The
  * steady passes are what a busy ringd pays per event. fifo, priority and tiresias run each
- * job at its size; dynamic (elastic) gets each job the range 1 .. 4 x its size, at most 64,
- * as ringsim does.
+ * job at its size; dynamic (elastic) gets each job the range 1 .. 4 x its size, at most 64
+ * (SIM_ELASTIC_MAX, ringsim's cap too). The loop is set up as ringsim's (sim_loop.h).
  *
  * Output: one row per policy, the median and worst of the steady passes and the cold pass,
  * as a table or one JSON object per row ({"bench":"sched","impl":policy,...}). The issue's
@@ -26,8 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend_sim.h"
-#include "loop.h"
+#include "sim_loop.h"
 
 #define BUDGET_US 50000.0
 
@@ -37,49 +36,6 @@ static double wall_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
-
-/* ---- a journal that keeps nothing: the pass's own cost, not SQLite's ---- */
-
-static int j_ok(void *j, struct error *err)
-{
-    return 0;
-}
-static int j_transition(void *j, const struct loop_job *job, const char *state, const char *type,
-                        const char *message, const struct journal_sched *s, struct error *err)
-{
-    return 0;
-}
-static int j_starting(void *j, const struct loop_job *job, int attempt, const struct placement *p,
-                      const char *reason, const struct journal_sched *s, struct error *err)
-{
-    return 0;
-}
-static int j_started(void *j, const struct loop_job *job, int attempt, const struct placement *p,
-                     const char *backend_id, const char *run_dir, const struct journal_sched *s,
-                     struct error *err)
-{
-    return 0;
-}
-static int j_stopping(void *j, const struct loop_job *job, const char *type, const char *reason,
-                      struct error *err)
-{
-    return 0;
-}
-static int j_ended(void *j, const struct loop_job *job, int attempt, int status, double stop_s,
-                   const char *state, const char *type, const char *reason,
-                   const struct journal_sched *s, struct error *err)
-{
-    return 0;
-}
-static int j_progress(void *j, const struct loop_job *job, int attempt, double start_s, double thr,
-                      struct error *err)
-{
-    return 0;
-}
-static const struct journal_ops null_journal = {
-    j_ok, j_ok, j_transition, j_starting, j_started, j_stopping, j_ended, j_progress, NULL};
-
-static void quiet(void *arg, const char *level, const char *job, const char *msg) {}
 
 /* ---- the bench ---- */
 
@@ -101,64 +57,64 @@ static int philly_size(unsigned *seed)
     return r < 70 ? 1 : r < 82 ? 2 : r < 92 ? 4 : r < 98 ? 8 : 16;
 }
 
+/* Submits job prefix<n> of size GPUs: that size, or for an elastic policy 1 .. 4 x size (at
+ * most SIM_ELASTIC_MAX). Returns 0 or -1 (said on stderr). */
+static int submit(struct loop *l, const struct policy_ops *p, const char *prefix, int n, int size)
+{
+    char id[32];
+    struct loop_submit s = {
+        .id = id, .min = size, .max = size, .gpw = 1, .cpw = 1, .submitted = -1};
+    struct error err;
+    if (p->elastic) {
+        s.min = 1;
+        s.max = 4 * size > SIM_ELASTIC_MAX ? SIM_ELASTIC_MAX : 4 * size;
+    }
+    snprintf(id, sizeof(id), "%s%d", prefix, n);
+    if (loop_submit(l, &s, &err) < 0) {
+        fprintf(stderr, "bench_sched: %s\n", err.text);
+        return -1;
+    }
+    return 0;
+}
+
 static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued, int passes,
                       unsigned seed, struct result *out)
 {
-    char options[128], id[32];
-    struct backend_config bc = {0};
-    struct loop_config lc = {.kill_grace_s = 30, .log = quiet};
+    /* The sim backend with no processes and a journal that keeps nothing: the pass's own
+     * cost, not SQLite's. */
+    struct sim_loop_config sc = {
+        .nodes = nodes,
+        .gpus_per_node = gpn,
+        .slots_per_node = 2 * gpn,
+        .start_s = 30,
+        .policy = p,
+        .kill_grace_s = 30,
+    };
+    struct sim_loop sl;
     struct error err;
-    struct loop *l = NULL;
-    void *sim = NULL;
+    struct loop *l;
+    void *sim;
     double *t = NULL;
     long capacity = (long)nodes * gpn, asked = 0;
     int rc = -1;
 
-    snprintf(options, sizeof(options), "nodes=%d,gpus=%d,slots=%d,start_s=30", nodes, gpn, 2 * gpn);
-    bc.options = options;
-    if (backend_sim_ops.init(&bc, &sim, &err) < 0) {
-        fprintf(stderr, "bench_sched: the sim backend: %s\n", err.text);
+    if (sim_loop_create(&sc, &sl, &err) < 0) {
+        fprintf(stderr, "bench_sched: %s\n", err.text);
         return -1;
     }
-    lc.policy = p;
-    policy_params_default(&lc.params);
-    l = loop_create(&lc, &backend_sim_ops, sim, &null_journal, NULL, &err);
-    if (l == NULL) {
-        fprintf(stderr, "bench_sched: %s\n", err.text);
-        goto done;
-    }
+    l = sl.loop;
+    sim = sl.sim;
     memset(out, 0, sizeof(*out));
     /* Enough to fill the cluster at the jobs' sizes, then `queued` more behind them. */
-    for (int n = 0; asked < capacity; n++) {
+    for (int n = 0; asked < capacity; n++, out->njobs++) {
         int size = philly_size(&seed);
-        struct loop_submit s = {
-            .id = id, .min = size, .max = size, .gpw = 1, .cpw = 1, .submitted = -1};
-        if (p->elastic) {
-            s.min = 1;
-            s.max = 4 * size > 64 ? 64 : 4 * size;
-        }
-        snprintf(id, sizeof(id), "j%d", n);
-        if (loop_submit(l, &s, &err) < 0) {
-            fprintf(stderr, "bench_sched: %s\n", err.text);
+        if (submit(l, p, "j", n, size) < 0)
             goto done;
-        }
         asked += size;
-        out->njobs++;
     }
-    for (int n = 0; n < queued; n++) {
-        int size = philly_size(&seed);
-        struct loop_submit s = {
-            .id = id, .min = size, .max = size, .gpw = 1, .cpw = 1, .submitted = -1};
-        if (p->elastic) {
-            s.min = 1;
-            s.max = 4 * size > 64 ? 64 : 4 * size;
-        }
-        snprintf(id, sizeof(id), "q%d", n);
-        if (loop_submit(l, &s, &err) < 0) {
-            fprintf(stderr, "bench_sched: %s\n", err.text);
+    for (int n = 0; n < queued; n++, out->njobs++) {
+        if (submit(l, p, "q", n, philly_size(&seed)) < 0)
             goto done;
-        }
-        out->njobs++;
     }
     {
         double t0 = wall_s();
@@ -191,8 +147,7 @@ static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued
     rc = 0;
 done:
     free(t);
-    loop_destroy(l);
-    backend_sim_ops.fini(sim);
+    sim_loop_destroy(&sl);
     return rc;
 }
 
