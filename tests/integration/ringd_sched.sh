@@ -66,11 +66,14 @@ wait_for 30 "job a grows when b ends" has_event "$a" resizing "dynamic: grow 2 -
 wait_for 30 "job a runs on 4 again" running_at "$a" 4
 ok "dynamic: a job shrinks when another arrives and grows back when it ends"
 
-n_shrinks=$(events "$a" | jq '[.events[] | select(.type == "resizing" and (.message | contains("shrink")))] | length')
+# Shrinks of job a made for room (an arrival ranked before it). Resizes the policy makes on
+# its own (a size measured faster on this loaded machine) may come between, and do not count.
+for_room() { events "$a" | jq '[.events[] | select(.type == "resizing" and (.message | contains("shrink")) and (.message | contains("need the room")))] | length'; }
+n_shrinks=$(for_room)
 c=$(submit "$(train c 2)")
-[ "$n_shrinks" = 1 ] || { events "$a" | jq -r ".events[] | .type + \" \" + .message" >&2; fail "job a shrank $n_shrinks times before job c arrived"; }
+[ "$n_shrinks" -ge 1 ] || { events "$a" | jq -r ".events[] | .type + \" \" + .message" >&2; fail "job a never shrank for room before job c arrived"; }
 wait_for 30 "job a shrinks again for job c" bash -c \
-    "[ \$(curl -s http://$ADDR/v1/jobs/$a/events | jq '[.events[] | select(.type == \"resizing\" and (.message | contains(\"shrink\")))] | length') = 2 ]"
+    "[ \$(curl -s http://$ADDR/v1/jobs/$a/events | jq '[.events[] | select(.type == \"resizing\" and (.message | contains(\"shrink\")) and (.message | contains(\"need the room\")))] | length') -gt $n_shrinks ]"
 wait_for 120 "job a ends" state_is "$a" SUCCEEDED
 wait_for 60 "job c ends" state_is "$c" SUCCEEDED
 ok "dynamic: a new arrival shrinks the running job again; every job succeeds"
