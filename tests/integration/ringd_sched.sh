@@ -32,12 +32,13 @@ job() { curl -s "http://$ADDR/v1/jobs/$1"; }
 events() { curl -s "http://$ADDR/v1/jobs/$1/events"; }
 # wait_for SECONDS WHAT CMD...: polls CMD until it succeeds, or fails the test after SECONDS.
 wait_for() {
-    local deadline=$((SECONDS + $1)) what=$2
+    local limit=$1 deadline=$((SECONDS + $1)) what=$2
     shift 2
     until "$@" >/dev/null 2>&1; do
         if [ $SECONDS -ge $deadline ]; then
             grep -v msg=request "$WORK/ringd.log" | tail -30 >&2
-            fail "$what: not after $(($1)) s"
+            curl -s "http://$ADDR/v1/jobs" | jq -c '.. | objects | select(has("state") and has("id")) | {id, name, state, workers: .scaling.workers}' >&2 || true
+            fail "$what: not after $limit s"
         fi
         sleep 0.2
     done
