@@ -68,12 +68,13 @@ expect_in() {
 # holds, and fails naming WHAT when it still does not after SECONDS. Tests wait for the
 # condition they need, never for a fixed time: a sleep is too short on a loaded machine
 # (or under a sanitizer) and too long everywhere else. SECONDS is a deadline, not a
-# duration, so make it generous.
+# duration, so make it generous. WAIT_POLL_S sets the poll period (a script whose
+# condition costs processes polls less often).
 wait_for() {
     local limit=$1 what=$2 cond=$3 end=$((SECONDS + $1))
     until eval "$cond"; do
         [ "$SECONDS" -lt "$end" ] || fail "$what: still not so after ${limit} s"
-        sleep 0.05
+        sleep "${WAIT_POLL_S:-0.05}"
     done
 }
 
