@@ -107,6 +107,12 @@ struct backend_event {
     double samples_per_s;
     double samples, total_samples;
     int world_size;
+    /* BACKEND_PROGRESS: 1 when samples_per_s is the attempt's speed from its first report
+     * on (the sim backend's rates are exact). 0 when a program measured it: a program's
+     * first report of an attempt marks its start, and its rate covers the first steps,
+     * which build the rings, fault in the memory and warm the caches, so the scheduler
+     * takes the speed from the reports after it. */
+    int steady;
 };
 
 /* What recover() found of an attempt a previous ringd left. */

@@ -410,6 +410,7 @@ static int sim_poll(void *ctx, struct backend_event *out, int max)
             out[n].total_samples = a->job->total;
             out[n].samples_per_s = a->rate;
             out[n].world_size = a->workers;
+            out[n].steady = 1;
             if (s->report_s > 0)
                 push(s, e.t + s->report_s, e.att, EV_REPORT);
         }

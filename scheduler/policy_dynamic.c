@@ -28,7 +28,10 @@
  * 4. Leftovers. GPUs still free go, one doubling at a time, to the job that saves the most
  *    time per GPU with them (Capes' rule), when that beats the restart.
  * A running job that has not reported progress at its size yet is not grown (its speed
- * there is unmeasured), only kept, shrunk or preempted.
+ * there is unmeasured), only kept, shrunk or preempted. A running job shrinks only to make
+ * room for jobs ranked before it, or when fewer workers were measured faster by more than a
+ * restart: never on a prediction alone (speed.h keeps predictions below a measured larger
+ * size's throughput, and a job whose size is not measured yet keeps it where it fits).
  *
  * Re-evaluated every interval_s, and whenever a job arrives or ends (the loop's passes).
  *
@@ -114,6 +117,13 @@ static int max_of(const struct dyn *d, int i)
 static int may_grow(const struct policy_job *j, int to)
 {
     return j->workers == 0 || to <= j->workers || j->settled;
+}
+
+/* Was job j's speed measured at k workers? */
+static int measured(const struct policy_job *j, int k)
+{
+    double thr;
+    return j->speed != NULL && speed_observed(j->speed, k, &thr);
 }
 
 static int room(const struct policy_job *j, long slots, long gpus)
@@ -245,9 +255,10 @@ static int decide(const struct policy_snapshot *s, const int *cap, int *size, in
                 break;
             t = to;
         }
-        /* The size it runs at, when that fits and is worth as much. */
+        /* The size it runs at, when that fits and is worth as much, or when it is larger
+         * and not measured yet (nothing says fewer workers would be faster). */
         if (c > 0 && c != t && c <= mx && room(j, as, ag) >= c &&
-            value(&d, i, c) >= value(&d, i, t))
+            (value(&d, i, c) >= value(&d, i, t) || (c > t && !measured(j, c))))
             t = c;
         if (c > t && room(j, as, ag) < c)
             forced[i] = 1;

@@ -145,13 +145,47 @@ int speed_observed(const struct speed *s, int workers, double *thr)
     return 0;
 }
 
+static double model(const struct speed *s, double n)
+{
+    double tau = s->a + s->b / n + s->c * ring_term(s, n);
+    return tau > 0 ? 1.0 / tau : 0;
+}
+
+/*
+ * Below the largest size measured, throughput does not fall as workers are added. Fitted
+ * on noisy runs, a large ring term c bends the model down at small n (weak scaling: 1
+ * worker is predicted faster than 2 once c > b), and the dynamic policy would then shrink
+ * a job on its own for a speed nobody measured. So below the next measured size H, a
+ * prediction at n is the model's least value on [n, H-1] (its throughput has at most one
+ * valley, below 2 workers under weak scaling, none under strong: the least is at n, H-1
+ * or 2), held under the measured throughput of every larger size and over that of every
+ * smaller one (the bound from above wins where the measurements disagree). Beyond the
+ * largest size measured the model alone speaks: there a ring can cost more than a worker
+ * adds.
+ */
 double speed_predict(const struct speed *s, int workers)
 {
-    double n = workers, tau;
+    double lo = 0, hi = INFINITY, thr;
+    int above = 0;
     if (workers <= 0 || s->b <= 0)
         return 0;
-    tau = s->a + s->b / n + s->c * ring_term(s, n);
-    return tau > 0 ? 1.0 / tau : 0;
+    for (int i = 0; i < s->nobs; i++) {
+        const struct speed_obs *o = &s->obs[i];
+        if (o->workers > workers) {
+            hi = o->thr < hi ? o->thr : hi;
+            above = above == 0 || o->workers < above ? o->workers : above;
+        } else if (o->workers < workers && o->thr > lo) {
+            lo = o->thr;
+        }
+    }
+    thr = model(s, workers);
+    if (above == 0)
+        return thr;
+    thr = fmin(thr, model(s, above - 1));
+    if (workers < 2 && above - 1 > 2)
+        thr = fmin(thr, model(s, 2));
+    thr = thr > lo ? thr : lo;
+    return thr < hi ? thr : hi;
 }
 
 double speed_at(const struct speed *s, int workers)

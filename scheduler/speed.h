@@ -60,7 +60,9 @@ void speed_observe(struct speed *s, int workers, double thr);
 int speed_observed(const struct speed *s, int workers, double *thr);
 /* The throughput at workers: observed where seen, else predicted; 0 when nothing is known. */
 double speed_at(const struct speed *s, int workers);
-/* The model's prediction at workers, even where observed; 0 when nothing is known. */
+/* The model's prediction at workers, even where observed; 0 when nothing is known. Below
+ * the largest size observed it lies between the observations of the sizes either side
+ * (never above a larger size's), so that it never rises as workers are taken away. */
 double speed_predict(const struct speed *s, int workers);
 
 #endif /* RINGD_SPEED_H */

@@ -510,6 +510,53 @@ START_TEST(dynamic_does_not_grow_what_does_not_scale)
 }
 END_TEST
 
+/*
+ * Measured at 2 and 4 with a ring term three times the compute, the fitted model puts 1
+ * worker above both. A job running at 4 must not be shrunk to 1 for that prediction: it
+ * shrinks for room, or for a smaller size measured faster, never for a guess.
+ */
+START_TEST(dynamic_never_shrinks_on_a_prediction)
+{
+    struct world w;
+    int a;
+    world_init(&w, 1, 8, 4);
+    a = running(&w, 1, 4, 1, 4, 5000);
+    speed_observe(&w.speed[a], 2, 1.0 / 2.0);   /* tau(2) = b/2 + c/2 with b = 1, c = 3 */
+    speed_observe(&w.speed[a], 4, 1.0 / 1.375); /* tau(4) = b/4 + 3c/8 */
+    w.job[a].work_left = 100000;
+    plan(&w, &policy_dynamic);
+    ck_assert_msg(w.out[a].workers == 4, "shrunk to %d: %s", w.out[a].workers, w.out[a].reason);
+    world_free(&w);
+}
+END_TEST
+
+/* Running at a size not measured yet, a job is not shrunk for what the model says of it. */
+START_TEST(dynamic_keeps_an_unmeasured_size)
+{
+    struct world w;
+    int a;
+    world_init(&w, 1, 8, 4);
+    a = running(&w, 1, 4, 1, 4, 5000);
+    /* Measured at 1 and 2 with c = 3b: the model puts 4 (0.73) below 1 (1.0). */
+    speed_observe(&w.speed[a], 1, 1.0);
+    speed_observe(&w.speed[a], 2, 0.5);
+    ck_assert(speed_at(&w.speed[a], 4) < 1.0);
+    w.job[a].work_left = 100000;
+    plan(&w, &policy_dynamic);
+    ck_assert_msg(w.out[a].workers == 4, "shrunk to %d: %s", w.out[a].workers, w.out[a].reason);
+    /* A job ranked before it that needs the room still gets it. */
+    {
+        int b = queued(&w, 2, 2, 1, 1);
+        w.job[b].priority = 5;
+        plan(&w, &policy_dynamic);
+        ck_assert_int_eq(w.out[b].workers, 2);
+        ck_assert_int_le(w.out[a].workers, 2);
+        ck_assert_ptr_nonnull(strstr(w.out[a].reason, "need the room"));
+    }
+    world_free(&w);
+}
+END_TEST
+
 /* ---- every policy: random snapshots ---- */
 
 static unsigned lcg(unsigned *s)
@@ -634,6 +681,8 @@ int main(void)
                             dynamic_grows_when_another_ends,
                             dynamic_hysteresis,
                             dynamic_does_not_grow_what_does_not_scale,
+                            dynamic_never_shrinks_on_a_prediction,
+                            dynamic_keeps_an_unmeasured_size,
                             invariants_and_fixed_point_for_every_policy,
                             pinned_is_left_alone,
                             lookup_by_name,
