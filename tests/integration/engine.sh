@@ -72,6 +72,16 @@ else
     grep 'fast path:' "$WORK/out"
     ok "blocking small allreduces ride in the control round (np 2, 3, 4): right results for" \
         "sum, min, max, average and scales; a mismatch there fails on every rank"
+
+    for np in 2 3 4; do
+        RING_FAST_GRACE_US=200000 run -np $np "$ENGINE_CHECK" barrier
+        expect_in out "engine_check barrier: ok"
+        [ "$(grep -c 'mismatch: RING_EMISMATCH: .*barrier.noname' "$WORK/out")" = $np ] ||
+            { cat "$WORK/out" "$WORK/err"; fail "fast barrier at np $np: not every rank got the mismatch"; }
+    done
+    grep 'fast path:' "$WORK/out"
+    ok "blocking barriers ride in the control round (np 2, 3, 4) among engine-path tensors and" \
+        "fast allreduces: nobody leaves before the last rank entered; a mismatch fails everywhere"
 fi
 
 run -np 4 "$ENGINE_CHECK" cache

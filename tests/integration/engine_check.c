@@ -25,6 +25,11 @@
  *                    meets there): most complete that way, with the right sums, averages,
  *                    scales, minima and maxima; a count mismatch on it fails on every rank
  *                    with the usual message, and the engine goes on afterwards
+ *   barrier          blocking barriers take the fast path too, mixed with named tensors on
+ *                    the engine's path and fast allreduces: no rank leaves one before every
+ *                    rank entered it (one rank enters late in turn); a tensor named like
+ *                    the blocking barrier but of another type fails on every rank with
+ *                    the usual mismatch message, and barriers go on afterwards
  *
  * Prints "engine_check MODE: ok" on rank 0 and exits 0 when the scenario held.
  */
@@ -563,6 +568,71 @@ static void mode_fast(void)
     }
 }
 
+/* ---- barrier ---- */
+
+static void mode_barrier(void)
+{
+    enum { WARMUP = 2, REPEAT = 40 };
+    struct ring_engine_stats s0 = {0}, s1;
+    ring_handle_t *h;
+    float f[4];
+    int rc;
+
+    for (int step = 0; step < WARMUP + REPEAT; step++) {
+        double enter, leave, last;
+        if (step == WARMUP)
+            OK(ring_engine_stats(&s0), "stats");
+        if (rank == step % size)
+            usleep(2000); /* this rank enters late: nobody may leave before it came */
+        enter = now_s();
+        OK(ring_barrier(), "barrier");
+        leave = now_s();
+        /* The latest entry, through a named tensor on the engine's path (CLOCK_MONOTONIC
+         * is the host's: every rank of this test runs on one). */
+        last = enter;
+        OK(ring_allreduce_async("barrier/enter", RING_IN_PLACE, &last, 1, RING_FLOAT64, RING_MAX, 1,
+                                1, RING_GLOBAL, &h),
+           "submit the entry times");
+        OK(ring_wait(h), "the entry times");
+        CHECK(leave >= last, "step %d: left the barrier at %.6f, before a rank entered at %.6f",
+              step, leave, last);
+        /* and a blocking allreduce right after it, on the fast path as well */
+        for (int i = 0; i < 4; i++)
+            f[i] = (float)(rank + i);
+        OK(ring_allreduce(RING_IN_PLACE, f, 4, RING_FLOAT32, RING_SUM), "allreduce");
+        CHECK(f[3] == (float)(size * (size - 1) / 2 + 3 * size), "sum %g", f[3]);
+    }
+    OK(ring_engine_stats(&s1), "stats");
+    CHECK(s1.coordinator_names == s0.coordinator_names, "repeated calls were negotiated");
+    /* Barriers alone, back to back: most must be fast. */
+    for (int step = 0; step < REPEAT; step++)
+        OK(ring_barrier(), "barrier");
+    OK(ring_engine_stats(&s0), "stats");
+    printf("rank %d: fast path: %llu of %d back-to-back barriers\n", rank,
+           (unsigned long long)(s0.fast_path - s1.fast_path), REPEAT);
+    CHECK(s0.fast_path - s1.fast_path >= REPEAT / 2, "only %llu of %d barriers were fast",
+          (unsigned long long)(s0.fast_path - s1.fast_path), REPEAT);
+
+    /* The last rank submits an allreduce under the blocking barrier's name while the others
+     * are on the fast path: the usual type mismatch, on every rank. */
+    if (rank == size - 1) {
+        f[0] = 1;
+        OK(ring_allreduce_async("barrier.noname", RING_IN_PLACE, f, 1, RING_FLOAT32, RING_SUM, 1, 1,
+                                RING_GLOBAL, &h),
+           "submit");
+        rc = ring_wait(h);
+    } else {
+        rc = ring_barrier();
+    }
+    CHECK(rc == RING_EMISMATCH && strstr(ring_last_error(), "barrier.noname") &&
+              strstr(ring_last_error(), "barrier") && strstr(ring_last_error(), "allreduce"),
+          "mismatch gave %s: %s", ring_err_name(rc), ring_last_error());
+    printf("rank %d: mismatch: RING_EMISMATCH: %s\n", rank, ring_last_error());
+    /* and barriers go on */
+    for (int step = 0; step < 5; step++)
+        OK(ring_barrier(), "barrier after the mismatch");
+}
+
 /* ---- grouped ---- */
 
 static void mode_grouped(void)
@@ -638,6 +708,8 @@ int main(int argc, char **argv)
         mode_blocking();
     else if (strcmp(mode, "fast") == 0)
         mode_fast();
+    else if (strcmp(mode, "barrier") == 0)
+        mode_barrier();
     else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

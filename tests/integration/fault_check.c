@@ -3,12 +3,14 @@
  * fault_check - one rank fails in the middle of a large allreduce; every other rank must get
  * an error back within the operation timeout, never hang.
  *
- *   fault_check kill  VICTIM DELAY_MS [COUNT]   the victim SIGKILLs itself mid-allreduce
- *   fault_check stall VICTIM DELAY_MS [COUNT]   the victim SIGSTOPs itself (alive, silent);
- *                                               the survivors time out, then rank 0 kills it
+ *   fault_check kill  VICTIM DELAY_MS [COUNT|barrier]   the victim SIGKILLs itself mid-call
+ *   fault_check stall VICTIM DELAY_MS [COUNT|barrier]   the victim SIGSTOPs itself (alive,
+ *                                                       silent); the survivors time out,
+ *                                                       then rank 0 kills it
  *
  * COUNT floats per allreduce, 4 Mi (16 MiB) by default; a small one (16) runs blocking
- * allreduces back to back on the engine's fast path instead.
+ * allreduces back to back on the engine's fast path instead, and "barrier" blocking
+ * barriers (also on the fast path).
  *
  * Survivors print "rank R: got RING_E... after N ms" and exit 0 when the error came in
  * time (RING_OP_TIMEOUT_SECONDS + 2 s of slack), 1 when it came late or never.
@@ -43,7 +45,7 @@ int main(int argc, char **argv)
 {
     size_t count = 4 << 20; /* 16 MiB of float32: each allreduce takes tens of ms */
     float *buf;
-    int rank, target, rc = 0;
+    int rank, target, rc = 0, barriers = 0;
     double limit_ms, t0 = 0;
     const char *tmo = getenv("RING_OP_TIMEOUT_SECONDS");
     pthread_t th;
@@ -55,8 +57,10 @@ int main(int argc, char **argv)
     stall = strcmp(argv[1], "stall") == 0;
     target = atoi(argv[2]);
     delay_ms = atoi(argv[3]);
-    if (argc == 5 && (count = strtoul(argv[4], NULL, 10)) == 0) {
-        fprintf(stderr, "fault_check: COUNT must be at least 1\n");
+    if (argc == 5 && strcmp(argv[4], "barrier") == 0)
+        barriers = 1;
+    else if (argc == 5 && (count = strtoul(argv[4], NULL, 10)) == 0) {
+        fprintf(stderr, "fault_check: COUNT must be at least 1, or barrier\n");
         return 2;
     }
     limit_ms = ((tmo ? atof(tmo) : 30.0) + 2.0) * 1000.0;
@@ -77,12 +81,13 @@ int main(int argc, char **argv)
             pthread_create(&th, NULL, victim, NULL);
         for (long i = 0; i < 100000000; i++) {
             t0 = now_ms();
-            rc = ring_allreduce(RING_IN_PLACE, buf, count, RING_FLOAT32, RING_SUM);
+            rc = barriers ? ring_barrier()
+                          : ring_allreduce(RING_IN_PLACE, buf, count, RING_FLOAT32, RING_SUM);
             if (rc != 0)
                 break;
         }
         if (rc == 0) {
-            printf("rank %d: every allreduce succeeded; the failure went unnoticed\n", rank);
+            printf("rank %d: every call succeeded; the failure went unnoticed\n", rank);
             return 1;
         }
         printf("rank %d: got %s after %.0f ms (%s)\n", rank, ring_err_name(rc), now_ms() - t0,

@@ -49,21 +49,26 @@ done
 grep 'got RING_E' "$WORK/out"
 ok "a rank killed mid-allreduce over shm: the 3 others get an error at once; /dev/shm is clean"
 
-# The same while every rank runs small blocking allreduces back to back: the engine's fast
-# path (the data rides in the control round, on the calling thread) must fail the same way.
-start=$(date +%s)
-RING_TRANSPORT=shm RING_OP_TIMEOUT_SECONDS=20 \
-    expect_rc 137 "$RINGRUN" -v -np 4 --kill-grace 30 "$FAULT_CHECK" kill 2 300 16
-for r in 0 1 3; do
-    grep -Eq "^\[$r\]<stdout>:rank $r: got RING_E(PEER|BROKEN) .*closed the connection" \
-        "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "rank $r did not report the dead peer"; }
-    grep -qx "ringrun: rank $r exited with status 0" "$WORK/err" ||
-        { cat "$WORK/out" "$WORK/err"; fail "survivor rank $r failed its own checks"; }
+# The same while every rank runs small blocking allreduces (16) or barriers back to back:
+# the engine's fast path (the call rides in the control round, on the calling thread) must
+# fail the same way.
+for what in 16 barrier; do
+    start=$(date +%s)
+    RING_TRANSPORT=shm RING_OP_TIMEOUT_SECONDS=20 \
+        expect_rc 137 "$RINGRUN" -v -np 4 --kill-grace 30 "$FAULT_CHECK" kill 2 300 $what
+    for r in 0 1 3; do
+        grep -Eq "^\[$r\]<stdout>:rank $r: got RING_E(PEER|BROKEN) .*closed the connection" \
+            "$WORK/out" ||
+            { cat "$WORK/out" "$WORK/err"; fail "rank $r did not report the dead peer ($what)"; }
+        grep -qx "ringrun: rank $r exited with status 0" "$WORK/err" ||
+            { cat "$WORK/out" "$WORK/err"; fail "survivor rank $r failed its own checks ($what)"; }
+    done
+    [ $(( $(date +%s) - start )) -lt 15 ] || fail "the survivors took too long to notice ($what)"
+    [ "$before" = "$(shm_entries)" ] || fail "/dev/shm changed after the fast-path kill ($what)"
+    grep 'got RING_E' "$WORK/out"
 done
-[ $(( $(date +%s) - start )) -lt 15 ] || fail "the survivors took too long to notice (fast path)"
-[ "$before" = "$(shm_entries)" ] || fail "/dev/shm changed after the fast-path kill"
-grep 'got RING_E' "$WORK/out"
-ok "a rank killed during small blocking allreduces (fast path) over shm: an error everywhere"
+ok "a rank killed during small blocking allreduces or barriers (fast path) over shm: an" \
+    "error everywhere"
 
 # A silent (stopped) rank during small blocking allreduces: the others time out, no hang.
 start=$(date +%s)

@@ -53,8 +53,9 @@
  *   RING_CYCLE_TIME_MS        negotiation cycle while tensors wait for other ranks, default 1.
  *   RING_FUSION_THRESHOLD     fusion buffer bytes, default 134217728; 0 disables fusion.
  *   RING_CACHE_CAPACITY       response cache entries, default 1024; 0 disables the cache.
- *   RING_FAST_PATH            1 (default): a cached blocking allreduce of at most 64 KiB with
- *                             nothing else in flight rides in the control round; 0 disables.
+ *   RING_FAST_PATH            1 (default): a cached blocking allreduce of at most 64 KiB, or
+ *                             a blocking barrier, with nothing else in flight rides in the
+ *                             control round; 0 disables.
  *   RING_FAST_GRACE_US        how long an idle rank holds back its answer to a peer's cycle
  *                             for its own blocking call to meet it there, default 200.
  *   RING_TIMELINE             path of a Chrome trace JSON written by rank 0.
@@ -363,7 +364,7 @@ struct ring_engine_stats {
     uint64_t tensors;           /* tensors executed */
     uint64_t collectives;       /* collectives run (a fused batch counts once) */
     uint64_t negotiation_us;    /* time spent agreeing, summed over cycles */
-    uint64_t fast_path;         /* blocking allreduces done inside the control round */
+    uint64_t fast_path;         /* blocking allreduces and barriers done in the control round */
 };
 RING_API int ring_engine_stats(struct ring_engine_stats *out);
 

@@ -423,19 +423,6 @@ int ring_alltoallv_async(const char *name, const void *sendbuf, const size_t *se
     return alltoall_common(name, sendbuf, sendcounts, recvbuf, recvcounts, 0, dtype, ps, handle);
 }
 
-static int barrier_async(const char *name, ring_process_set_t ps, ring_handle_t **handle)
-{
-    struct ring__request r;
-    int rc, sr, ss;
-    struct ring__engine *e = engine(&rc);
-
-    if (e == NULL)
-        return rc;
-    if ((rc = base_request(e, &r, RING__BARRIER, name, RING_UINT8, ps, &sr, &ss)) < 0)
-        return rc;
-    return submit1(e, &r, NULL, NULL, handle);
-}
-
 /* ---- blocking calls: a generated name, a submission and a wait ---- */
 
 static void noname(char *buf, size_t len, const char *what)
@@ -470,7 +457,7 @@ int ring_allreduce_scaled(const void *sendbuf, void *recvbuf, size_t count, ring
                             RING_GLOBAL, &sub)) < 0)
         return rc;
     /* The fast path when it applies (engine.c), else a submission and a wait. */
-    return ring__engine_allreduce(e, &sub);
+    return ring__engine_blocking(e, &sub);
 }
 
 int ring_allreduce(const void *sendbuf, void *recvbuf, size_t count, ring_dtype_t dtype,
@@ -536,7 +523,21 @@ int ring_alltoallv(const void *sendbuf, const size_t *sendcounts, void *recvbuf,
 
 int ring_barrier(void)
 {
-    BLOCKING("barrier", barrier_async(name, RING_GLOBAL, &h));
+    struct ring__submit sub = {.sendbuf = NULL, .recvbuf = NULL};
+    char name[64];
+    int rc, sr, ss;
+    struct ring__engine *e = engine(&rc);
+
+    if (e == NULL)
+        return rc;
+    noname(name, sizeof(name), "barrier");
+    if ((rc = base_request(e, &sub.req, RING__BARRIER, name, RING_UINT8, RING_GLOBAL, &sr, &ss)) <
+        0)
+        return rc;
+    /* On the fast path like a small allreduce (engine.c): a program that synchronizes then
+     * times a call (bench/allreduce) would otherwise wake the engine thread to run the
+     * barrier and be woken by it after. */
+    return ring__engine_blocking(e, &sub);
 }
 
 /* ---- join, process sets, timeline, stats ---- */

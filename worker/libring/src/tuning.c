@@ -100,8 +100,8 @@ const struct ring__knob_def ring__knobs[RING__K_COUNT + 1] = {
                                         "response cache entries; 0 disables the cache"),
     [RING__K_FAST_PATH] = SWITCH_KNOB(
         "RING_FAST_PATH", 1,
-        "a blocking allreduce of at most 64 KiB, cached, with nothing else in flight, rides in "
-        "the control round on the calling thread; 0 turns that off"),
+        "a blocking allreduce of at most 64 KiB or a blocking barrier, cached, with nothing else "
+        "in flight, rides in the control round on the calling thread; 0 turns that off"),
     [RING__K_FAST_GRACE_US] = INT_KNOB("RING_FAST_GRACE_US", 200, 0, 1000000, "us",
                                        "how long an idle rank holds back its answer to a peer's "
                                        "cycle, so that its own blocking call can meet it there"),

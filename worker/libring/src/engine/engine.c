@@ -502,14 +502,15 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
 }
 
 /*
- * The fast path of a blocking allreduce: with nothing else in flight on this rank and the
- * tensor in the response cache, the calling thread runs the next cycle itself and the
- * data rides in its control round (control.c). When every rank did the same, the
- * allreduce is done after one round and no thread was woken. Otherwise (another rank
- * was not ready, or is not on the fast path) the tensor is pending like any other, and
- * the engine thread carries it on; a mismatch or a failure ends it on every rank as
- * usual. Returns 1 with the call's status in *status, or 0 when the path does not apply
- * (then submit as usual).
+ * The fast path of a blocking allreduce or barrier: with nothing else in flight on this
+ * rank and the request in the response cache, the calling thread runs the next cycle
+ * itself and the data rides in its control round (control.c); a barrier attaches no data,
+ * since the control round is itself a barrier (no rank's result is complete before every
+ * rank has sent its part). When every rank did the same, the call is done after one round
+ * and no thread was woken. Otherwise (another rank was not ready, or is not on the fast
+ * path) the request is pending like any other, and the engine thread carries it on; a
+ * mismatch or a failure ends it on every rank as usual. Returns 1 with the call's status
+ * in *status, or 0 when the path does not apply (then submit as usual).
  */
 static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, int *status)
 {
@@ -523,9 +524,9 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
 
     /* GPU buffers (the host cannot touch them) and RING_CPU_OPERATIONS=mpi (whose point is
      * that MPI moves the data) take the backend's path (backend.h). */
-    if (!e->fast || r->type != RING__ALLREDUCE || r->process_set != RING_GLOBAL ||
-        r->group_size > 1 || bytes > RING__ATTACH_MAX || r->device >= 0 ||
-        ring__backend_for(e->ctx, r->device) != &ring__backend_ring ||
+    if (!e->fast || (r->type != RING__ALLREDUCE && r->type != RING__BARRIER) ||
+        r->process_set != RING_GLOBAL || r->group_size > 1 || bytes > RING__ATTACH_MAX ||
+        r->device >= 0 || ring__backend_for(e->ctx, r->device) != &ring__backend_ring ||
         (e->compression >= 0 && r->dtype == RING_FLOAT32 &&
          (r->op == RING_SUM || r->op == RING_AVERAGE)))
         return 0;
@@ -578,7 +579,8 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     };
     if (r->op == RING_AVERAGE)
         f.post /= e->ctx->size; /* nobody has joined: the fast path requires it */
-    ring__scale(e->fast_buf, sub->sendbuf, (size_t)r->count, f.at.dtype, r->prescale);
+    if (bytes > 0)              /* a barrier has no buffers */
+        ring__scale(e->fast_buf, sub->sendbuf, (size_t)r->count, f.at.dtype, r->prescale);
     /* The engine thread sleeps with the peers asked to wake it when a cycle starts: this
      * thread runs the cycle, so lower the flags for it, and raise them again after. */
     if (idle)
@@ -597,7 +599,7 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     return 1;
 }
 
-int ring__engine_allreduce(struct ring__engine *e, const struct ring__submit *sub)
+int ring__engine_blocking(struct ring__engine *e, const struct ring__submit *sub)
 {
     struct ring_handle *h;
     int rc, status;

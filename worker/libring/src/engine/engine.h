@@ -253,10 +253,10 @@ struct ring__submit {
 int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs, int n,
                         struct ring_handle **handle);
 /*
- * A blocking allreduce: the fast path (engine.c) when it applies, else a submission and a
- * wait. Returns the call's status, as ring_wait.
+ * A blocking call (an allreduce, a barrier...): the fast path (engine.c) when it applies,
+ * else a submission and a wait. Returns the call's status, as ring_wait.
  */
-int ring__engine_allreduce(struct ring__engine *e, const struct ring__submit *sub);
+int ring__engine_blocking(struct ring__engine *e, const struct ring__submit *sub);
 /*
  * Says (yes = 1) that the calling thread's next submission is a blocking call: it will
  * wait at once, so no burst follows it and the engine need not wait for one

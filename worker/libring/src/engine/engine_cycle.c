@@ -345,15 +345,18 @@ static void take_queue(struct ring__engine *e)
 
 /*
  * The fast path's tensor, done in the control round: its result goes to the caller's
- * buffer, and its entry completes without running a collective of its own.
+ * buffer (a barrier has none: the round was the barrier), and its entry completes
+ * without running a collective of its own.
  */
 static void finish_fast(struct ring__engine *e, struct ring__fast *f)
 {
     struct entry *en = f->en;
-    ring__scale(en->recvbuf, f->at.data, f->at.count, f->at.dtype, f->post);
+    const char *phase = en->req.type == RING__BARRIER ? "BARRIER" : "ALLREDUCE";
+    if (f->at.count > 0) /* a barrier has no buffers */
+        ring__scale(en->recvbuf, f->at.data, f->at.count, f->at.dtype, f->post);
     TL_PHASE(e, en->req.name, "NEGOTIATE", 0, NULL);
-    TL_PHASE(e, en->req.name, "ALLREDUCE", 1, "\"fast\":true");
-    TL_PHASE(e, en->req.name, "ALLREDUCE", 0, NULL);
+    TL_PHASE(e, en->req.name, phase, 1, "\"fast\":true");
+    TL_PHASE(e, en->req.name, phase, 0, NULL);
     pthread_mutex_lock(&e->mu);
     e->stats.collectives++;
     e->stats.cache_hits++; /* agreed by the cache's bit like the others */
