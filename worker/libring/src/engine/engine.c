@@ -17,8 +17,10 @@
  *
  * Between cycles the thread sleeps in poll() on an eventfd (new work, stop, shutdown) and on
  * the peers' sockets: a rank that starts a cycle sends its part of step 2, which wakes the
- * others. An idle job therefore costs no CPU, and a waiting one cycles every
- * RING_CYCLE_TIME_MS, as Horovod's does.
+ * others (a rank with nothing to do only once the sender has spun a while for the answer,
+ * which its program's next blocking call may give first: RING__IDLE_LAZY, transport.h). An
+ * idle job therefore costs no CPU, and a waiting one cycles every RING_CYCLE_TIME_MS, as
+ * Horovod's does.
  */
 #include <errno.h>
 #include <poll.h>
@@ -207,15 +209,20 @@ static int needs_cycle(struct ring__engine *e, int64_t *timeout_us, int *defer)
 static void sleep_for_work(struct ring__engine *e, int64_t timeout_us, int defer)
 {
     struct ring__mesh *m = e->ctx->mesh;
-    int ready = 0, timeout_ms = timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000);
+    int ready = 0, timeout_ms = timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000), how;
 
     pthread_mutex_lock(&e->mu);
+    /* Lazily when needs_cycle would hold a peer's cycle back anyway (transport.h). */
+    how = m == NULL || defer ? RING__IDLE_OFF
+          : e->shutdown || e->npending > 0 || e->joined || !e->fast || e->grace_us == 0
+              ? RING__IDLE_NOW
+              : RING__IDLE_LAZY;
     e->sleeping = 1;
-    e->idle_waiting = m != NULL && !defer;
+    e->idle_waiting = how;
     ready = e->qhead != NULL || e->join_pending || e->timeline_swapping;
     pthread_mutex_unlock(&e->mu);
-    if (m != NULL && !defer)
-        ready |= ring__mesh_idle_arm(m);
+    if (how != RING__IDLE_OFF)
+        ready |= ring__mesh_idle_arm(m, how);
     ready |= ring__stop_local() > e->stop_agreed; /* stop_agreed belongs to cycle_mu */
     pthread_mutex_unlock(&e->cycle_mu);
     if (!ready) {
@@ -588,7 +595,7 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     rc = ring__eng_cycle(e, &f);
     if (rc < 0)
         cycle_failed(e, rc);
-    if (idle && ring__mesh_idle_arm(m))
+    if (idle && ring__mesh_idle_arm(m, idle))
         ring__engine_wake(e); /* a peer started the next cycle meanwhile */
     done = f.done;
     pthread_mutex_unlock(&e->cycle_mu);

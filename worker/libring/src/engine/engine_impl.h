@@ -106,7 +106,8 @@ struct ring__engine {
     unsigned char *fired;         /* per cache bit, this cycle */
     struct ring__response *fresp; /* the fired entries' responses, this cycle */
     int sleeping;                 /* under mu: the thread is (about to be) in the idle poll */
-    int idle_waiting;             /* under mu: the thread sleeps with the mesh's idle flags up */
+    int idle_waiting;             /* under mu: the thread sleeps with the mesh's idle flags up:
+                                     how (RING__IDLE_*, transport.h), or 0 */
     int64_t last_cycle_us;        /* cycle: when the last cycle started */
     int64_t defer_since;          /* cycle: a peer's cycle held back since (0: none) */
     int64_t grace_us;             /* how long (RING_FAST_GRACE_US; see needs_cycle) */

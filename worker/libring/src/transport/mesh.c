@@ -12,7 +12,8 @@
  * Streams: the loop tries send and recv directly and sleeps only when neither can move:
  * first it keeps trying for spin_us (waking a sleeping process costs tens of microseconds,
  * most of a small message), then it arms the pairs and sleeps in poll() on their wake-up
- * fds, bounded by the operation timeout.
+ * fds, bounded by the operation timeout. Before it sleeps it kicks the pair it sends to,
+ * which wakes a peer's lazily idle engine (transport.h, RING__IDLE_LAZY).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -492,6 +493,9 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s)
                           m->rank, s->tx_peer, txo, s->tx_total, s->rx_peer, rxo, s->rx_total);
                 return fail(m, RING_EPROTO);
             }
+            /* A peer that sleeps lazily idle learns only now that our bytes wait. */
+            if (tx != NULL && tx->ops->kick != NULL)
+                tx->ops->kick(tx);
             if (left <= 0) {
                 ring__err(RING_ETIMEDOUT,
                           "rank %d: no data moved for %d ms (send to rank %d %zu/%zu bytes, "
@@ -548,12 +552,12 @@ int ring__mesh_sendrecv(struct ring__mesh *m, int dst, const void *sbuf, size_t 
     return ring__mesh_stream(m, &s);
 }
 
-int ring__mesh_idle_arm(struct ring__mesh *m)
+int ring__mesh_idle_arm(struct ring__mesh *m, int how)
 {
     int ready = 0;
     for (int p = 0; p < m->size; p++) {
         if (m->pair[p] != NULL) {
-            m->pair[p]->ops->idle(m->pair[p], 1);
+            m->pair[p]->ops->idle(m->pair[p], how);
             ready |= m->pair[p]->ops->rx_ready(m->pair[p], 0);
         }
     }
@@ -564,7 +568,7 @@ void ring__mesh_idle_disarm(struct ring__mesh *m)
 {
     for (int p = 0; p < m->size; p++) {
         if (m->pair[p] != NULL)
-            m->pair[p]->ops->idle(m->pair[p], 0);
+            m->pair[p]->ops->idle(m->pair[p], RING__IDLE_OFF);
     }
 }
 

@@ -30,6 +30,18 @@ struct ring__bootstrap;
 /* Directions a stream waits on, for ring__pair_ops.arm. */
 enum { RING__WANT_TX = 1, RING__WANT_RX = 2 };
 
+/*
+ * How the engine sleeps between cycles (ring__pair_ops.idle, ring__mesh_idle_arm):
+ *   RING__IDLE_NOW   a peer that starts a cycle wakes it at once: it has work waiting for
+ *                    that cycle, and answers it at once;
+ *   RING__IDLE_LAZY  it has nothing to do and would hold the peer's cycle back anyway
+ *                    (RING_FAST_GRACE_US, engine.c), for its program's next blocking call
+ *                    to meet the peer there. The peer's stream first spins for the answer,
+ *                    which that call may give without this thread ever waking, and wakes it
+ *                    only before it sleeps itself (ring__pair_ops.kick).
+ */
+enum { RING__IDLE_OFF = 0, RING__IDLE_NOW = 1, RING__IDLE_LAZY = 2 };
+
 struct ring__pair;
 
 /*
@@ -63,14 +75,22 @@ struct ring__pair_ops {
     /* Undoes arm after the poll (or a 1 from arm); revents is what poll reported. */
     void (*disarm)(struct ring__pair *p, int want, short revents);
     /*
-     * For the engine's idle wait (ring__mesh_idle_*): the fd to poll for POLLIN; idle(p, 1)
-     * asks the peer to make that fd ready when it sends (idle(p, 0) stops it); rx_ready
-     * says whether bytes (or an error) wait to be received, and with drain also consumes
-     * the wake-ups, which only the thread that runs cycles may do.
+     * For the engine's idle wait (ring__mesh_idle_*): the fd to poll for POLLIN; idle(p,
+     * how) asks the peer to make that fd ready when it sends (RING__IDLE_NOW), or before
+     * its stream sleeps while what it sent is not taken (RING__IDLE_LAZY); idle(p,
+     * RING__IDLE_OFF) stops it; rx_ready says whether bytes (or an error) wait to be
+     * received, and with drain also consumes the wake-ups, which only the thread that runs
+     * cycles may do.
      */
     int (*wait_fd)(struct ring__pair *p);
-    void (*idle)(struct ring__pair *p, int on);
+    void (*idle)(struct ring__pair *p, int how);
     int (*rx_ready)(struct ring__pair *p, int drain);
+    /*
+     * Called by a stream before it sleeps, on the pair it sends to: wakes the peer if it
+     * sleeps lazily idle (RING__IDLE_LAZY) with bytes sent to it not yet taken. NULL where
+     * sending always wakes the peer (tcp: the bytes make its socket readable).
+     */
+    void (*kick)(struct ring__pair *p);
     /* Makes the peer's waits on this pair end with an error soon, not at its timeout. */
     void (*shutdown)(struct ring__pair *p);
     /* Closes and frees the pair. */
@@ -189,7 +209,8 @@ int ring__mesh_sendrecv(struct ring__mesh *m, int dst, const void *sbuf, size_t 
  * The engine's idle wait. Cycles may run on another thread while the engine thread sleeps
  * (the fast path), so the wait has three parts, and only the thread that runs cycles
  * consumes wake-ups:
- *   ring__mesh_idle_arm(m): asks every peer to wake this process when it sends; returns
+ *   ring__mesh_idle_arm(m, how): asks every peer to wake this process when it sends
+ *     (RING__IDLE_NOW), or when it sent and waited a while (RING__IDLE_LAZY); returns
  *     1 when something waits to be received already (then do not sleep);
  *   ring__mesh_idle_poll(m, wake_fd, timeout_ms): sleeps until a peer sends, wake_fd is
  *     readable (its count is consumed) or timeout_ms passes (-1: no limit), touching no
@@ -198,7 +219,7 @@ int ring__mesh_sendrecv(struct ring__mesh *m, int dst, const void *sbuf, size_t 
  * ring__mesh_rx_ready(m), for the thread that runs cycles: consumes the wake-ups and
  * returns 1 when a peer has sent something (it started a cycle), else 0.
  */
-int ring__mesh_idle_arm(struct ring__mesh *m);
+int ring__mesh_idle_arm(struct ring__mesh *m, int how);
 int ring__mesh_idle_poll(struct ring__mesh *m, int wake_fd, int timeout_ms);
 void ring__mesh_idle_disarm(struct ring__mesh *m);
 int ring__mesh_rx_ready(struct ring__mesh *m);

@@ -24,7 +24,9 @@
  * the ring's head or tail, rings the doorbell (one byte) only when the flag is up, so
  * steady streaming costs no syscall at all. The flag and the index are written and read
  * in opposite orders on the two sides with sequentially consistent atomics, so a wake-up
- * is never lost: either the sleeper sees the new index, or the mover sees the flag.
+ * is never lost: either the sleeper sees the new index, or the mover sees the flag. An
+ * engine sleeping lazily idle (transport.h) is rung only when the sender is about to sleep
+ * too (shm_kick).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,7 +72,8 @@ struct chan {
     char pad0[48];
     _Atomic uint64_t tail;         /* written by the receiver: bytes of records consumed */
     _Atomic uint32_t reader_waits; /* the receiver sleeps until head moves */
-    _Atomic uint32_t idle_waits;   /* the receiver's engine sleeps until a cycle starts */
+    _Atomic uint32_t idle_waits;   /* the receiver's engine sleeps until a cycle starts, and
+                                      how it wants to be woken (RING__IDLE_*) */
     char pad2[48];
 };
 
@@ -106,6 +109,7 @@ struct shm_pair {
     uint64_t rx_taken; /* bytes of the record at rx->tail already received */
     size_t cma_bytes;  /* send by CMA from this size on; 0 never */
     int tx_blocked;    /* the last send found no room */
+    int kick_owed;     /* sent while the peer slept lazily idle, without waking it */
     int gone;          /* the socket reported the peer closed it */
 };
 
@@ -196,9 +200,17 @@ static ssize_t shm_send(struct ring__pair *rp, const void *buf, size_t len)
     }
     p->tx_blocked = 0;
     atomic_store_explicit(&p->tx->head, head, memory_order_seq_cst);
-    if (atomic_load_explicit(&p->tx->reader_waits, memory_order_seq_cst) ||
-        atomic_load_explicit(&p->tx->idle_waits, memory_order_seq_cst))
+    if (atomic_load_explicit(&p->tx->reader_waits, memory_order_seq_cst))
         ring_doorbell(p);
+    else
+        switch (atomic_load_explicit(&p->tx->idle_waits, memory_order_seq_cst)) {
+        case RING__IDLE_NOW:
+            ring_doorbell(p);
+            break;
+        case RING__IDLE_LAZY:
+            p->kick_owed = 1; /* shm_kick, if the peer's program does not take them first */
+            break;
+        }
     return (ssize_t)n;
 }
 
@@ -331,15 +343,35 @@ static void shm_disarm(struct ring__pair *rp, int want, short revents)
         drain(p);
 }
 
+/*
+ * The lazy wake-up (transport.h, RING__IDLE_LAZY): the peer's engine sleeps with nothing to
+ * do, and its program's next blocking call would take these bytes itself. Waking it costs
+ * a syscall here, and there a thread that competes for a CPU with the one that does the
+ * work, for nothing when that call comes within our spin. Rung only if the bytes still
+ * wait (the head-tail and flag orders are shm_send's, so no wake-up is lost: the peer's
+ * engine arms its flag before it checks for bytes).
+ */
+static void shm_kick(struct ring__pair *rp)
+{
+    struct shm_pair *p = (struct shm_pair *)rp;
+    if (!p->kick_owed)
+        return;
+    p->kick_owed = 0;
+    if (atomic_load_explicit(&p->tx->tail, memory_order_seq_cst) !=
+            atomic_load_explicit(&p->tx->head, memory_order_relaxed) &&
+        atomic_load_explicit(&p->tx->idle_waits, memory_order_seq_cst) != RING__IDLE_OFF)
+        ring_doorbell(p);
+}
+
 static int shm_wait_fd(struct ring__pair *rp)
 {
     return ((struct shm_pair *)rp)->sock;
 }
 
-static void shm_idle(struct ring__pair *rp, int on)
+static void shm_idle(struct ring__pair *rp, int how)
 {
     struct shm_pair *p = (struct shm_pair *)rp;
-    atomic_store_explicit(&p->rx->idle_waits, (uint32_t)on, memory_order_seq_cst);
+    atomic_store_explicit(&p->rx->idle_waits, (uint32_t)how, memory_order_seq_cst);
 }
 
 static int shm_rx_ready(struct ring__pair *rp, int consume)
@@ -377,6 +409,7 @@ static const struct ring__pair_ops shm_pair_ops = {
     .wait_fd = shm_wait_fd,
     .idle = shm_idle,
     .rx_ready = shm_rx_ready,
+    .kick = shm_kick,
     .shutdown = shm_shutdown,
     .destroy = shm_destroy,
 };

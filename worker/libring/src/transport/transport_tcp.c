@@ -98,7 +98,7 @@ static int tcp_wait_fd(struct ring__pair *p)
     return ((struct tcp_pair *)p)->fd;
 }
 
-static void tcp_idle(struct ring__pair *p, int on)
+static void tcp_idle(struct ring__pair *p, int how)
 {
     /* Arriving bytes make the socket readable: nothing to ask of the peer. */
 }
