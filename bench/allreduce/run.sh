@@ -7,9 +7,10 @@
 # measurement instead (median_us, algbw_gbs, busbw_gbs).
 #
 #   bench/allreduce/run.sh [--json] [--np "2 4"] [--min-bytes B] [--max-bytes B]
-#                          [--budget-ms MS] [--save-json FILE] [--build DIR]
+#                          [--budget-ms MS] [--batch N] [--save-json FILE] [--build DIR]
 #
-# --save-json also writes the JSON rows to FILE, so that one run gives both.
+# --save-json also writes the JSON rows to FILE, so that one run gives both. --batch N times N
+# calls back to back after each barrier, OSU-style (bench_allreduce.c), for every peer.
 #
 # The pairs compared:
 #   libring-shm (RING_TRANSPORT=shm)  vs  openmpi-vader (Open MPI's shared-memory BTL)
@@ -24,9 +25,10 @@ nps="2 4"
 min_bytes=4
 max_bytes=$((256 << 20))
 budget_ms=1000
+batch=1
 json=0
 save=""
-usage="usage: $0 [--json] [--np \"2 4\"] [--min-bytes B] [--max-bytes B] [--budget-ms MS] [--save-json FILE] [--build DIR]"
+usage="usage: $0 [--json] [--np \"2 4\"] [--min-bytes B] [--max-bytes B] [--budget-ms MS] [--batch N] [--save-json FILE] [--build DIR]"
 while [ $# -gt 0 ]; do
     case $1 in
     --json) json=1 ;;
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
     --min-bytes) min_bytes=$2; shift ;;
     --max-bytes) max_bytes=$2; shift ;;
     --budget-ms) budget_ms=$2; shift ;;
+    --batch) batch=$2; shift ;;
     --save-json) save=$2; shift ;;
     --build) build=$2; shift ;;
     --version) echo "bench/allreduce/run.sh (ringmaster)"; exit 0 ;;
@@ -50,7 +53,7 @@ bench_gloo=$build/bench/allreduce/bench_allreduce_gloo
 rows=$(mktemp)
 store=$(mktemp -d)
 trap 'rm -rf "$rows" "$store"' EXIT
-args=(--json --min-bytes "$min_bytes" --max-bytes "$max_bytes" --budget-ms "$budget_ms")
+args=(--json --min-bytes "$min_bytes" --max-bytes "$max_bytes" --budget-ms "$budget_ms" --batch "$batch")
 
 mpirun_flags=(--oversubscribe --bind-to none --mca pml ob1)
 [ "$(id -u)" = 0 ] && mpirun_flags+=(--allow-run-as-root)
@@ -123,7 +126,8 @@ END {
             ratio(k, "libring-tcp", "openmpi-tcp"), ratio(k, "libring-tcp", "gloo-tcp"),
             gbs(k, "libring-tcp"), gbs(k, "gloo-tcp")
     }
-    print "us: median over >= 5 timed iterations (each the slowest rank; a barrier before each)."
+    print "us: median over >= 5 timed iterations (each the slowest rank; a barrier before each;"
+    print "with --batch N, each the mean of N calls back to back)."
     print "GBs: busbw = bytes/time * 2(np-1)/np, GB/s = 1e9 B/s. shm/v, tcp/om, tcp/gl: the"
     print "peer time over libring time, same run (> 1: libring faster, busbw higher by that)."
 }' "$rows"
