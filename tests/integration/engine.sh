@@ -101,6 +101,12 @@ jq -e 'map(select(.name == "MEMCPY_IN_FUSION_BUFFER" and .args.dtype == "float32
     "$WORK/timeline.json" >/dev/null || fail "no dtype argument on the fusion phase"
 ok "the timeline is valid JSON with every phase for known tensors"
 
+for np in 2 3; do
+    run -np $np "$ENGINE_CHECK" timeline-api "$WORK/api.json"
+    jq -e . "$WORK/api.json" "$WORK/api.json.2" >/dev/null || fail "a stopped timeline does not parse"
+done
+ok "ring_timeline_stop returns with the file complete, and a new start writes a new file"
+
 # Killed mid-run: the file must still parse.
 RING_TIMELINE="$WORK/killed.json" RING_OP_TIMEOUT_SECONDS=5 \
     expect_rc 137 "$RINGRUN" -np 2 --kill-grace 30 "$FAULT_CHECK" kill 0 300

@@ -382,6 +382,48 @@ static void mode_timeline(void)
     OK(ring_barrier(), "barrier");
 }
 
+/*
+ * ring_timeline_start/stop from the program: when stop returns, rank 0's file is complete
+ * (it names the tensor traced just before, and parses: it ends with the closing bracket),
+ * with no collective behind the stop to make the engine take it. Twice, to a new file.
+ */
+static void file_complete(const char *path, const char *tensor)
+{
+    char text[1 << 16];
+    size_t n;
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "cannot open %s", path);
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+        text[--n] = '\0';
+    CHECK(strstr(text, tensor) != NULL, "%s does not name %s when ring_timeline_stop returned",
+          path, tensor);
+    CHECK(n > 0 && text[n - 1] == ']', "%s is not closed when ring_timeline_stop returned", path);
+}
+
+static void mode_timeline_api(const char *path)
+{
+    char path2[512];
+    float a[16] = {0};
+    ring_handle_t *h;
+    snprintf(path2, sizeof(path2), "%s.2", path);
+    OK(ring_timeline_start(path), "timeline start");
+    OK(ring_allreduce_async("traced/first", RING_IN_PLACE, a, 16, RING_FLOAT32, RING_SUM, 1, 1, 0,
+                            &h),
+       "first");
+    OK(ring_wait(h), "wait first");
+    OK(ring_timeline_stop(), "timeline stop");
+    if (rank == 0)
+        file_complete(path, "traced/first");
+    OK(ring_timeline_start(path2), "timeline start again");
+    OK(ring_allreduce(RING_IN_PLACE, a, 16, RING_FLOAT32, RING_SUM), "second");
+    OK(ring_timeline_stop(), "timeline stop again");
+    if (rank == 0)
+        file_complete(path2, "allreduce");
+}
+
 /* ---- cache ---- */
 
 static void mode_cache(void)
@@ -700,6 +742,8 @@ int main(int argc, char **argv)
         mode_psets();
     else if (strcmp(mode, "timeline") == 0)
         mode_timeline();
+    else if (strcmp(mode, "timeline-api") == 0 && argc > 2)
+        mode_timeline_api(argv[2]);
     else if (strcmp(mode, "cache") == 0)
         mode_cache();
     else if (strcmp(mode, "grouped") == 0)

@@ -351,6 +351,9 @@ RING_API int ring_process_set_size(ring_process_set_t ps);
  * Timeline: rank 0 writes a Chrome trace (chrome://tracing, Perfetto) with each tensor's
  * NEGOTIATE, QUEUE, MEMCPY_IN_FUSION_BUFFER, collective and MEMCPY_OUT phases. Also started
  * by RING_TIMELINE=path. The file is valid JSON after every cycle. Other ranks ignore these.
+ * On rank 0 both wait for the engine to take the change (within one control round, which
+ * every peer's engine answers on its own): when ring_timeline_stop returns, the file holds
+ * everything traced before the call and is closed.
  */
 RING_API int ring_timeline_start(const char *path);
 RING_API int ring_timeline_stop(void);

@@ -261,6 +261,7 @@ def start_timeline(file_path, mark_cycles=False):
 
 
 def stop_timeline():
+    """Stops the timeline; on rank 0 the file is complete and closed when this returns."""
     check(lib.ring_timeline_stop(), "stop_timeline")
 
 

@@ -732,6 +732,7 @@ int ring__engine_pset_info(struct ring__engine *e, int id, int *rank, int *size)
 int ring__engine_timeline(struct ring__engine *e, const char *path)
 {
     struct ring__timeline *t = NULL;
+    int swapped;
     if (e->ctx->rank != 0)
         return 0;
     if (path != NULL && (t = ring__timeline_open(path)) == NULL)
@@ -742,6 +743,27 @@ int ring__engine_timeline(struct ring__engine *e, const char *path)
     e->timeline_swapping = 1;
     pthread_mutex_unlock(&e->mu);
     ring__engine_wake(e);
+    /* Wait for the swap, so that a stopped timeline's file is complete when this returns.
+     * The next cycle makes it (every peer's engine answers a cycle on its own, so it comes
+     * within a control round, or the round fails). A failed engine runs no more cycles:
+     * then the swap is made here, once its thread has let go of the cycle. */
+    pthread_mutex_lock(&e->mu);
+    while (e->timeline_swapping && !e->failed)
+        pthread_cond_wait(&e->cv, &e->mu);
+    swapped = !e->timeline_swapping;
+    pthread_mutex_unlock(&e->mu);
+    if (swapped)
+        return 0;
+    pthread_mutex_lock(&e->cycle_mu);
+    pthread_mutex_lock(&e->mu);
+    if (e->timeline_swapping) {
+        ring__timeline_close(e->timeline);
+        e->timeline = e->timeline_swap;
+        e->timeline_swap = NULL;
+        e->timeline_swapping = 0;
+    }
+    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->cycle_mu);
     return 0;
 }
 

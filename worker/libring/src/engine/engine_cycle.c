@@ -329,6 +329,7 @@ static void take_queue(struct ring__engine *e)
         e->timeline = e->timeline_swap;
         e->timeline_swap = NULL;
         e->timeline_swapping = 0;
+        pthread_cond_broadcast(&e->cv); /* ring__engine_timeline waits for it */
     }
     pthread_mutex_unlock(&e->mu);
     for (; en != NULL; en = next) {
