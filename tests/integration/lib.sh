@@ -28,6 +28,21 @@ free_port() {
     fail "no free TCP port below $low"
 }
 
+# final_loss FILE: the last loss the example trainer printed in FILE ("final loss X").
+final_loss() { sed -n 's/.*final loss \([0-9.]*\).*/\1/p' "$1" | tail -1; }
+
+# expect_pmix RUN NP [LOG...]: every rank of the attempt in the run directory RUN logged
+# (RING_LOG_LEVEL=info) that it bootstrapped through PMIx as rank r of NP; on failure
+# prints the ranks' stderr and the LOGs.
+expect_pmix() {
+    local run=$1 np=$2 r
+    shift 2
+    for ((r = 0; r < np; r++)); do
+        grep -q "initialized: rank $r of $np .*bootstrap pmix" "$run/rank.$r/stderr" ||
+            { cat "$@" "$run"/rank.*/stderr; fail "rank $r of $np did not bootstrap through PMIx"; }
+    done
+}
+
 # skip WHY: this test cannot run here. Outside CI it skips (exit 77, which ctest reports as
 # skipped, with WHY). CI (CI=true) runs as root with every package installed, so there a
 # missing prerequisite fails the test: CI must never pass by skipping.

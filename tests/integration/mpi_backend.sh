@@ -12,7 +12,6 @@ command -v mpirun >/dev/null || skip "mpirun is not installed (contrib/deps.sh i
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(timeout 120 mpirun --oversubscribe --bind-to none --mca btl_tcp_if_include lo)
 TOL=0.02
-final_loss() { sed -n 's/.*final loss \([0-9.]*\).*/\1/p' "$1"; }
 within() { awk -v a="$1" -v b="$2" -v t="$TOL" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; }
 
 expect_rc 0 "$RINGRUN" -np 1 "$TRAIN" --epochs 3

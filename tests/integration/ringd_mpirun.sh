@@ -13,7 +13,6 @@ command -v mpirun >/dev/null || skip "mpirun is not installed (contrib/deps.sh i
 DATA=$WORK/data
 TOL=0.02
 within() { awk -v a="$1" -v b="$2" -v t="$TOL" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; }
-final_loss() { sed -n 's/.*final loss \([0-9.]*\).*/\1/p' "$1" | tail -1; }
 RINGD_SLOTS=4 ringd_start "$DATA" --no-auth
 
 api() { # api METHOD PATH [BODY]: the body in $WORK/body, the code printed
@@ -51,10 +50,7 @@ l40=$(final_loss "$WORK/out")
 id=$(submit 3 '{}' -- /bin/sh -c 'RING_LOG_LEVEL=info exec "$0" "$@"' "$TRAIN" --epochs 3)
 wait_state "$id" SUCCEEDED 120
 run=$(run_dir "$id")
-for r in 0 1 2; do
-    grep -q "initialized: rank $r of 3 .*bootstrap pmix" "$run/rank.$r/stderr" ||
-        { cat "$run"/ringrun.log "$run"/rank.*/stderr; fail "mpirun rank $r did not bootstrap through PMIx"; }
-done
+expect_pmix "$run" 3 "$run/ringrun.log"
 l=$(final_loss "$run/rank.0/stdout")
 within "$l" "$l3" || fail "3 ranks under mpirun ended at loss $l, 1 worker at $l3"
 ok "an mpirun job of 3 ranks runs through ringd, bootstraps through PMIx and reaches the 1-worker loss ($l vs $l3)"

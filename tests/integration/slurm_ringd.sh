@@ -129,10 +129,7 @@ id=$(submit mpi '{"min": 2, "max": 4}' 1 '{"launcher": "mpirun"}' -- "${TRAIN_IN
 wait_state "$id" RUNNING 30
 run=$(run_dir "$id")
 wait_until 60 "the mpirun job made no progress" grep -q "epoch 2/" "$run/rank.0/stdout"
-for r in 0 1 2 3; do
-    grep -q "initialized: rank $r of 4 .*bootstrap pmix" "$run/rank.$r/stderr" ||
-        { cat "$run/slurm.out" "$run"/rank.*/stderr; fail "mpirun rank $r did not bootstrap through PMIx"; }
-done
+expect_pmix "$run" 4 "$run/slurm.out"
 [ "$(api POST "/v1/jobs/$id/stop")" = 202 ] || fail "stop of the mpirun job refused"
 wait_state "$id" STOPPED 60
 job "$id" | jq -e '.attempts[-1].exit_status == 75' >/dev/null || { cat "$run/slurm.out"; fail "the mpirun job did not stop with 75"; }

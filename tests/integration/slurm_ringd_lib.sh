@@ -63,7 +63,6 @@ submit() {
 }
 slurm_id() { job "$1" | jq -r '.attempts[-1].slurm_job_id'; }
 run_dir() { job "$1" | jq -r '.attempts[-1].run_dir'; }
-final_loss() { sed -n 's/.*final loss \([0-9.]*\).*/\1/p' "$1" | tail -1; }
 # The trainer with libring's info log (rank, layout, bootstrap) on every rank's stderr: ringd
 # keeps RING_* to itself, so the command sets it.
 TRAIN_INFO=(/bin/sh -c 'RING_LOG_LEVEL=info exec "$0" "$@"' "$TRAIN")

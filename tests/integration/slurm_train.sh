@@ -13,7 +13,6 @@ slurm_env
 cd "$WORK"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TOL=0.02
-final_loss() { sed -n 's/.*final loss \([0-9.]*\).*/\1/p' "$1" | tail -1; }
 within() { awk -v a="$1" -v b="$2" -v t="$TOL" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; }
 # Every rank says how it bootstrapped and where it sits: "rank R of N (local L/LS, host H/HS)".
 export RING_LOG_LEVEL=info

@@ -11,13 +11,12 @@
 # 10 epochs) and far below what a wrong gradient average would give.
 TOL=0.02
 
-final_loss() { sed -n 's/.*final loss \([0-9.]*\).*/\1/p' "$WORK/out"; }
 within() { awk -v a="$1" -v b="$2" -v t="$TOL" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; }
 
 expect_rc 0 "$RINGRUN" -np 1 "$TRAIN" --epochs 10
-l1=$(final_loss)
+l1=$(final_loss "$WORK/out")
 expect_rc 0 env RING_RUN_DIR="$WORK" "$RINGRUN" -np 4 "$TRAIN" --epochs 10
-l4=$(final_loss)
+l4=$(final_loss "$WORK/out")
 start=$(sed -n 's/.*start:.*loss \([0-9.]*\).*/\1/p' "$WORK/out")
 e1=$(sed -n 's/.*epoch 1\/10 loss \([0-9.]*\).*/\1/p' "$WORK/out")
 echo "final loss: 1 worker $l1, 4 workers $l4 (start $start, after epoch 1 $e1)"
@@ -31,7 +30,7 @@ for np in 2 1; do
     cp -r "$WORK/c4" "$WORK/c4to$np"
     expect_rc 0 "$RINGRUN" -np $np "$TRAIN" --epochs 10 --checkpoint-dir "$WORK/c4to$np"
     expect_in out "resuming from $WORK/c4to$np/checkpoint.bin at epoch 5 (+0 samples) on $np rank"
-    l=$(final_loss)
+    l=$(final_loss "$WORK/out")
     echo "4 workers for 5 epochs, then $np for 5 more: final loss $l"
     within "$l" "$l1" || fail "resumed on $np ranks ended at $l, uninterrupted at $l1"
 done
@@ -58,7 +57,7 @@ ok "SIGTERM to one rank: all ranks checkpoint and exit 75"
 
 expect_rc 0 "$RINGRUN" -np 2 "$TRAIN" --epochs 10 --checkpoint-dir "$WORK/cs"
 expect_in out "resuming from $WORK/cs/checkpoint.bin at epoch"
-l=$(final_loss)
+l=$(final_loss "$WORK/out")
 within "$l" "$l1" || fail "resumed after a stop: loss $l, uninterrupted $l1"
 ok "the stopped job resumes on 2 workers and finishes at loss $l"
 
@@ -77,6 +76,6 @@ awk 'BEGIN { srand(7); for (i = 0; i < 2000; i++) { a = rand() * 2 - 1; b = rand
       printf "%d,%.4f,%.4f\n", (a + b > 0), a, b } }' >"$WORK/data.csv"
 expect_rc 0 "$RINGRUN" -np 2 "$TRAIN" --data "$WORK/data.csv" --epochs 5 --hidden 0
 expect_in out "start: 2000 samples, 3 parameters"
-ok "a CSV dataset trains (logistic regression, loss $(final_loss))"
+ok "a CSV dataset trains (logistic regression, loss $(final_loss "$WORK/out"))"
 
 summary
