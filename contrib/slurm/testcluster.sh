@@ -19,9 +19,12 @@
 # - Both slurmds listen on 127.0.0.1, on ports of their own (NodeAddr/Port per node), and
 #   keep their spool, log and pid files apart with slurm.conf's %n.
 # - The PMIx plugin of each slurmstepd puts its rendezvous files under /tmp with names
-#   derived from the job and step only, so the two nodes' stepds of one step would collide.
-#   n2's slurmd therefore runs in a mount namespace of its own whose /tmp is DIR/n2-tmp.
-#   This is also why DIR must not be under /tmp: n2 would not see it.
+#   derived from the job and step only, so the two nodes' stepds of one step would collide,
+#   and a directory a killed step left behind makes a later cluster's step of the same job
+#   id fail on that node ("Cannot create directory /tmp/spmix_appdir_..."; job ids restart
+#   at 1 with every cluster). Each slurmd therefore runs in a mount namespace of its own
+#   whose /tmp is DIR/NODE-tmp, emptied when the node starts. This is also why DIR must not
+#   be under /tmp: the nodes would not see it.
 # - GPUs: each node has two, and gres.conf names files under DIR/gpu as their devices. Each
 #   is a character device node with /dev/null's numbers: slurmd counts a plain file but
 #   gives it no device index ("not a valid character or block device"), and then sets no
@@ -91,7 +94,7 @@ stop() {
     for n in $NODES; do stop_daemon "slurmd.$n"; done
     stop_daemon slurmctld
     stop_daemon munged
-    # n2's private /tmp is a mount in n2's namespace only, which ended with its slurmd.
+    # A node's private /tmp is a mount in its namespace only, which ended with its slurmd.
 }
 
 wait_for() { # wait_for WHAT SECONDS COMMAND...
@@ -194,9 +197,9 @@ start() {
         exit 1
         ;;
     esac
-    mkdir -p "$dir/state" "$dir/munge" "$dir/n2-tmp"
-    for n in $NODES; do mkdir -p "$dir/spool/$n"; done
-    chmod 1777 "$dir/n2-tmp"
+    mkdir -p "$dir/state" "$dir/munge"
+    for n in $NODES; do mkdir -p "$dir/spool/$n" "$dir/$n-tmp"; done
+    chmod 1777 "$dir"/*-tmp
     chmod 0755 "$dir/munge" # munged wants its socket reachable by every user
     if [ ! -s "$dir/munge/munge.key" ]; then
         dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
@@ -215,14 +218,14 @@ start() {
         slurmctld -c -f "$SLURM_CONF"
         wait_for slurmctld 30 scontrol ping
     fi
-    if ! running slurmd.n1; then
-        slurmd -N n1 -f "$SLURM_CONF"
-    fi
-    if ! running slurmd.n2; then
+    for n in $NODES; do
+        running "slurmd.$n" && continue
+        find "$dir/$n-tmp" -mindepth 1 -delete
         # --propagation private: the bind mount stays in this namespace.
         unshare -m --propagation private sh -c \
-            'mount --bind "$1" /tmp && exec slurmd -N n2 -f "$2"' sh "$dir/n2-tmp" "$SLURM_CONF"
-    fi
+            'mount --bind "$1" /tmp && exec slurmd -N "$2" -f "$3"' sh "$dir/$n-tmp" "$n" \
+            "$SLURM_CONF"
+    done
     wait_for "slurmd n1 and n2 (nodes idle)" 60 nodes_idle
     echo "export SLURM_CONF=$dir/slurm.conf" >"$dir/env"
     if [ $rest = 1 ]; then

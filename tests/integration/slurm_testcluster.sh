@@ -50,10 +50,12 @@ out=$(timeout 60 srun -w n2 --gres=gpu:1 sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
 scancel "$holder"
 ok "Slurm places the fake GPUs: CUDA_VISIBLE_DEVICES per node, and a held GPU goes to no one else"
 
-timeout 60 srun -w n2 sh -c "echo n2 > /tmp/ringtest.$$" || fail "srun on n2 failed"
-[ ! -e "/tmp/ringtest.$$" ] && [ "$(cat "$CL/n2-tmp/ringtest.$$")" = n2 ] ||
-    fail "n2's /tmp is not its private directory"
-ok "n2's slurmd runs with a private /tmp ($CL/n2-tmp)"
+for n in n1 n2; do
+    timeout 60 srun -w $n sh -c "echo $n > /tmp/ringtest.$$" || fail "srun on $n failed"
+    [ ! -e "/tmp/ringtest.$$" ] && [ "$(cat "$CL/$n-tmp/ringtest.$$")" = $n ] ||
+        fail "$n's /tmp is not its private directory"
+done
+ok "each node's slurmd runs with a private /tmp ($CL/n1-tmp, $CL/n2-tmp)"
 
 timeout 60 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$PMIX_CHECK" >"$WORK/pmix.out" 2>&1 ||
     { cat "$WORK/pmix.out" >&2; fail "PMIx check under srun --mpi=pmix failed"; }
