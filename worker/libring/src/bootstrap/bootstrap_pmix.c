@@ -98,14 +98,13 @@ static int fence(struct pmix *p, int collect)
     st = p->status;
     rc = p->done ? 0 : -1;
     pthread_mutex_unlock(&p->mu);
-    if (rc < 0)
+    /* Our deadline or the server's (PMIX_TIMEOUT, the same seconds), whichever came first:
+     * one message either way. */
+    if (rc < 0 || st == PMIX_ERR_TIMEOUT)
         return ring__err(RING_ETIMEDOUT,
                          "rank %d: not every rank reached the PMIx fence within %d s "
                          "(RING_TIMEOUT_SECONDS); did they all start?",
                          p->b.rank, timeout_s);
-    if (st == PMIX_ERR_TIMEOUT)
-        return ring__err(RING_ETIMEDOUT, "rank %d: the PMIx fence timed out after %d s", p->b.rank,
-                         timeout_s);
     return st == PMIX_SUCCESS ? 0 : pmix_error(p, "fence", st);
 }
 
