@@ -13,18 +13,19 @@
  *   cycle     one sample per cycle time, at the best fusion threshold so far;
  *   done      the best sample's parameters, for good.
  *
- * With W <= 5 that is at most 5 + 5 + 4 = 14 samples before the last change, within the
+ * With W <= 5 that is at most 5 + 6 + 4 = 15 samples before the last change, within the
  * 20 the issue allows. A sample is RING_AUTOTUNE_CYCLES_PER_SAMPLE cycles that moved
  * allreduce data, timed from the cycle that applied its parameters to the end of its
  * last cycle: the program's time between steps counts too, as it does for the program.
  *
  * The grids: the engine runs a cycle's batches one after another, so a threshold only
  * trades a copy into and out of the fusion buffer against one collective's latency per
- * batch; 1 to 128 MiB in steps of 4 spans "every large tensor alone" to "a ResNet-50 step
- * in one batch" (Horovod searches 0 to 64 MiB). The cycle time bounds how long the engine
- * waits for a burst of submissions to end (engine_cycle.c: settle): 1 ms is the default,
- * and beyond 10 ms a step would wait longer than it computes on small models. 0 ms is not
- * a candidate: ranks waiting for each other would then cycle without pause.
+ * batch; 0 (no fusion, no copies) and 1 to 128 MiB in steps of 4 span "every tensor
+ * alone" to "a ResNet-50 step in one batch" (Horovod searches 0 to 64 MiB). On 2 cores
+ * bench/engine's step ran faster unfused than fused, so 0 must be a candidate. The cycle time
+ * bounds how long the engine waits for a burst of submissions to end (engine_cycle.c: settle): 1 ms
+ * is the default, and beyond 10 ms a step would wait longer than it computes on small models. 0 ms
+ * is not a candidate: ranks waiting for each other would then cycle without pause.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,8 +37,8 @@
 
 #define MIB ((uint64_t)1 << 20)
 
-const uint64_t ring__tune_fusion_grid[RING__TUNE_NFUSION] = {1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB,
-                                                             128 * MIB};
+const uint64_t ring__tune_fusion_grid[RING__TUNE_NFUSION] = {0,        1 * MIB,  4 * MIB,
+                                                             16 * MIB, 64 * MIB, 128 * MIB};
 const uint32_t ring__tune_cycle_grid[RING__TUNE_NCYCLE] = {1, 2, 5, 10};
 
 static const char *const phase_names[] = {"warmup", "fusion", "cycle", "done"};

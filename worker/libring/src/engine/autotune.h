@@ -24,7 +24,7 @@ struct ring__tune_params {
 };
 
 /* The candidates (autotune.c says why these). */
-#define RING__TUNE_NFUSION 5
+#define RING__TUNE_NFUSION 6
 #define RING__TUNE_NCYCLE  4
 extern const uint64_t ring__tune_fusion_grid[RING__TUNE_NFUSION];
 extern const uint32_t ring__tune_cycle_grid[RING__TUNE_NCYCLE];
