@@ -13,27 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rank_check.h"
 #include "ring.h"
 
 #define NT 12
 
 static int rank, size;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "rank %d: FAILED %s:%d: ", rank, __FILE__, __LINE__);                  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-#define OK(expr, what)                                                                             \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        CHECK(rc_ == 0, "%s: %s (%s)", what, ring_err_name(rc_), ring_last_error());               \
-    } while (0)
 
 int main(int argc, char **argv)
 {
