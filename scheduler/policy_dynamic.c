@@ -141,6 +141,22 @@ static int before(const struct cand *a, const struct cand *b)
     return a->score > b->score || (a->score == b->score && a->job < b->job);
 }
 
+/* The size job i would double to from its size in d, or 0 when it cannot grow (at its
+ * maximum, or not measured at the size it runs at). */
+static int doubling_to(const struct dyn *d, int i)
+{
+    const struct policy_job *j = &d->s->job[i];
+    int from = d->size[i], to = 2 * from, mx = max_of(d, i);
+
+    if (from == 0 || from >= mx)
+        return 0;
+    if (to > mx)
+        to = mx;
+    if (j->workers > from && to > j->workers)
+        to = j->workers;
+    return may_grow(j, to) ? to : 0;
+}
+
 static void describe(const struct dyn *d, int i, struct policy_target *t, int forced)
 {
     const struct policy_job *j = &d->s->job[i];
@@ -180,12 +196,13 @@ static int decide(const struct policy_snapshot *s, const int *cap, int *size, in
     int n = s->njobs, m = n > 0 ? n : 1, rc = -1;
     struct order_key *key = malloc((size_t)m * sizeof(*key));
     char *forced = calloc((size_t)m, 1);
+    struct cand *cands = malloc((size_t)m * sizeof(*cands));
     struct dyn d = {s, cap, size, malloc((size_t)m * sizeof(double))};
     long slots = s->pinned->slots_left, gpus = s->pinned->gpus_left;
     long rs = 0, rg = 0; /* the minimums set aside for jobs not decided yet */
     long hs = 0, hg = 0; /* what running jobs not decided yet hold above their minimum */
 
-    if (key == NULL || forced == NULL || d.work == NULL) {
+    if (key == NULL || forced == NULL || cands == NULL || d.work == NULL) {
         errno = ENOMEM;
         goto done;
     }
@@ -267,33 +284,40 @@ static int decide(const struct policy_snapshot *s, const int *cap, int *size, in
         gpus -= (long)t * j->gpw;
     }
 
-    /* 4. Leftovers: the doubling that saves most per GPU, while it beats its cost. */
+    /* 4. Leftovers: the doubling that saves most per GPU, while it beats its cost. A job's
+     * gain depends on its own size only, so it is worked out once, when the job first has
+     * room for its doubling, and again only for the job that grew. The room only shrinks
+     * from round to round: a job without room for its doubling has none later either. */
+    for (int i = 0; i < n; i++)
+        cands[i] = (struct cand){0, -1, size[i], doubling_to(&d, i)};
     for (;;) {
         struct cand best = {0, -1, 0, 0};
         for (int i = 0; i < n; i++) {
-            const struct policy_job *j = &s->job[i];
-            int from = size[i], to = 2 * from, mx = max_of(&d, i);
-            double gain;
-            if (from == 0 || from >= mx)
+            struct cand *c = &cands[i];
+            if (c->to == 0)
                 continue;
-            if (to > mx)
-                to = mx;
-            if (j->workers > from && to > j->workers)
-                to = j->workers;
-            if (room(j, slots, gpus) < to - from || !may_grow(j, to))
+            if (room(&s->job[i], slots, gpus) < c->to - c->from) {
+                c->to = 0;
                 continue;
-            gain = value(&d, i, to) - value(&d, i, from);
-            if (gain > 0) {
-                struct cand c = {gain / ((double)(to - from) * policy_unit(j)), i, from, to};
-                if (best.job < 0 || before(&c, &best))
-                    best = c;
             }
+            if (c->job < 0) {
+                double gain = value(&d, i, c->to) - value(&d, i, c->from);
+                if (!(gain > 0)) {
+                    c->to = 0;
+                    continue;
+                }
+                c->score = gain / ((double)(c->to - c->from) * policy_unit(&s->job[i]));
+                c->job = i;
+            }
+            if (best.job < 0 || before(c, &best))
+                best = *c;
         }
         if (best.job < 0)
             break;
         size[best.job] = best.to;
         slots -= (long)(best.to - best.from) * s->job[best.job].cpw;
         gpus -= (long)(best.to - best.from) * s->job[best.job].gpw;
+        cands[best.job] = (struct cand){0, -1, best.to, doubling_to(&d, best.job)};
     }
 
     for (int i = 0; i < n; i++) {
@@ -310,6 +334,7 @@ static int decide(const struct policy_snapshot *s, const int *cap, int *size, in
 done:
     free(key);
     free(forced);
+    free(cands);
     free(d.work);
     return rc;
 }
