@@ -113,9 +113,12 @@ jq -e '.scaling.throughput | any(.[]; .workers == 2 and .observed_samples_per_s 
     "$WORK/a.json" >/dev/null || { jq .scaling "$WORK/a.json"; fail "throughput per size lacks observations or predictions"; }
 jq -e '.scaling.restart_overhead_s | .restarts >= 3 and .stop > 0 and .start > 0 and .stop + .start < 10' \
     "$WORK/a.json" >/dev/null || { jq .scaling "$WORK/a.json"; fail "no restart overhead"; }
-# Every restart has its start overhead; every attempt that was asked to stop (all but the
-# last, which ran to the end) has its stop overhead.
-jq -e '([.attempts[1:][] | .start_overhead_s] | all(. != null and . > 0)) and
+# Every restart that reported progress has its start overhead (start to first report; one
+# stopped before its first report, as when a job arrives right after a resize on a slow
+# machine, has none), and at least two do; every attempt that was asked to stop (all but
+# the last, which ran to the end) has its stop overhead.
+jq -e '([.attempts[1:][] | select(.start_overhead_s == null and .samples_per_s != null)] | length == 0) and
+       ([.attempts[1:][] | .start_overhead_s | select(. != null)] | all(. > 0) and length >= 2) and
        ([.attempts[:-1][] | .stop_overhead_s] | all(. != null and . > 0)) and
        .attempts[-1].stop_overhead_s == null' "$WORK/a.json" >/dev/null ||
     { jq .attempts "$WORK/a.json"; fail "an attempt lacks its overheads"; }
