@@ -293,6 +293,7 @@ static void *engine_main(void *arg)
         e->failed = RING_ESHUTDOWN;
         snprintf(e->failed_msg, sizeof(e->failed_msg), "rank %d: the engine has shut down",
                  e->ctx->rank);
+        pthread_cond_broadcast(&e->cv); /* a ring_timeline_stop waiting for a swap */
     }
     pthread_mutex_unlock(&e->mu);
     if (e->npending > 0)
