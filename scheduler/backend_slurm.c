@@ -572,6 +572,8 @@ static int slurm_poll(void *ctx, struct backend_event *out, int max)
                      j->id);
         } else {
             slurm_outcome(info, &o);
+            if (slurm_check_ranks_started(j->run_dir, (int)info->num_tasks, &o) > 0)
+                fprintf(stderr, "level=warning job=- msg=\"Slurm job %u: %s\"\n", j->id, o.reason);
         }
         j->pending = info != NULL && (info->job_state & JOB_STATE_BASE) == JOB_PENDING;
         if (!o.ended) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "mpirun.h"
@@ -285,4 +286,46 @@ int slurm_gres_indexes(const char *detail, const char *name, int *idx, int max)
         p++;
     }
     return n;
+}
+
+int slurm_check_ranks_started(const char *run_dir, int ntasks, struct slurm_outcome *out)
+{
+    char path[4400], list[64] = "";
+    size_t used = 0;
+    int missing = 0, first = -1;
+    struct stat st;
+
+    if (!out->ended || out->cancelled || run_dir == NULL || !*run_dir)
+        return 0;
+    for (int r = 0; r < ntasks; r++) {
+        snprintf(path, sizeof(path), "%s/rank.%d/stdout", run_dir, r);
+        if (stat(path, &st) == 0)
+            continue;
+        if (missing++ == 0)
+            first = r;
+        /* A short list: a whole node's ranks are usually consecutive. */
+        if (used < sizeof(list) - 16)
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d",
+                                     missing > 1 ? ", " : "", r);
+        else if (list[used - 1] != '.')
+            used += (size_t)snprintf(list + used, sizeof(list) - used, ", ...");
+    }
+    if (missing == 0)
+        return 0;
+    if (out->status == 0) {
+        out->status = 1;
+        if (snprintf(out->reason, sizeof(out->reason),
+                     "Slurm reports success, but %d of %d ranks never started (rank%s %s: no "
+                     "rank.%d/stdout); slurmd's log on their node says why",
+                     missing, ntasks, missing > 1 ? "s" : "", list,
+                     first) >= (int)sizeof(out->reason))
+            memcpy(out->reason + sizeof(out->reason) - 4, "...", 4);
+    } else {
+        size_t at = strlen(out->reason);
+        if (snprintf(out->reason + at, sizeof(out->reason) - at,
+                     "; %d of %d ranks never started (rank%s %s)", missing, ntasks,
+                     missing > 1 ? "s" : "", list) >= (int)(sizeof(out->reason) - at))
+            memcpy(out->reason + sizeof(out->reason) - 5, "...)", 5); /* cut, but closed */
+    }
+    return missing;
 }

@@ -70,6 +70,18 @@ struct slurm_outcome {
 /* Reads j's state (job_state & JOB_STATE_BASE), exit code and reason into out. */
 void slurm_outcome(const slurm_job_info_t *j, struct slurm_outcome *out);
 
+/*
+ * Whether every rank of an ended attempt started. srun exits 0 when the step could not be
+ * launched on one node (its slurmstepd failed to set it up) if the ranks elsewhere ended
+ * before srun aborted them, and a job whose ranks never ran must not pass for a success.
+ * Each rank that starts gets $RING_RUN_DIR/rank.N/stdout (slurmstepd or the mpirun wrapper
+ * creates it before the program runs). So, for an ended outcome that Slurm did not cancel,
+ * whose run_dir lacks the file of some of its ntasks ranks: a status 0 becomes 1, with a
+ * reason that says which ranks never started; another status keeps its reason, with the
+ * ranks added. Returns how many never started.
+ */
+int slurm_check_ranks_started(const char *run_dir, int ntasks, struct slurm_outcome *out);
+
 /* The count of gres name in a GRES string such as "gpu:2", "gpu:a100:4(S:0-1)" or
  * "gpu:2,mps:100"; 0 when absent. */
 int slurm_gres_count(const char *gres, const char *name);

@@ -5,7 +5,8 @@
 # through PMIx and trains to the right loss; cancel; stop and resume; an scancel outside
 # ringd is reported with Slurm's reason; a restarted ringd re-adopts the Slurm jobs that
 # still run; an mpirun job runs inside the Slurm allocation, stops and resumes at another
-# size; GET /v1/cluster shows Slurm's nodes and who holds each GPU. The dynamic policy on
+# size; GET /v1/cluster shows Slurm's nodes and who holds each GPU; a job whose step could not
+# start on one node fails, naming the ranks that never ran. The dynamic policy on
 # Slurm is in slurm_dynamic.sh. Needs root and Slurm: skips without them, fails in CI.
 export TMPDIR=/var/tmp
 . "$(dirname "$0")/slurm_lib.sh"
@@ -145,4 +146,20 @@ l=$(final_loss "$run/rank.0/stdout")
 within "$l" "$l40" || fail "the mpirun job ended at loss $l, 1 worker at $l40"
 [ "$(api POST "/v1/jobs/$holder/cancel")" = 202 ] || fail "cancel of the holder refused"
 ok "an mpirun job runs in its Slurm allocation (PMIx from mpirun), stops with 75 and resumes on 2 ranks, loss $l"
+
+# ---- a node that cannot launch its part of the step ----
+# n1's slurmstepd cannot set up PMIx for a step whose rendezvous directory is already there
+# (as once in CI, left by an earlier cluster's job of the same id): ranks 0 and 1 never run,
+# and srun exits 0 when n2's ranks end before it aborts them. The next job ids are blocked
+# on n1; the job must fail, saying which ranks never started.
+probe=$(sbatch --parsable -p debug -N1 -o /dev/null --wrap true)
+uid=$(id -u "$JOBUSER")
+blocked=("$SLURM_CLUSTER/n1-tmp/spmix_appdir_${uid}_$((probe + 1)).0" "$SLURM_CLUSTER/n1-tmp/spmix_appdir_${uid}_$((probe + 2)).0")
+mkdir "${blocked[@]}"
+id=$(submit halfstart 4 1 '{}' -- /bin/sh -c 'echo "rank $SLURM_PROCID ran on $SLURMD_NODENAME"')
+wait_state "$id" FAILED 60
+rmdir "${blocked[@]}"
+job "$id" | jq -e '.attempts[-1].reason | test("[24] of 4 ranks never started \\(ranks 0, 1")' >/dev/null ||
+    { job "$id" | jq .attempts; cat "$(run_dir "$id")/slurm.out"; fail "a job whose ranks on n1 never started is not failed with a reason that names them"; }
+ok "a step that Slurm could not launch on n1: the job FAILED, naming the ranks that never started ($(job "$id" | jq -r '.attempts[-1].exit_status'))"
 summary

@@ -3,8 +3,11 @@
  * request, the script, job states and GRES strings, on hand-made records. */
 #include <check.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "slurm_job.h"
 #include "unit.h"
@@ -162,6 +165,84 @@ START_TEST(gres_indexes)
 }
 END_TEST
 
+/* Makes dir/rank.N and, when started, dir/rank.N/stdout, as slurmstepd does for a rank. */
+static void rank_dir(const char *dir, int r, int started)
+{
+    char path[256];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/rank.%d", dir, r);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    if (!started)
+        return;
+    snprintf(path, sizeof(path), "%s/rank.%d/stdout", dir, r);
+    ck_assert_ptr_nonnull(f = fopen(path, "w"));
+    fclose(f);
+}
+
+static void rm_run_dir(const char *dir, int n)
+{
+    char path[256];
+    for (int r = 0; r < n; r++) {
+        snprintf(path, sizeof(path), "%s/rank.%d/stdout", dir, r);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/rank.%d", dir, r);
+        rmdir(path);
+    }
+    rmdir(dir);
+}
+
+START_TEST(a_success_with_ranks_that_never_started_fails)
+{
+    char dir[] = "/tmp/test_slurm_job.XXXXXX";
+    struct slurm_outcome ok = {.ended = 1, .status = 0, .reason = "Slurm job 42: completed"};
+    struct slurm_outcome o;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    for (int r = 0; r < 12; r++) /* n1's ranks 0-5 never launched; n2's 6-11 ran */
+        rank_dir(dir, r, r >= 6);
+    o = ok;
+    ck_assert_int_eq(slurm_check_ranks_started(dir, 12, &o), 6);
+    ck_assert_int_eq(o.status, 1);
+    ck_assert_msg(strstr(o.reason, "6 of 12 ranks never started (ranks 0, 1, 2, 3, 4, 5: no "
+                                   "rank.0/stdout)") != NULL,
+                  "%s", o.reason);
+    /* The ranks that ran: nothing to say. */
+    o = ok;
+    ck_assert_int_eq(slurm_check_ranks_started(dir, 0, &o), 0);
+    ck_assert_int_eq(o.status, 0);
+    ck_assert_str_eq(o.reason, "Slurm job 42: completed");
+    /* A failure keeps its status; its reason gains the ranks. */
+    o = ok;
+    o.status = 128 + SIGKILL;
+    snprintf(o.reason, sizeof(o.reason), "Slurm job 42: failed");
+    ck_assert_int_eq(slurm_check_ranks_started(dir, 12, &o), 6);
+    ck_assert_int_eq(o.status, 128 + SIGKILL);
+    ck_assert_str_eq(o.reason, "Slurm job 42: failed; 6 of 12 ranks never started (ranks 0, 1, 2, "
+                               "3, 4, 5)");
+    /* A cancel (a stop before it ran, scancel) or a running job: nothing to say. */
+    o = ok;
+    o.cancelled = 1;
+    ck_assert_int_eq(slurm_check_ranks_started(dir, 12, &o), 0);
+    o = ok;
+    o.ended = 0;
+    ck_assert_int_eq(slurm_check_ranks_started(dir, 12, &o), 0);
+    /* No run directory known (a job adopted without one): nothing to check. */
+    o = ok;
+    ck_assert_int_eq(slurm_check_ranks_started("", 12, &o), 0);
+    ck_assert_int_eq(o.status, 0);
+    rm_run_dir(dir, 12);
+
+    /* Many missing ranks: the list is cut short, the count is whole. */
+    ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/test_slurm_job.XXXXXX")));
+    o = ok;
+    ck_assert_int_eq(slurm_check_ranks_started(dir, 1000, &o), 1000);
+    ck_assert_msg(strstr(o.reason, "1000 of 1000 ranks never started (ranks 0, 1, 2,") != NULL &&
+                      strstr(o.reason, ", ...: no rank.0/stdout") != NULL,
+                  "%s", o.reason);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -172,6 +253,7 @@ int main(void)
         outcome_of_each_state,
         gres_counts,
         gres_indexes,
+        a_success_with_ranks_that_never_started_fails,
         NULL,
     };
     return unit_main("slurm_job", tests, 30);
