@@ -8,7 +8,9 @@
 #      /bin/true, through
 #        ringd     POST /v1/jobs to ringd --backend slurm (the job is stored, then ringd's
 #                  scheduler submits it to Slurm with slurm_submit_batch_job)
-#        sbatch    the sbatch command
+#        sbatch    the sbatch command, with true in the batch script itself (Slurm's floor)
+#                  and as an srun --mpi=pmix step (sbatch-srun), which is what each of ringd's
+#                  jobs runs: the fair peer for the time until all N jobs have run
 #        slurmrestd POST /slurm/v0.0.38/job/submit (JWT auth)
 #      Both REST servers are driven by the same client (post.py: one keep-alive connection).
 #      Rows: submissions per second and the latency of one submission (p50, p99) as the
@@ -124,20 +126,29 @@ row ringd "$wall" "$jobs" "$work/ringd.lat" "$drain"
 wait_idle 600
 fi
 
+# sbatch_jobs IMPL SCRIPT: N sbatch submissions of SCRIPT, one after the other, and the drain.
+sbatch_jobs() {
+    echo "bench/slurm: $jobs submissions through sbatch ($1)" >&2
+    : >"$work/$1.lat"
+    t0=$(now)
+    for _ in $(seq "$jobs"); do
+        a=$(now)
+        sbatch --quiet -o /dev/null -D "$work" "$2" >/dev/null
+        echo "($(now) - $a) * 1000000" | bc >>"$work/$1.lat"
+    done
+    wall=$(echo "$(now) - $t0" | bc)
+    wait_idle 600
+    drain=$(echo "$(now) - $t0" | bc)
+    row "$1" "$wall" "$jobs" "$work/$1.lat" "$drain"
+}
 if want sbatch; then
-echo "bench/slurm: $jobs submissions through sbatch" >&2
-printf '#!/bin/sh\ntrue\n' >"$work/true.sh"
-: >"$work/sbatch.lat"
-t0=$(now)
-for _ in $(seq "$jobs"); do
-    a=$(now)
-    sbatch --quiet -o /dev/null -D "$work" "$work/true.sh" >/dev/null
-    echo "($(now) - $a) * 1000000" | bc >>"$work/sbatch.lat"
-done
-wall=$(echo "$(now) - $t0" | bc)
-wait_idle 600
-drain=$(echo "$(now) - $t0" | bc)
-row sbatch "$wall" "$jobs" "$work/sbatch.lat" "$drain"
+    # The batch script alone runs true: Slurm's floor.
+    printf '#!/bin/sh\ntrue\n' >"$work/true.sh"
+    sbatch_jobs sbatch "$work/true.sh"
+    # The work of one of ringd's jobs: its batch script runs its ranks as an srun step
+    # with PMIx, which costs a step launch on the node.
+    printf '#!/bin/sh\nexec srun --mpi=pmix -- true\n' >"$work/srun.sh"
+    sbatch_jobs sbatch-srun "$work/srun.sh"
 fi
 
 if want slurmrestd; then
@@ -201,10 +212,17 @@ printf '%-11s %12s %10s %10s %12s %10s\n' impl submit/s p50_ms p99_ms all_done_s
 jq -r 'select(.metric == "submit") | [.impl, .submit_per_s, .submit_p50_ms, .submit_p99_ms,
     .all_done_s, .done_per_s] | @tsv' "$rows" |
     awk -F'\t' '{ printf "%-11s %12s %10s %10s %12s %10s\n", $1, $2, $3, $4, $5, $6 }'
+# ringd over each peer, same run: > 1 means ringd does more per second.
+jq -rs 'map(select(.metric == "submit")) | (map(select(.impl == "ringd"))[0]) as $r |
+    select($r != null) | .[] | select(.impl != "ringd") |
+    "ringd / \(.impl): submit/s \($r.submit_per_s / .submit_per_s * 100 | round / 100)x, " +
+    "done/s \($r.done_per_s / .done_per_s * 100 | round / 100)x"' "$rows"
 echo
 echo "Submission to all 4 ranks running (2 nodes x 2 GPUs, srun --mpi=pmix), median of $runs:"
 jq -r 'select(.metric == "start") | "  \(.impl): \(.submit_to_all_ranks_median_s) s"' "$rows"
 echo
 echo "ringd: POST /v1/jobs to ringd --backend slurm (the job is stored, then submitted to Slurm"
 echo "by ringd's scheduler); all_done_s counts until every job has run. p50 is the median"
-echo "latency of one submission. Machine shared (2 cores); one pass of $jobs per row."
+echo "latency of one submission. sbatch runs true in the batch script itself; sbatch-srun"
+echo "runs it as an srun --mpi=pmix step, as ringd's batch scripts run their ranks: the peer"
+echo "to compare ringd's done/s with. Machine shared (2 cores); one pass of $jobs per row."
