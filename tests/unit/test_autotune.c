@@ -2,7 +2,8 @@
 /*
  * Unit tests of RING_AUTOTUNE's search (worker/libring/src/engine/autotune.c), fed with
  * made-up scores: it ends within 20 samples whatever the warm-up, never changes its mind
- * afterwards, settles on the best sample it measured, and tries what it says it tries.
+ * afterwards, settles on the best sample it measured when that holds up measured again
+ * (and on the starting parameters when it does not), and tries what it says it tries.
  */
 #include <check.h>
 #include <string.h>
@@ -56,7 +57,7 @@ START_TEST(ends_within_20_samples_at_any_warmup)
         struct ring__tune_params final;
         int changes, n = run(w, landscape, &changes, &final);
         ck_assert_int_le(n, 20);
-        ck_assert_int_eq(n, w + RING__TUNE_NFUSION + RING__TUNE_NCYCLE);
+        ck_assert_int_eq(n, w + RING__TUNE_NFUSION + RING__TUNE_NCYCLE + 2 * RING__TUNE_NCONFIRM);
         ck_assert_int_le(n, RING__TUNE_MAX_SAMPLES);
         ck_assert_int_eq(final.fusion_bytes, 16u << 20);
         ck_assert_int_eq(final.cycle_ms, 5);
@@ -102,12 +103,71 @@ START_TEST(visits_the_grid_in_order)
         struct ring__tune_params p = ring__tune_search_current(&s);
         ck_assert_int_eq(p.fusion_bytes, 4u << 20);
         ck_assert_int_eq(p.cycle_ms, ring__tune_cycle_grid[i]);
-        ck_assert_int_eq(ring__tune_search_feed(&s, 1.5e9), i == RING__TUNE_NCYCLE - 1);
+        ck_assert_int_eq(ring__tune_search_feed(&s, 1.5e9), 0);
     }
-    /* none of the cycle times beat 4 MiB at 1 ms: that stays */
+    /* none of the cycle times beat 4 MiB at 1 ms: that is the winner, measured again in
+     * turn with the start, and it holds up */
+    for (int i = 0; i < 2 * RING__TUNE_NCONFIRM; i++, n++) {
+        struct ring__tune_params p = ring__tune_search_current(&s);
+        ck_assert_int_eq(p.fusion_bytes, i % 2 == 0 ? 4u << 20 : start.fusion_bytes);
+        ck_assert_int_eq(p.cycle_ms, 1);
+        ck_assert_int_eq(ring__tune_search_feed(&s, i % 2 == 0 ? 2e9 : 1e9),
+                         i == 2 * RING__TUNE_NCONFIRM - 1);
+    }
     ck_assert_int_eq(ring__tune_search_current(&s).fusion_bytes, 4u << 20);
     ck_assert_int_eq(ring__tune_search_current(&s).cycle_ms, 1);
-    ck_assert_int_eq(n, 2 + RING__TUNE_NFUSION + RING__TUNE_NCYCLE);
+    ck_assert(!s.kept_initial);
+    ck_assert_int_eq(n, 2 + RING__TUNE_NFUSION + RING__TUNE_NCYCLE + 2 * RING__TUNE_NCONFIRM);
+}
+END_TEST
+
+/* Noise: every candidate is as fast as the start, but one sample of 1 MiB came out 30%
+ * faster. Measured again it is not: the start stays. */
+static int lucky_fed;
+static double lucky(struct ring__tune_params p)
+{
+    return p.fusion_bytes == 1u << 20 && lucky_fed++ == 0 ? 1.3e9 : 1e9;
+}
+
+START_TEST(a_lucky_sample_does_not_win)
+{
+    struct ring__tune_params final;
+    int changes;
+    lucky_fed = 0;
+    run(1, lucky, &changes, &final);
+    ck_assert_int_eq(final.fusion_bytes, start.fusion_bytes);
+    ck_assert_int_eq(final.cycle_ms, start.cycle_ms);
+}
+END_TEST
+
+/* A winner by less than the margin is not worth leaving the defaults for. */
+static double slight(struct ring__tune_params p)
+{
+    return p.fusion_bytes == 1u << 20 ? 1.03e9 : 1e9;
+}
+
+START_TEST(a_slight_winner_is_not_kept)
+{
+    struct ring__tune_params final;
+    int changes, n = run(0, slight, &changes, &final);
+    ck_assert_int_eq(final.fusion_bytes, start.fusion_bytes);
+    ck_assert_int_eq(n, RING__TUNE_NFUSION + RING__TUNE_NCYCLE + 2 * RING__TUNE_NCONFIRM);
+}
+END_TEST
+
+/* When the start wins the search outright, there is nothing to confirm. */
+static double start_best(struct ring__tune_params p)
+{
+    return p.fusion_bytes == start.fusion_bytes && p.cycle_ms == start.cycle_ms ? 2e9 : 1e9;
+}
+
+START_TEST(the_start_winning_needs_no_confirmation)
+{
+    struct ring__tune_params final;
+    int changes, n = run(0, start_best, &changes, &final);
+    ck_assert_int_eq(final.fusion_bytes, start.fusion_bytes);
+    ck_assert_int_eq(final.cycle_ms, start.cycle_ms);
+    ck_assert_int_eq(n, RING__TUNE_NFUSION + RING__TUNE_NCYCLE);
 }
 END_TEST
 
@@ -117,13 +177,14 @@ static double flat(struct ring__tune_params p)
     return 5e8;
 }
 
-/* Equal scores: the first candidate measured stays, so the outcome is the scores' alone. */
-START_TEST(ties_keep_the_first)
+/* Equal scores: the first candidate measured wins the search (so the outcome is the
+ * scores' alone), and then does not beat the start measured again: the start stays. */
+START_TEST(ties_keep_the_start)
 {
     struct ring__tune_params final;
     int changes;
     run(0, flat, &changes, &final);
-    ck_assert_int_eq(final.fusion_bytes, ring__tune_fusion_grid[0]);
+    ck_assert_int_eq(final.fusion_bytes, start.fusion_bytes);
     ck_assert_int_eq(final.cycle_ms, start.cycle_ms);
 }
 END_TEST
@@ -141,7 +202,7 @@ START_TEST(zero_scores_end_on_a_measured_candidate)
     struct ring__tune_params final;
     int changes, n = run(3, zero, &changes, &final);
     ck_assert_int_le(n, 20);
-    ck_assert_int_eq(final.fusion_bytes, ring__tune_fusion_grid[0]);
+    ck_assert_int_eq(final.fusion_bytes, start.fusion_bytes);
 }
 END_TEST
 
@@ -151,7 +212,10 @@ int main(void)
         ends_within_20_samples_at_any_warmup,
         stays_put_once_done,
         visits_the_grid_in_order,
-        ties_keep_the_first,
+        a_lucky_sample_does_not_win,
+        a_slight_winner_is_not_kept,
+        the_start_winning_needs_no_confirmation,
+        ties_keep_the_start,
         zero_scores_end_on_a_measured_candidate,
         NULL,
     };

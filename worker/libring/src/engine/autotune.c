@@ -11,10 +11,16 @@
  *             faults and the first negotiations make the first steps slow);
  *   fusion    one sample per fusion threshold, at the starting cycle time;
  *   cycle     one sample per cycle time, at the best fusion threshold so far;
- *   done      the best sample's parameters, for good.
+ *   confirm   when the best sample's parameters are not the starting ones: two more
+ *             samples of each, in turn (best, start, best, start). The best of ten
+ *             single samples is the one that noise flattered most, so its score says
+ *             little; the winner is kept only when its new samples beat the start's by
+ *             RING__TUNE_MARGIN on average. On a noisy machine (bench/engine on 2 cores,
+ *             np 4) the search without it settled on parameters slower than the defaults;
+ *   done      the parameters kept, for good.
  *
- * With W <= 5 that is at most 5 + 6 + 4 = 15 samples before the last change, within the
- * 20 the issue allows. A sample is RING_AUTOTUNE_CYCLES_PER_SAMPLE cycles that moved
+ * With W <= 5 that is at most 5 + 6 + 4 + 4 = 19 samples before the last change, within
+ * the 20 the issue allows. A sample is RING_AUTOTUNE_CYCLES_PER_SAMPLE cycles that moved
  * allreduce data, timed from the cycle that applied its parameters to the end of its
  * last cycle: the program's time between steps counts too, as it does for the program.
  *
@@ -41,7 +47,7 @@ const uint64_t ring__tune_fusion_grid[RING__TUNE_NFUSION] = {0,        1 * MIB, 
                                                              16 * MIB, 64 * MIB, 128 * MIB};
 const uint32_t ring__tune_cycle_grid[RING__TUNE_NCYCLE] = {1, 2, 5, 10};
 
-static const char *const phase_names[] = {"warmup", "fusion", "cycle", "done"};
+static const char *const phase_names[] = {"warmup", "fusion", "cycle", "confirm", "done"};
 
 /* ---- the search (pure) ---- */
 
@@ -68,6 +74,9 @@ struct ring__tune_params ring__tune_search_current(const struct ring__tune_searc
         p.fusion_bytes = s->best.fusion_bytes;
         p.cycle_ms = ring__tune_cycle_grid[s->idx];
         break;
+    case RING__TUNE_CONFIRM:
+        p = s->idx % 2 == 0 ? s->best : s->initial;
+        break;
     case RING__TUNE_DONE:
         p = s->best;
         break;
@@ -77,11 +86,42 @@ struct ring__tune_params ring__tune_search_current(const struct ring__tune_searc
     return p;
 }
 
+static int same_params(struct ring__tune_params a, struct ring__tune_params b)
+{
+    return a.fusion_bytes == b.fusion_bytes && a.cycle_ms == b.cycle_ms;
+}
+
+/* The end of the confirm phase: the winner stays only if it held up. */
+static void confirm_end(struct ring__tune_search *s)
+{
+    double best = s->confirm_best / RING__TUNE_NCONFIRM;
+    double init = s->confirm_init / RING__TUNE_NCONFIRM;
+    if (best > init * (1 + RING__TUNE_MARGIN)) {
+        s->best_score = best;
+    } else {
+        s->best = s->initial;
+        s->best_score = init;
+        s->kept_initial = 1;
+    }
+}
+
 int ring__tune_search_feed(struct ring__tune_search *s, double score)
 {
     if (s->phase == RING__TUNE_DONE)
         return 1;
     s->samples++;
+    if (s->phase == RING__TUNE_CONFIRM) {
+        if (s->idx % 2 == 0)
+            s->confirm_best += score;
+        else
+            s->confirm_init += score;
+        if (++s->idx >= 2 * RING__TUNE_NCONFIRM) {
+            confirm_end(s);
+            s->phase = RING__TUNE_DONE;
+            s->idx = 0;
+        }
+        return s->phase == RING__TUNE_DONE;
+    }
     /* Strictly better only: on a tie the earlier candidate stays, so the outcome depends
      * on the scores alone. */
     if (s->phase != RING__TUNE_WARMUP && score > s->best_score) {
@@ -96,7 +136,7 @@ int ring__tune_search_feed(struct ring__tune_search *s, double score)
         s->phase = RING__TUNE_CYCLE;
         s->idx = 0;
     } else if (s->phase == RING__TUNE_CYCLE && s->idx >= RING__TUNE_NCYCLE) {
-        s->phase = RING__TUNE_DONE;
+        s->phase = same_params(s->best, s->initial) ? RING__TUNE_DONE : RING__TUNE_CONFIRM;
         s->idx = 0;
     }
     return s->phase == RING__TUNE_DONE;
@@ -123,16 +163,11 @@ static struct ring__tune_params in_force(const struct ring__engine *e)
     return p;
 }
 
-static int same(struct ring__tune_params a, struct ring__tune_params b)
-{
-    return a.fusion_bytes == b.fusion_bytes && a.cycle_ms == b.cycle_ms;
-}
-
 /* Rank 0: asks every rank for the search's current parameters, if they are new. */
 static void propose(struct ring__engine *e, struct ring__autotune *a)
 {
     struct ring__tune_params want = ring__tune_search_current(&a->s);
-    if (!same(want, in_force(e))) {
+    if (!same_params(want, in_force(e))) {
         a->sent = want;
         a->sending = 1;
     }
@@ -209,7 +244,7 @@ void ring__autotune_take(struct ring__engine *e, const uint64_t *words, int64_t 
              "\"cycle\":%" PRIu64 ",\"fusion_threshold_bytes\":%zu,\"cycle_time_ms\":%d", a->cycle,
              e->fusion_threshold, e->cycle_ms);
     ring__timeline_instant(e->timeline, "autotune", "autotune", now_us, args);
-    if (a->sending && same(a->sent, in_force(e))) {
+    if (a->sending && same_params(a->sent, in_force(e))) {
         a->sending = 0;
         a->window_us = now_us;
         a->window_bytes = 0;
@@ -253,8 +288,11 @@ static void end_sample(struct ring__engine *e, struct ring__autotune *a, int64_t
         a->searching = 0;
         ring__log(RING_LOG_INFO,
                   "autotune: done after %d samples: fusion threshold %" PRIu64
-                  " bytes, cycle time %u ms (%.1f MB/s allreduced)",
-                  a->s.samples, a->s.best.fusion_bytes, a->s.best.cycle_ms, a->s.best_score / 1e6);
+                  " bytes, cycle time %u ms (%.1f MB/s allreduced)%s",
+                  a->s.samples, a->s.best.fusion_bytes, a->s.best.cycle_ms, a->s.best_score / 1e6,
+                  a->s.kept_initial ? "; the starting parameters, as the best sample's did not "
+                                      "beat them when measured again"
+                                    : "");
         if (e->timeline != NULL) {
             char args[160];
             snprintf(args, sizeof(args),

@@ -30,9 +30,21 @@ extern const uint64_t ring__tune_fusion_grid[RING__TUNE_NFUSION];
 extern const uint32_t ring__tune_cycle_grid[RING__TUNE_NCYCLE];
 
 /* The most samples a search takes, warm-up included (RING_AUTOTUNE_WARMUP_SAMPLES <= 5). */
-#define RING__TUNE_MAX_SAMPLES (5 + RING__TUNE_NFUSION + RING__TUNE_NCYCLE)
+/* The re-measurement of a winner against the starting parameters: samples of each, taken
+ * in turn, and by how much the winner's mean must beat the start's to be kept. */
+#define RING__TUNE_NCONFIRM 2
+#define RING__TUNE_MARGIN   0.05
 
-enum ring__tune_phase { RING__TUNE_WARMUP, RING__TUNE_FUSION, RING__TUNE_CYCLE, RING__TUNE_DONE };
+#define RING__TUNE_MAX_SAMPLES                                                                     \
+    (5 + RING__TUNE_NFUSION + RING__TUNE_NCYCLE + 2 * RING__TUNE_NCONFIRM)
+
+enum ring__tune_phase {
+    RING__TUNE_WARMUP,
+    RING__TUNE_FUSION,
+    RING__TUNE_CYCLE,
+    RING__TUNE_CONFIRM,
+    RING__TUNE_DONE
+};
 
 struct ring__tune_search {
     int warmup;  /* warm-up samples in all */
@@ -40,7 +52,9 @@ struct ring__tune_search {
     int idx;     /* the sample's index within its phase */
     int samples; /* samples fed so far, warm-up included */
     struct ring__tune_params initial, best;
-    double best_score; /* < 0: nothing scored yet */
+    double best_score;                 /* < 0: nothing scored yet */
+    double confirm_best, confirm_init; /* the confirm phase's sums of scores */
+    int kept_initial;                  /* done: the winner did not hold up; the start stays */
 };
 
 /* Starts a search from the parameters in force, with warmup samples discarded first. */
