@@ -259,6 +259,9 @@ static int schedule(struct sim *s, int i)
 static int segment(struct sim *s, struct sim_attempt *a, double done)
 {
     double rate, until, total;
+    /* Pointed again at every call: the attempts' table moves when it grows (sim_start), and
+     * a placement pointer kept from the start would read freed memory. */
+    a->start.placement = &a->placement;
     if (s->model.speed(s->model.arg, &a->start, done, &rate, &until, &total) < 0 || !(rate > 0) ||
         !(total > 0))
         return -1;
@@ -304,7 +307,6 @@ static int sim_start(void *ctx, const struct backend_start *bs, char *id, size_t
     a->start.job_id = job->id;
     if (placement_copy(&a->placement, bs->placement) < 0)
         goto oom;
-    a->start.placement = &a->placement;
     a->ready = a->seg_t = s->now + s->start_s;
     a->exiting = 0;
     a->status = 0;

@@ -396,6 +396,47 @@ START_TEST(failed_starts_back_off_then_fail)
 }
 END_TEST
 
+/* A model whose speed changes every 10 steps, so that the sim backend asks it again during
+ * an attempt: job "j<i>" runs on i % 2 + 1 workers, and it counts placements that say
+ * otherwise. */
+static int wrong_placements;
+static int every_10_steps(void *arg, const struct backend_start *s, double done, double *rate,
+                          double *until, double *steps)
+{
+    int want = atoi(s->job_id + 1) % 2 + 1;
+    if (s->placement->workers != want || s->placement->ngpus != want)
+        wrong_placements++;
+    *rate = 1;
+    *until = done + 10;
+    *steps = 50;
+    return 0;
+}
+
+/* More attempts at once than the sim backend first has room for (256): its table of
+ * attempts moves as it grows, and the model must still get each attempt's own placement
+ * at its later speed changes (a stale pointer read freed memory: ASan stops at it, and
+ * the count above catches it where the memory was reused). */
+START_TEST(sim_model_gets_the_placement_after_the_attempts_grow)
+{
+    struct world w;
+    struct sim_model m = {every_10_steps, NULL};
+    world_init(&w, "fifo", "nodes=1,gpus=1000,slots=1000", 5);
+    backend_sim_set_model(w.sim, &m);
+    wrong_placements = 0;
+    for (int i = 0; i < 400; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "j%d", i);
+        submit(&w, id, i % 2 + 1, i % 2 + 1, 1);
+    }
+    run_until(&w, 10);
+    ck_assert_int_eq(backend_sim_running(w.sim), 400);
+    run_until(&w, 1000);
+    ck_assert_int_eq(backend_sim_running(w.sim), 0);
+    ck_assert_int_eq(wrong_placements, 0);
+    world_free(&w);
+}
+END_TEST
+
 /* When the journal cannot record a pass, nothing of it is carried out. */
 START_TEST(unrecorded_pass_changes_nothing)
 {
@@ -429,11 +470,16 @@ END_TEST
 
 int main(void)
 {
-    const TTest *tests[] = {
-        fifo_runs_jobs_to_completion,        dynamic_resize_stops_then_restarts_at_the_new_size,
-        preempted_job_is_queued_and_resumes, cancel_while_stopping_wins,
-        stop_while_resizing_ends_stopped,    kill_after_the_grace_period,
-        failed_starts_back_off_then_fail,    unrecorded_pass_changes_nothing,
-        switching_policy_causes_a_pass,      NULL};
+    const TTest *tests[] = {fifo_runs_jobs_to_completion,
+                            dynamic_resize_stops_then_restarts_at_the_new_size,
+                            preempted_job_is_queued_and_resumes,
+                            cancel_while_stopping_wins,
+                            stop_while_resizing_ends_stopped,
+                            kill_after_the_grace_period,
+                            failed_starts_back_off_then_fail,
+                            unrecorded_pass_changes_nothing,
+                            switching_policy_causes_a_pass,
+                            sim_model_gets_the_placement_after_the_attempts_grow,
+                            NULL};
     return unit_main("loop", tests, 60);
 }
