@@ -75,7 +75,10 @@ static int fit(const struct speed *s, const int use[3], double x[3])
     return 1;
 }
 
-static void refit(struct speed *s)
+static double speed_at_uncached(const struct speed *s, int workers);
+
+/* Fits a, b and c to the observations. */
+static void fit_model(struct speed *s)
 {
     static const int tries[][3] = {{1, 1, 1}, {0, 1, 1}, {1, 1, 0}, {0, 1, 0}};
     double x[3];
@@ -107,6 +110,15 @@ static void refit(struct speed *s)
         if (s->b == 0 || b < s->b)
             s->b = b;
     }
+}
+
+/* After every change of the observations (speed_observe is the only place they change):
+ * the model, then speed_at's cache (speed.h), so that the cache is never stale. */
+static void refit(struct speed *s)
+{
+    fit_model(s);
+    for (int k = 1; k <= SPEED_CACHED; k++)
+        s->at[k] = speed_at_uncached(s, k);
 }
 
 void speed_observe(struct speed *s, int workers, double thr)
@@ -188,10 +200,17 @@ double speed_predict(const struct speed *s, int workers)
     return thr < hi ? thr : hi;
 }
 
-double speed_at(const struct speed *s, int workers)
+static double speed_at_uncached(const struct speed *s, int workers)
 {
     double thr;
     if (speed_observed(s, workers, &thr))
         return thr;
     return speed_predict(s, workers);
+}
+
+double speed_at(const struct speed *s, int workers)
+{
+    if (workers >= 1 && workers <= SPEED_CACHED)
+        return s->at[workers];
+    return speed_at_uncached(s, workers);
 }

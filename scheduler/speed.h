@@ -39,6 +39,14 @@ enum speed_mode {
  * modest enough that the first doubling does not look better than it usually is.
  */
 #define SPEED_PRIOR_COMM 0.1
+/*
+ * speed_at is kept worked out for 1 .. SPEED_CACHED workers: the dynamic policy asks for
+ * the same few sizes of every job several times a pass, and a pass runs at every arrival
+ * and end (ringsim's 100k jobs: hundreds of thousands of passes over a thousand jobs or
+ * more), while the observations change only at a progress report. 64 covers ringsim's
+ * jobs (at most 64 GPUs) and most real ones; larger sizes are worked out on each call.
+ */
+#define SPEED_CACHED 64
 
 struct speed_obs {
     int workers;
@@ -47,6 +55,12 @@ struct speed_obs {
 };
 
 struct speed {
+    /* at[k]: speed_at(k) for k in 1 .. SPEED_CACHED, as the observations and the model
+     * below stand: speed_observe (which refits) works them out again, so they are never
+     * stale as long as nothing else writes the fields below. All 0 (speed_init, or a
+     * zeroed struct) is right for no observations. First, so that the small sizes share
+     * a cache line with what comes before (loop.h's job). */
+    double at[SPEED_CACHED + 1];
     enum speed_mode mode;
     int nobs;
     struct speed_obs obs[SPEED_SIZES];
@@ -58,7 +72,8 @@ void speed_init(struct speed *s, enum speed_mode mode);
 void speed_observe(struct speed *s, int workers, double thr);
 /* The observed throughput at workers (1 and *thr), or 0 when that size was never seen. */
 int speed_observed(const struct speed *s, int workers, double *thr);
-/* The throughput at workers: observed where seen, else predicted; 0 when nothing is known. */
+/* The throughput at workers: observed where seen, else predicted; 0 when nothing is known.
+ * Constant time up to SPEED_CACHED workers. */
 double speed_at(const struct speed *s, int workers);
 /* The model's prediction at workers, even where observed; 0 when nothing is known. Below
  * the largest size observed it lies between the observations of the sizes either side

@@ -95,11 +95,68 @@ START_TEST(monotone_up_to_the_largest_measured_size)
 }
 END_TEST
 
+/* speed_at as speed.h defines it, worked out afresh: the measured throughput where there
+ * is one, else the model's prediction. */
+static double at_afresh(const struct speed *s, int n)
+{
+    double thr;
+    return speed_observed(s, n, &thr) ? thr : speed_predict(s, n);
+}
+
+/* speed_at keeps its answers for small sizes between observations (speed.h): each report
+ * must show in them at once, at every size, cached or not. */
+START_TEST(every_observation_shows_in_speed_at_at_once)
+{
+    static const struct {
+        int n;
+        double thr;
+    } reports[] = {{2, 100}, {2, 200},  {4, 300},  {1, 40},   {8, 500},
+                   {4, 250}, {64, 900}, {65, 910}, {16, 700}, {3, 10}};
+    struct speed s;
+    speed_init(&s, SPEED_WEAK);
+    for (int n = 1; n <= SPEED_CACHED + 2; n++)
+        ck_assert(speed_at(&s, n) == 0);
+    for (size_t r = 0; r < sizeof(reports) / sizeof(reports[0]); r++) {
+        double before = speed_at(&s, 6);
+        speed_observe(&s, reports[r].n, reports[r].thr);
+        /* Exactly what a fresh computation gives: == on purpose, the cache must not even
+         * round differently. */
+        for (int n = 1; n <= SPEED_CACHED + 2; n++)
+            ck_assert_msg(speed_at(&s, n) == at_afresh(&s, n),
+                          "after report %zu: %d workers at %.17g, afresh %.17g", r, n,
+                          speed_at(&s, n), at_afresh(&s, n));
+        /* An unmeasured size moves with the model (the first report sets it; a later
+         * size's changes it). */
+        if (r == 0 || r == 2 || r == 4)
+            ck_assert_msg(speed_at(&s, 6) != before, "report %zu left 6 workers at %g", r, before);
+    }
+    /* A size measured again reads the running mean at once: (100 + 200) / 2. */
+    {
+        struct speed t;
+        speed_init(&t, SPEED_STRONG);
+        speed_observe(&t, 2, 100);
+        ck_assert(speed_at(&t, 2) == 100);
+        speed_observe(&t, 2, 200);
+        ck_assert(speed_at(&t, 2) == 150);
+    }
+    /* Ignored reports change nothing. */
+    {
+        double six = speed_at(&s, 6);
+        speed_observe(&s, 0, 100);
+        speed_observe(&s, 6, -1);
+        speed_observe(&s, 6, NAN);
+        ck_assert(speed_at(&s, 6) == six);
+    }
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {observed_sizes_are_what_was_measured,
                             fewer_workers_are_never_predicted_faster_than_measured,
                             disagreeing_measurements_bound_from_above,
-                            monotone_up_to_the_largest_measured_size, NULL};
+                            monotone_up_to_the_largest_measured_size,
+                            every_observation_shows_in_speed_at_at_once,
+                            NULL};
     return unit_main("speed", tests, 60);
 }
