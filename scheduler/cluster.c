@@ -57,8 +57,11 @@ void cluster_free(struct cluster *c)
 
 void placement_clear(struct placement *p)
 {
-    free(p->part);
-    free(p->gpu);
+    /* Most targets of a pass have nothing to free: no call into the allocator for them. */
+    if (p->part != NULL || p->gpu != NULL) {
+        free(p->part);
+        free(p->gpu);
+    }
     memset(p, 0, sizeof(*p));
 }
 
@@ -150,6 +153,22 @@ int usage_init(struct usage *u, const struct cluster *c)
     }
     u->slots_left = c->slots;
     u->gpus_left = c->gpus;
+    return 0;
+}
+
+int usage_init_copy(struct usage *u, const struct usage *src)
+{
+    const struct cluster *c = src->c;
+    memset(u, 0, sizeof(*u));
+    u->c = c;
+    u->slots_free = malloc((size_t)(c->nnodes > 0 ? c->nnodes : 1) * sizeof(int));
+    u->gpus_free = malloc((size_t)(c->nnodes > 0 ? c->nnodes : 1) * sizeof(int));
+    u->gpu_busy = malloc((size_t)(c->gpus > 0 ? c->gpus : 1));
+    if (u->slots_free == NULL || u->gpus_free == NULL || u->gpu_busy == NULL) {
+        usage_clear(u);
+        return errno = ENOMEM, -1;
+    }
+    usage_copy(u, src);
     return 0;
 }
 
@@ -279,6 +298,12 @@ static void add_part(const struct usage *u, struct placement *out, int n, int k,
     out->workers += k;
 }
 
+/* n / d without the division where d is 1 (most jobs): extend() asks every node. */
+static int per(int n, int d)
+{
+    return d == 1 ? n : n / d;
+}
+
 /* The room of node n, less what out already takes there. */
 static int room_left(const struct usage *u, const struct placement *out, int n, int cpw, int gpw)
 {
@@ -289,9 +314,9 @@ static int room_left(const struct usage *u, const struct placement *out, int n, 
             gpus -= out->part[q].ngpus;
         }
     }
-    room = cpw > 0 ? slots / cpw : u->c->node[n].slots > 0 ? 1 << 30 : 0;
-    if (gpw > 0 && gpus / gpw < room)
-        room = gpus / gpw;
+    room = cpw > 0 ? per(slots, cpw) : u->c->node[n].slots > 0 ? 1 << 30 : 0;
+    if (gpw > 0 && per(gpus, gpw) < room)
+        room = per(gpus, gpw);
     return room < 0 ? 0 : room;
 }
 

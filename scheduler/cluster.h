@@ -74,6 +74,9 @@ struct usage {
 
 /* A usage of c with nothing taken. Returns 0 or -1 (ENOMEM). */
 int usage_init(struct usage *u, const struct cluster *c);
+/* A new usage that is a copy of src (usage_init then usage_copy, without filling what the
+ * copy overwrites: a policy makes one per pass). Returns 0 or -1 (ENOMEM). */
+int usage_init_copy(struct usage *u, const struct usage *src);
 void usage_clear(struct usage *u);
 /* Marks everything free again. */
 void usage_reset(struct usage *u);

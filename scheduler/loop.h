@@ -50,33 +50,43 @@ enum loop_stop {
 
 /* A job as the loop keeps it. Journals read it; only the loop writes it. */
 struct loop_job {
-    char id[32];
-    char owner[64];
-    int min, max, gpw, cpw, priority, max_restarts;
+    /*
+     * The fields every pass reads come first, together with the start of the speed
+     * model's cache (speed.h): a pass reads them for every job, and a 100k-job ringsim run
+     * makes hundreds of thousands of passes over thousands of jobs, so that where they
+     * lie in memory, not the arithmetic, set its pace.
+     */
     enum loop_state state;
-    enum loop_stop stop;
+    int has_reserved; /* reserved below holds a place */
+    int min, max, gpw, cpw, priority;
     double submitted;     /* the loop's clock */
     double waiting_since; /* queued since */
     double not_before;    /* backoff: no start before */
+    /* the current attempt (RUNNING, STOPPING) */
+    double started, kill_at, first_progress;
+    struct placement placement;
+    /* feedback */
+    double service;              /* GPU-seconds (slot-seconds without GPUs) of ended attempts */
+    double run_time;             /* seconds of ended attempts */
+    double restart_cost;         /* last measured stop + start overhead, or -1 */
+    double work_left, work_time; /* work left at work_time (reports), or -1 */
+    struct speed speed;
+
+    char id[32];
+    char owner[64];
+    int max_restarts;
+    enum loop_stop stop;
     int attempts, failures, restarts;
     /* the current attempt (RUNNING, STOPPING) */
     int attempt;
     char backend_id[64];
-    struct placement placement;
-    double started, stop_requested, kill_at, first_progress;
+    double stop_requested;
     /* a reserved place to start at (QUEUED after a resize, or a start waiting for room) */
     struct placement reserved;
-    int has_reserved;
     char reserved_reason[160];
-    /* feedback */
-    double service;      /* GPU-seconds (slot-seconds without GPUs) of ended attempts */
-    double run_time;     /* seconds of ended attempts */
-    double restart_cost; /* last measured stop + start overhead, or -1 */
-    double last_stop_s;  /* the stop overhead of the attempt that ended last, or -1 */
-    struct speed speed;
-    double work_left, work_time; /* work left at work_time (reports), or -1 */
-    double f_prev, t_prev;       /* the attempt's previous report: fraction done, time */
-    void *user;                  /* the driver's (ringsim: its job model) */
+    double last_stop_s;    /* the stop overhead of the attempt that ended last, or -1 */
+    double f_prev, t_prev; /* the attempt's previous report: fraction done, time */
+    void *user;            /* the driver's (ringsim: its job model) */
 };
 
 struct loop_config {

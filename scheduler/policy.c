@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +62,30 @@ static int key_cmp(const void *pa, const void *pb)
 
 /* Distinct (k[0], k[1]) classes the counting sort handles; beyond, qsort. */
 #define CLASSES 64
+/* Slots of the table that finds a key's class: a power of two, twice CLASSES, so that a
+ * probe sequence always ends at an empty slot and stays short. */
+#define CLASS_SLOTS 128
+
+/*
+ * Where (a, b)'s class is looked up first in order_sort's table. Keys equal by == must
+ * hash alike: adding 0.0 turns -0.0 (a negated priority of 0) into 0.0.
+ */
+static unsigned class_hash(double a, double b)
+{
+    uint64_t x, y;
+    a += 0.0;
+    b += 0.0;
+    memcpy(&x, &a, sizeof(x));
+    memcpy(&y, &b, sizeof(y));
+    x = (x ^ (y * 0x9e3779b97f4a7c15u)) * 0xbf58476d1ce4e5b9u;
+    return (unsigned)(x >> 57) & (CLASS_SLOTS - 1);
+}
 
 void order_sort(struct order_key *key, int n, int *order)
 {
     double c0[CLASSES], c1[CLASSES];
     int nc = 0, count[CLASSES + 1] = {0}, rank[CLASSES], fast = 1;
+    unsigned char slot[CLASS_SLOTS] = {0}; /* class + 1, or 0: empty */
     unsigned char *cls = malloc((size_t)(n > 0 ? n : 1));
 
     /*
@@ -74,16 +94,23 @@ void order_sort(struct order_key *key, int n, int *order)
      * runs over thousands of jobs at every arrival. Anything else goes to qsort.
      */
     for (int i = 0; i < n && fast && cls != NULL; i++) {
+        unsigned h = class_hash(key[i].k[0], key[i].k[1]);
         int c;
-        for (c = 0; c < nc && (c0[c] != key[i].k[0] || c1[c] != key[i].k[1]); c++)
-            ;
-        if (c == nc) {
+        /* Linear probing: a pass sorts every job, and a walk over the classes was most of
+         * a 100k-job ringsim run's sorting. */
+        while (slot[h] != 0 && (c0[slot[h] - 1] != key[i].k[0] || c1[slot[h] - 1] != key[i].k[1]))
+            h = (h + 1) & (CLASS_SLOTS - 1);
+        if (slot[h] != 0) {
+            c = slot[h] - 1;
+        } else {
             if (nc == CLASSES) {
                 fast = 0;
                 break;
             }
+            c = nc;
             c0[nc] = key[i].k[0];
             c1[nc++] = key[i].k[1];
+            slot[h] = (unsigned char)nc;
         }
         cls[i] = (unsigned char)c;
         count[c + 1]++;
@@ -173,16 +200,6 @@ int policy_las_queue(const struct policy_snapshot *s, const struct policy_job *j
     return q;
 }
 
-int policy_room(const struct policy_job *j, long slots_left, long gpus_left)
-{
-    long room = j->cpw > 0 ? slots_left / j->cpw : j->max;
-    if (j->gpw > 0 && gpus_left / j->gpw < room)
-        room = gpus_left / j->gpw;
-    if (room < 0)
-        room = 0;
-    return room > j->max ? j->max : (int)room;
-}
-
 static void note(struct policy_target *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -203,18 +220,13 @@ int placer_init(struct placer *p, const struct policy_snapshot *s, struct policy
     memset(p, 0, sizeof(*p));
     p->s = s;
     p->out = out;
-    if (usage_init(&p->u, s->cluster) < 0)
+    if (usage_init_copy(&p->u, s->occupied != NULL ? s->occupied : s->pinned) < 0)
         return -1;
+    p->all_taken = s->occupied != NULL;
     p->kept = calloc((size_t)(s->njobs > 0 ? s->njobs : 1), sizeof(int));
     if (p->kept == NULL) {
         usage_clear(&p->u);
         return errno = ENOMEM, -1;
-    }
-    if (s->occupied != NULL) {
-        usage_copy(&p->u, s->occupied);
-        p->all_taken = 1;
-    } else {
-        usage_copy(&p->u, s->pinned);
     }
     for (int i = 0; i < s->njobs; i++)
         out[i].workers = 0;

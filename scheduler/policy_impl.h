@@ -29,9 +29,23 @@ static inline int policy_unit(const struct policy_job *j)
 double policy_aged_priority(const struct policy_snapshot *s, const struct policy_job *j);
 /* j's LAS queue (0 first) by attained service, after the starvation promotion. */
 int policy_las_queue(const struct policy_snapshot *s, const struct policy_job *j);
+/* n / d, without the division where d is 1 (most jobs: one slot and one GPU a worker). */
+static inline long policy_per(long n, int d)
+{
+    return d == 1 ? n : n / d;
+}
 /* How many workers of j fit in slots_left and gpus_left (aggregate, not placement), at
- * most its max. */
-int policy_room(const struct policy_job *j, long slots_left, long gpus_left);
+ * most its max. Inline, and without divisions for one slot or GPU a worker: the dynamic
+ * policy asks a dozen times per job per pass, and a pass runs at every arrival and end. */
+static inline int policy_room(const struct policy_job *j, long slots_left, long gpus_left)
+{
+    long room = j->cpw > 0 ? policy_per(slots_left, j->cpw) : j->max;
+    if (j->gpw > 0 && policy_per(gpus_left, j->gpw) < room)
+        room = policy_per(gpus_left, j->gpw);
+    if (room < 0)
+        room = 0;
+    return room > j->max ? j->max : (int)room;
+}
 
 /*
  * The placer: places jobs one at a time on top of what is pinned, as a policy decides.

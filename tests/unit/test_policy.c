@@ -11,6 +11,7 @@
 
 #include "cluster.h"
 #include "policy.h"
+#include "policy_impl.h"
 #include "unit.h"
 
 #define MAXJ 64
@@ -661,9 +662,60 @@ START_TEST(lookup_by_name)
 }
 END_TEST
 
+/* order_sort's order, the slow and obvious way: ascending keys (== equal: -0.0 is 0.0),
+ * then the job index. */
+static int sorted_before(const struct order_key *a, const struct order_key *b)
+{
+    for (int k = 0; k < 3; k++)
+        if (a->k[k] != b->k[k])
+            return a->k[k] < b->k[k];
+    return a->job < b->job;
+}
+
+/* order_sort finds each key's class in a hash table (few classes: counting sort) and
+ * falls back to qsort (more than 64): both must give the obvious order, -0.0 and 0.0 in
+ * one class, whatever the number of classes. */
+START_TEST(order_sort_is_the_obvious_order)
+{
+    enum { N = 1000 };
+    static struct order_key key[N], want[N];
+    static int order[N];
+    unsigned seed = 11;
+    for (int trial = 0; trial < 40; trial++) {
+        int classes = trial < 20 ? 1 + trial * 3 : 30 + trial * 2; /* 1 .. 58, then 70 .. 108 */
+        int n = trial % 5 == 0 ? trial : N;
+        for (int i = 0; i < n; i++) {
+            int c;
+            seed = seed * 1103515245u + 12345u;
+            c = (int)((seed >> 16) % (unsigned)classes);
+            /* (-priority, bucket, submitted): a priority of 0 negates to -0.0; submission
+             * times rise, except in every fourth trial */
+            key[i] = (struct order_key){{c % 3 == 0 ? -0.0 : -(double)(c % 3), (double)(c / 3),
+                                         trial % 4 == 3 ? (double)((seed >> 8) % 50) : (double)i},
+                                        i};
+            if (c % 3 == 0 && i % 2)
+                key[i].k[0] = 0.0;
+        }
+        memcpy(want, key, (size_t)n * sizeof(*key));
+        for (int i = 1; i < n; i++) /* insertion sort: stable, and plainly right */
+            for (int j = i; j > 0 && sorted_before(&want[j], &want[j - 1]); j--) {
+                struct order_key t = want[j];
+                want[j] = want[j - 1];
+                want[j - 1] = t;
+            }
+        order_sort(key, n, order);
+        for (int i = 0; i < n; i++)
+            ck_assert_msg(order[i] == want[i].job,
+                          "trial %d (%d classes): position %d is job %d, not %d", trial, classes, i,
+                          order[i], want[i].job);
+    }
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *tests[] = {fifo_order_and_backfill,
+    const TTest *tests[] = {order_sort_is_the_obvious_order,
+                            fifo_order_and_backfill,
                             fifo_most_workers_that_fit,
                             fifo_never_stops_a_running_job,
                             fifo_priority_then_submission,
