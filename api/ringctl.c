@@ -28,257 +28,11 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "ringctl_http.h"
 #include "ringctl_sched.h"
 #include "spec_yaml.h"
 
-#define EXIT_REFUSED     1
-#define EXIT_USAGE       2
-#define EXIT_NOTFOUND    3
-#define EXIT_CONFLICT    4
-#define EXIT_AUTH        5
-#define EXIT_UNAVAILABLE 69
-#define EXIT_JOBFAILED   70
-
-static const char *base_url, *token, *cacert;
-static int json_out, insecure_http;
-
-/* HTTPS: the server is verified against the system's CAs, or --cacert's (a private CA or
- * ringd's self-signed certificate). */
-static void setup_tls(CURL *c)
-{
-    if (cacert != NULL && *cacert)
-        curl_easy_setopt(c, CURLOPT_CAINFO, cacert);
-}
-
-/*
- * A token sent over plain HTTP can be read by anyone on the path. Loopback never leaves
- * the host; anything else needs https://, unless the user says otherwise (--insecure-http).
- * Returns 0, or EXIT_USAGE after saying why.
- */
-static int token_transport_ok(void)
-{
-    const char *host;
-    char name[256];
-    size_t n;
-    if (token == NULL || *token == '\0' || insecure_http || strncmp(base_url, "http://", 7) != 0)
-        return 0;
-    host = base_url + 7;
-    if (host[0] == '[') {
-        n = strcspn(host + 1, "]");
-        snprintf(name, sizeof(name), "%.*s", (int)n, host + 1);
-    } else {
-        n = strcspn(host, ":/");
-        snprintf(name, sizeof(name), "%.*s", (int)n, host);
-    }
-    if (!strcmp(name, "localhost") || !strcmp(name, "::1") || !strncmp(name, "127.", 4))
-        return 0;
-    fprintf(stderr,
-            "ringctl: refusing to send RINGMASTER_TOKEN in clear text to %s; use an https:// "
-            "RINGMASTER_URL (with --cacert FILE for a private CA), or --insecure-http\n",
-            base_url);
-    return EXIT_USAGE;
-}
-
-struct buf {
-    char *data;
-    size_t len;
-};
-
-static size_t collect(char *p, size_t size, size_t n, void *arg)
-{
-    struct buf *b = arg;
-    char *grown = realloc(b->data, b->len + size * n + 1);
-    if (grown == NULL)
-        return 0;
-    b->data = grown;
-    memcpy(b->data + b->len, p, size * n);
-    b->len += size * n;
-    b->data[b->len] = '\0';
-    return size * n;
-}
-
-static size_t header_cb(char *p, size_t size, size_t n, void *arg)
-{
-    long long *off = arg;
-    if (strncasecmp(p, "X-Ring-Log-Offset:", 18) == 0)
-        *off = atoll(p + 18);
-    return size * n;
-}
-
-/* Sends method path with body (may be NULL). Fills *body and *status; returns 0, or
- * EXIT_UNAVAILABLE when ringd cannot be reached. */
-static int request(const char *method, const char *path, const char *body, const char *idem,
-                   struct buf *out, long *status, long long *log_offset)
-{
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = NULL;
-    char url[4096], auth[512], key[300];
-    CURLcode rc;
-
-    if (c == NULL)
-        return EXIT_UNAVAILABLE;
-    snprintf(url, sizeof(url), "%s%s", base_url, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    setup_tls(c);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (log_offset != NULL) {
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, log_offset);
-    }
-    if (token != NULL && *token) {
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    if (idem != NULL) {
-        snprintf(key, sizeof(key), "Idempotency-Key: %s", idem);
-        h = curl_slist_append(h, key);
-    }
-    if (body != NULL) {
-        h = curl_slist_append(h, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    if (rc != CURLE_OK) {
-        fprintf(stderr, "ringctl: cannot reach ringd at %s: %s (set RINGMASTER_URL)\n", base_url,
-                curl_easy_strerror(rc));
-        return EXIT_UNAVAILABLE;
-    }
-    return 0;
-}
-
-/* Maps an HTTP error to an exit status, after printing the problem's detail. */
-static int problem(long status, const struct buf *b)
-{
-    json_error_t jerr;
-    json_t *p = b->data ? json_loads(b->data, 0, &jerr) : NULL;
-    const char *detail = json_string_value(json_object_get(p, "detail"));
-    json_t *errors = json_object_get(p, "errors"), *e;
-    size_t i;
-
-    fprintf(stderr, "ringctl: %s (HTTP %ld)\n", detail ? detail : "request failed", status);
-    json_array_foreach(errors, i, e)
-    {
-        if (i > 0)
-            fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(e, "field")),
-                    json_string_value(json_object_get(e, "detail")));
-    }
-    json_decref(p);
-    if (status == 404)
-        return EXIT_NOTFOUND;
-    if (status == 409)
-        return EXIT_CONFLICT;
-    if (status == 401 || status == 403)
-        return EXIT_AUTH;
-    if (status >= 500)
-        return EXIT_UNAVAILABLE;
-    return EXIT_REFUSED;
-}
-
-/* Calls and parses JSON into *out (may be NULL for no body). Returns an exit status. */
-static int call(const char *method, const char *path, const char *body, const char *idem,
-                json_t **out)
-{
-    struct buf b = {0};
-    long status = 0;
-    int rc = request(method, path, body, idem, &b, &status, NULL);
-    json_error_t jerr;
-
-    if (rc != 0) {
-        free(b.data);
-        return rc;
-    }
-    if (status >= 400) {
-        rc = problem(status, &b);
-        free(b.data);
-        return rc;
-    }
-    if (out != NULL) {
-        *out = b.data ? json_loads(b.data, 0, &jerr) : json_object();
-        if (*out == NULL) {
-            fprintf(stderr, "ringctl: ringd sent something that is not JSON\n");
-            free(b.data);
-            return EXIT_UNAVAILABLE;
-        }
-    }
-    free(b.data);
-    return 0;
-}
-
-/*
- * A long GET whose body is handed to on_data piece by piece as it arrives (Server-Sent
- * Events, or a log being followed), with no overall timeout. Returns 0 when the server
- * ended the stream, an exit status after an HTTP error (its problem printed), or -1 when
- * the connection failed or broke (the caller may reconnect).
- */
-struct stream {
-    CURL *c;
-    size_t (*on_data)(const char *p, size_t n, void *arg);
-    void *arg;
-    struct buf error; /* the body of an error response */
-};
-
-static size_t stream_write(char *p, size_t size, size_t n, void *arg)
-{
-    struct stream *st = arg;
-    long status = 0;
-    curl_easy_getinfo(st->c, CURLINFO_RESPONSE_CODE, &status);
-    if (status >= 400)
-        return collect(p, size, n, &st->error);
-    return st->on_data(p, size * n, st->arg);
-}
-
-static int stream_get(const char *path, const char *accept, const char *last_event_id,
-                      size_t (*on_data)(const char *p, size_t n, void *arg), void *arg)
-{
-    struct stream st = {curl_easy_init(), on_data, arg, {0}};
-    struct curl_slist *h = NULL;
-    char url[4096], auth[512], hdr[128];
-    long status = 0;
-    CURLcode rc;
-
-    if (st.c == NULL)
-        return EXIT_UNAVAILABLE;
-    snprintf(url, sizeof(url), "%s%s", base_url, path);
-    curl_easy_setopt(st.c, CURLOPT_URL, url);
-    setup_tls(st.c);
-    curl_easy_setopt(st.c, CURLOPT_WRITEFUNCTION, stream_write);
-    curl_easy_setopt(st.c, CURLOPT_WRITEDATA, &st);
-    curl_easy_setopt(st.c, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(st.c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(st.c, CURLOPT_TCP_KEEPALIVE, 1L);
-    if (token != NULL && *token) {
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    if (accept != NULL) {
-        snprintf(hdr, sizeof(hdr), "Accept: %s", accept);
-        h = curl_slist_append(h, hdr);
-    }
-    if (last_event_id != NULL) {
-        snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", last_event_id);
-        h = curl_slist_append(h, hdr);
-    }
-    curl_easy_setopt(st.c, CURLOPT_HTTPHEADER, h);
-    rc = curl_easy_perform(st.c);
-    curl_easy_getinfo(st.c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(st.c);
-    if (status >= 400) {
-        int ex = problem(status, &st.error);
-        free(st.error.data);
-        return ex;
-    }
-    free(st.error.data);
-    return rc == CURLE_OK ? 0 : -1;
-}
+static int json_out;
 
 /* Reconnecting after a broken stream: up to this long without reaching ringd. */
 #define RECONNECT_S 30
@@ -427,7 +181,7 @@ static int cmd_submit(int argc, char **argv)
     if (json_object_size(labels) > 0)
         json_object_set(spec, "labels", labels);
     body = json_dumps(spec, JSON_COMPACT);
-    rc = call("POST", "/v1/jobs", body, idem, &job);
+    rc = ringctl__call_idem("POST", "/v1/jobs", body, idem, &job);
     free(body);
     if (rc == 0) {
         if (json_out)
@@ -482,7 +236,7 @@ static int cmd_ls(int argc, char **argv)
         snprintf(path, sizeof(path), "/v1/jobs?page_size=1000%s%s%s", q,
                  token_next ? "&page_token=" : "", token_next ? token_next : "");
         json_decref(page);
-        if ((rc = call("GET", path, NULL, NULL, &page)) != 0) {
+        if ((rc = ringctl__call("GET", path, NULL, &page)) != 0) {
             json_decref(all);
             return rc;
         }
@@ -516,7 +270,7 @@ static int cmd_show(const char *id)
     size_t i;
     int rc;
     snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-    if ((rc = call("GET", path, NULL, NULL, &j)) != 0)
+    if ((rc = ringctl__call("GET", path, NULL, &j)) != 0)
         return rc;
     if (json_out) {
         print_json(j);
@@ -558,7 +312,7 @@ static int cmd_action(const char *method, const char *id, const char *action)
     json_t *j = NULL;
     int rc;
     snprintf(path, sizeof(path), "/v1/jobs/%s%s%s", id, action ? "/" : "", action ? action : "");
-    if ((rc = call(method, path, NULL, NULL, !strcmp(method, "DELETE") ? NULL : &j)) != 0)
+    if ((rc = ringctl__call(method, path, NULL, !strcmp(method, "DELETE") ? NULL : &j)) != 0)
         return rc;
     if (j != NULL && json_out)
         print_json(j);
@@ -583,7 +337,7 @@ static int job_state(const char *id, char *out, size_t len)
     json_t *j;
     int rc;
     snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-    if ((rc = call("GET", path, NULL, NULL, &j)) != 0)
+    if ((rc = ringctl__call("GET", path, NULL, &j)) != 0)
         return rc;
     snprintf(out, len, "%s", str(j, "state"));
     json_decref(j);
@@ -609,7 +363,7 @@ static void print_event(json_t *e)
 
 /* Server-Sent Events as they arrive: "id:" and "data:" lines, dispatched at a blank line. */
 struct sse_reader {
-    struct buf line;
+    struct ringctl_buf line;
     char last_id[32];
     char data[8192];
 };
@@ -640,7 +394,7 @@ static size_t sse_data(const char *p, size_t n, void *arg)
                 r->line.data[--r->line.len] = '\0';
             sse_line(r, r->line.len ? r->line.data : "");
             r->line.len = 0;
-        } else if (collect((char *)p + i, 1, 1, &r->line) != 1) {
+        } else if (ringctl__collect((char *)p + i, 1, 1, &r->line) != 1) {
             return 0;
         }
     }
@@ -666,7 +420,8 @@ static int follow_job(const char *id, int (*attempt)(void *arg), void *arg, char
         } else if (down_since == 0) {
             down_since = time(NULL);
         } else if (time(NULL) - down_since > RECONNECT_S) {
-            fprintf(stderr, "ringctl: lost ringd at %s for %d s\n", base_url, RECONNECT_S);
+            fprintf(stderr, "ringctl: lost ringd at %s for %d s\n", ringctl__conn.base_url,
+                    RECONNECT_S);
             return EXIT_UNAVAILABLE;
         }
         sleep(1);
@@ -682,8 +437,8 @@ struct events_follow {
 static int events_open(void *arg)
 {
     struct events_follow *f = arg;
-    return stream_get(f->path, "text/event-stream", f->r.last_id[0] ? f->r.last_id : NULL, sse_data,
-                      &f->r);
+    return ringctl__stream_get(f->path, "text/event-stream", f->r.last_id[0] ? f->r.last_id : NULL,
+                               sse_data, &f->r);
 }
 
 static int cmd_events(const char *id, int follow)
@@ -696,7 +451,7 @@ static int cmd_events(const char *id, int follow)
 
     snprintf(f.path, sizeof(f.path), "/v1/jobs/%s/events", id);
     if (!follow) {
-        if ((rc = call("GET", f.path, NULL, NULL, &j)) != 0)
+        if ((rc = ringctl__call("GET", f.path, NULL, &j)) != 0)
             return rc;
         json_array_foreach(json_object_get(j, "events"), i, e) print_event(e);
         json_decref(j);
@@ -732,7 +487,7 @@ static int logs_open(void *arg)
     char path[512];
     snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&follow=1&offset=%lld", f->id,
              f->rank, f->stream, f->offset);
-    return stream_get(path, NULL, NULL, log_data, f);
+    return ringctl__stream_get(path, NULL, NULL, log_data, f);
 }
 
 /* logs -f: the last tail lines (all when tail < 0), then the output as ringd streams it
@@ -744,13 +499,13 @@ static int follow_logs(const char *id, int rank, const char *stream, int tail)
     int rc = 0;
 
     if (tail >= 0) { /* where the last tail lines start */
-        struct buf b = {0};
+        struct ringctl_buf b = {0};
         long status = 0;
         long long next = -1;
         char path[512];
         snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&tail=%d", id, rank, stream,
                  tail);
-        if ((rc = request("GET", path, NULL, NULL, &b, &status, &next)) != 0)
+        if ((rc = ringctl__request("GET", path, NULL, NULL, &b, &status, &next)) != 0)
             return rc;
         if (status < 400 && next >= 0) {
             if (b.len > 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
@@ -774,7 +529,7 @@ static int cmd_logs(int argc, char **argv)
     int o, rank = 0, tail = -1, err = 0, follow = 0, rc;
     const char *id;
     char path[512];
-    struct buf b = {0};
+    struct ringctl_buf b = {0};
     long status = 0;
 
     optind = 1;
@@ -806,10 +561,10 @@ static int cmd_logs(int argc, char **argv)
         return follow_logs(id, rank, err ? "stderr" : "stdout", tail);
     snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s%s%d", id, rank,
              err ? "stderr" : "stdout", tail >= 0 ? "&tail=" : "&offset=", tail >= 0 ? tail : 0);
-    if ((rc = request("GET", path, NULL, NULL, &b, &status, NULL)) != 0)
+    if ((rc = ringctl__request("GET", path, NULL, NULL, &b, &status, NULL)) != 0)
         return rc;
     if (status >= 400)
-        rc = problem(status, &b);
+        rc = ringctl__problem(status, &b);
     else if (b.len > 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
         rc = EXIT_REFUSED;
     free(b.data);
@@ -820,7 +575,7 @@ static int cmd_cluster(void)
 {
     json_t *c, *n;
     size_t i;
-    int rc = call("GET", "/v1/cluster", NULL, NULL, &c);
+    int rc = ringctl__call("GET", "/v1/cluster", NULL, &c);
     if (rc != 0)
         return rc;
     if (json_out) {
@@ -847,7 +602,8 @@ static int cmd_cluster(void)
 
 static int token_usage(void)
 {
-    fprintf(stderr, "usage: ringctl token create NAME [--admin] [--user UNIX_USER] | token list | "
+    fprintf(stderr, "usage: ringctl token create NAME [--admin] [--user UNIX_USER] | "
+                    "token list | "
                     "token revoke ID\n");
     return EXIT_USAGE;
 }
@@ -875,7 +631,7 @@ static int cmd_token(int argc, char **argv)
             json_object_set_new(t, "user", json_string(user));
         body = json_dumps(t, JSON_COMPACT);
         json_decref(t);
-        rc = call("POST", "/v1/tokens", body, NULL, &t);
+        rc = ringctl__call("POST", "/v1/tokens", body, &t);
         free(body);
         if (rc != 0)
             return rc;
@@ -887,7 +643,7 @@ static int cmd_token(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && !strcmp(argv[1], "list")) {
-        if ((rc = call("GET", "/v1/tokens", NULL, NULL, &t)) != 0)
+        if ((rc = ringctl__call("GET", "/v1/tokens", NULL, &t)) != 0)
             return rc;
         if (json_out) {
             print_json(t);
@@ -911,7 +667,7 @@ static int cmd_token(int argc, char **argv)
         char *e = curl_easy_escape(NULL, argv[2], 0);
         snprintf(path, sizeof(path), "/v1/tokens/%s", e ? e : "");
         curl_free(e);
-        if ((rc = call("DELETE", path, NULL, NULL, &t)) != 0)
+        if ((rc = ringctl__call("DELETE", path, NULL, &t)) != 0)
             return rc;
         if (json_out)
             print_json(t);
@@ -921,11 +677,6 @@ static int cmd_token(int argc, char **argv)
         return 0;
     }
     return token_usage();
-}
-
-int ringctl__call(const char *method, const char *path, const char *body, json_t **out)
-{
-    return call(method, path, body, NULL, out);
 }
 
 int ringctl__json_out(void)
@@ -949,7 +700,8 @@ static void usage(FILE *f)
                "  logs ID [--rank R] [--stderr] [--tail N] [-f]\n"
                "  cluster\n"
                "  policy [fifo|priority|tiresias|dynamic]   (switching it takes an admin)\n"
-               "  token create NAME [--admin] [--user UNIX_USER] | token list | token revoke ID\n"
+               "  token create NAME [--admin] [--user UNIX_USER] | "
+               "token list | token revoke ID\n"
                "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN,\n"
                "RINGMASTER_CACERT (as --cacert). Tokens go in clear text only to loopback,\n"
                "unless --insecure-http.\n"
@@ -963,18 +715,18 @@ int main(int argc, char **argv)
     const char *cmd;
     int rc;
 
-    base_url = getenv("RINGMASTER_URL");
-    if (base_url == NULL || *base_url == '\0')
-        base_url = "http://127.0.0.1:8080";
-    token = getenv("RINGMASTER_TOKEN");
-    cacert = getenv("RINGMASTER_CACERT");
+    ringctl__conn.base_url = getenv("RINGMASTER_URL");
+    if (ringctl__conn.base_url == NULL || *ringctl__conn.base_url == '\0')
+        ringctl__conn.base_url = "http://127.0.0.1:8080";
+    ringctl__conn.token = getenv("RINGMASTER_TOKEN");
+    ringctl__conn.cacert = getenv("RINGMASTER_CACERT");
     while (argc > 1 && argv[1][0] == '-') {
         if (!strcmp(argv[1], "--json"))
             json_out = 1;
         else if (!strcmp(argv[1], "--insecure-http"))
-            insecure_http = 1;
+            ringctl__conn.insecure_http = 1;
         else if (!strcmp(argv[1], "--cacert") && argc > 2) {
-            cacert = argv[2];
+            ringctl__conn.cacert = argv[2];
             argv++;
             argc--;
         } else if (!strcmp(argv[1], "--version")) {
@@ -995,7 +747,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    if ((rc = token_transport_ok()) != 0)
+    if ((rc = ringctl__token_transport_ok()) != 0)
         return rc;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     cmd = argv[1];

@@ -4,9 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ringctl_http.h"
 #include "ringctl_sched.h"
-
-#define EXIT_USAGE 2
 
 int ringctl_policy(int argc, char **argv)
 {

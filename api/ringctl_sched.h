@@ -1,18 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ringctl_sched.h - ringctl's scheduler views (ringctl_sched.c): the policy command and a
- * job's sizes, speeds and restart overheads in `ringctl show`. ringctl.c lends them its
- * request and output helpers through the ringctl__ functions.
+ * job's sizes, speeds and restart overheads in `ringctl show`. They send their requests
+ * through ringctl_http.h, and ringctl.c lends them its output helpers.
  */
 #ifndef RINGCTL_SCHED_H
 #define RINGCTL_SCHED_H
 
 #include <jansson.h>
 
-/* ringctl.c's: sends method path with body (NULL: none), puts the answer in *out (a new
- * reference; out NULL: discarded); returns 0 or ringctl's exit status for the failure. */
-int ringctl__call(const char *method, const char *path, const char *body, json_t **out);
-/* 1 under --json. */
+/* ringctl.c's: 1 under --json. */
 int ringctl__json_out(void);
 void ringctl__print_json(json_t *j);
 

@@ -1,44 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * routes.c - the route table of REST API v1 and its handlers. A path that exists with
- * another method gets 405 with Allow; an unknown path gets 404.
+ * routes.c - REST API v1's dispatch over the route tables, and the routes other than jobs':
+ * the cluster, the scheduler, tokens, the API's description and the probes (the jobs' are
+ * in routes_jobs.c). A path that exists with another method gets 405 with Allow; an
+ * unknown path gets 404.
  */
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "api.h"
+#include "routes_impl.h"
 #include "backend_local.h"
-#include "jobfs.h"
-#include "jobspec.h"
 
-#define PAGE_SIZE_DEFAULT 100
-#define PAGE_SIZE_MAX     1000
-
-typedef void handler_fn(const struct api_config *cfg, const struct api_request *req,
-                        const char *param, struct api_response *resp);
-
-static handler_fn job_create, job_list, job_get, job_cancel, job_stop, job_resume, job_delete,
-    job_events, job_logs, cluster, healthz, readyz, openapi, token_create, token_list, token_revoke,
+static api__handler cluster, healthz, readyz, openapi, token_create, token_list, token_revoke,
     scheduler_get, scheduler_put;
 
-static const struct route {
-    const char *method;
-    const char *pattern; /* a trailing "{}" segment matches one path segment */
-    handler_fn *fn;
-} routes[] = {
-    {"POST", "/v1/jobs", job_create},
-    {"GET", "/v1/jobs", job_list},
-    {"GET", "/v1/jobs/{}", job_get},
-    {"DELETE", "/v1/jobs/{}", job_delete},
-    {"POST", "/v1/jobs/{}/cancel", job_cancel},
-    {"POST", "/v1/jobs/{}/stop", job_stop},
-    {"POST", "/v1/jobs/{}/resume", job_resume},
-    {"GET", "/v1/jobs/{}/events", job_events},
-    {"GET", "/v1/jobs/{}/logs", job_logs},
+/* The rest of the API: the cluster, the scheduler, tokens, the API's own description and
+ * the probes. */
+static const struct api__route routes[] = {
     {"GET", "/v1/cluster", cluster},
     {"GET", "/v1/scheduler", scheduler_get},
     {"PUT", "/v1/scheduler", scheduler_put},
@@ -50,6 +30,9 @@ static const struct route {
     {"GET", "/readyz", readyz},
     {NULL, NULL, NULL},
 };
+
+/* Every route, jobs first (routes_jobs.c). */
+static const struct api__route *const tables[] = {api__job_routes, routes, NULL};
 
 /* Matches path against pattern segment by segment; a "{}" segment matches any non-empty
  * segment, which is copied into param. */
@@ -84,18 +67,22 @@ void api_handle(const struct api_config *cfg, const struct api_request *req,
     size_t used = 0;
 
     memset(resp, 0, sizeof(*resp));
-    for (const struct route *r = routes; r->method; r++) {
-        if (match(r->pattern, req->path, param, sizeof(param)) &&
-            strcmp(r->method, req->method) == 0) {
-            r->fn(cfg, req, param, resp);
-            return;
+    for (const struct api__route *const *t = tables; *t; t++) {
+        for (const struct api__route *r = *t; r->method; r++) {
+            if (match(r->pattern, req->path, param, sizeof(param)) &&
+                strcmp(r->method, req->method) == 0) {
+                r->fn(cfg, req, param, resp);
+                return;
+            }
         }
     }
-    for (const struct route *r = routes; r->method; r++) {
-        if (match(r->pattern, req->path, param, sizeof(param)) &&
-            used + strlen(r->method) + 3 < sizeof(resp->allow))
-            used += (size_t)snprintf(resp->allow + used, sizeof(resp->allow) - used, "%s%s",
-                                     used ? ", " : "", r->method);
+    for (const struct api__route *const *t = tables; *t; t++) {
+        for (const struct api__route *r = *t; r->method; r++) {
+            if (match(r->pattern, req->path, param, sizeof(param)) &&
+                used + strlen(r->method) + 3 < sizeof(resp->allow))
+                used += (size_t)snprintf(resp->allow + used, sizeof(resp->allow) - used, "%s%s",
+                                         used ? ", " : "", r->method);
+        }
     }
     if (used > 0)
         api_problem(resp, 405, "method-not-allowed", "Method Not Allowed", req->path,
@@ -105,7 +92,7 @@ void api_handle(const struct api_config *cfg, const struct api_request *req,
                     "no such resource: %s (see /v1/openapi.json)", req->path);
 }
 
-static void store_problem(struct api_response *resp, const char *path, const struct error *err)
+void api__store_problem(struct api_response *resp, const char *path, const struct error *err)
 {
     if (errno == EBUSY)
         api_problem(resp, 503, "busy", "Service Unavailable", path,
@@ -113,551 +100,6 @@ static void store_problem(struct api_response *resp, const char *path, const str
     else
         api_problem(resp, 500, "internal", "Internal Server Error", path,
                     "the job database failed: %s", err->text);
-}
-
-/* Reads the progress file rank 0 keeps in its run directory; NULL when absent or not JSON. */
-static char *progress_text(const char *run_dir)
-{
-    char path[4400];
-    json_error_t jerr;
-    json_t *progress;
-    char *text, buf[16384];
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "%s/progress.json", run_dir);
-    if ((f = jobfs_fopen(path)) == NULL)
-        return NULL;
-    /* Rank 0 rewrites it in a few hundred bytes; anything far larger is not a progress
-     * report, and is not worth a thread's time or memory. */
-    n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    progress = n < sizeof(buf) ? json_loadb(buf, n, 0, &jerr) : NULL;
-    if (progress == NULL)
-        return NULL;
-    text = json_dumps(progress, JSON_COMPACT);
-    json_decref(progress);
-    return text;
-}
-
-/* Renders job id with its attempts and its latest progress into resp (404 when it is not
- * there for owner). */
-static void render_job(const struct api_config *cfg, const struct api_request *req, const char *id,
-                       const char *owner, int status, struct api_response *resp)
-{
-    char *text, *run_dir, *progress;
-    struct error err;
-
-    if (store_job_render(req->store, id, owner, cfg->ckpt_prefix, &text, &run_dir, &err) < 0) {
-        if (errno == ENOENT)
-            api_problem(resp, 404, "job-not-found", "Not Found", req->path,
-                        "there is no job %s (or it is not yours)", id);
-        else
-            store_problem(resp, req->path, &err);
-        return;
-    }
-    progress = run_dir ? progress_text(run_dir) : NULL;
-    {
-        /* ,"scaling":{...}: sizes, speeds and restart overheads from the attempts */
-        json_error_t jerr;
-        json_t *job = json_loads(text, 0, &jerr);
-        json_t *sc =
-            job ? api_job_scaling(json_object_get(job, "attempts"), json_object_get(job, "spec"),
-                                  json_string_value(json_object_get(job, "state")) ?: "")
-                : NULL;
-        char *sct = sc ? json_dumps(sc, JSON_COMPACT) : NULL;
-        if (sct != NULL) {
-            size_t tl = strlen(text), sl = strlen(sct);
-            char *grown = realloc(text, tl + sl + 13);
-            if (grown != NULL) {
-                text = grown;
-                snprintf(text + tl - 1, sl + 14, ",\"scaling\":%s}", sct);
-            }
-        }
-        free(sct);
-        json_decref(sc);
-        json_decref(job);
-    }
-    if (progress != NULL) { /* splice ,"progress":{...} before the closing brace */
-        size_t tl = strlen(text), pl = strlen(progress);
-        char *grown = realloc(text, tl + pl + 13);
-        if (grown != NULL) {
-            text = grown;
-            snprintf(text + tl - 1, pl + 14, ",\"progress\":%s}", progress);
-        }
-    }
-    free(progress);
-    free(run_dir);
-    resp->status = status;
-    resp->json_text = text;
-}
-
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
-/* 1 when path is dir or lies under it, by the text alone (the paths are absolute). */
-static int path_within(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-/*
- * Who the job runs as, into s->run_as: the token's Unix user, else the configured default
- * user; as root one of them is required. The job's own directories may not lie in ringd's
- * data directory, which jobs never see. Returns 1, or 0 with a problem in resp.
- */
-static int submit_user(const struct api_config *cfg, const struct api_request *req, json_t *spec,
-                       struct api_submit *s, struct api_response *resp)
-{
-    const char *user = req->user;
-    const char *dirs[] = {"working_dir", "checkpoint_dir"};
-    struct local_identity id;
-    struct error err;
-
-    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-        const char *d = json_string_value(json_object_get(spec, dirs[i]));
-        if (d != NULL && cfg->data_dir != NULL &&
-            (path_within(d, cfg->data_dir) || strstr(d, "/../") != NULL ||
-             (strlen(d) >= 3 && strcmp(d + strlen(d) - 3, "/..") == 0))) {
-            json_t *p = api_problem(resp, 422, "validation-error", "Invalid JobSpec", req->path,
-                                    "%s must be outside ringd's data directory and must not "
-                                    "contain '..'",
-                                    dirs[i]);
-            json_object_set_new(p, "errors",
-                                json_pack("[{s:s, s:s}]", "field", dirs[i], "detail",
-                                          "inside ringd's data directory, or contains '..'"));
-            return 0;
-        }
-    }
-    if (user == NULL && cfg->default_user != NULL && cfg->default_user[0] != '\0')
-        user = cfg->default_user;
-    if (user == NULL && geteuid() == 0) {
-        api_problem(resp, 403, "no-unix-user", "Forbidden", req->path,
-                    "ringd runs as root and token '%s' is not mapped to a Unix user, so its "
-                    "jobs have no account to run as; an admin creates a token with "
-                    "{\"user\": \"NAME\"} or sets ringd's default_user",
-                    req->owner);
-        return 0;
-    }
-    if (local_identity_lookup(user, &id, &err) < 0) {
-        api_problem(resp, 403, "no-unix-user", "Forbidden", req->path, "%s", err.text);
-        return 0;
-    }
-    snprintf(s->run_as, sizeof(s->run_as), "%s", id.name);
-    return 1;
-}
-
-int api_submit_begin(const struct api_config *cfg, const struct api_request *req,
-                     struct api_submit *s, struct api_response *resp)
-{
-    json_t *spec, *errors;
-    const char *kind, *key = req->header(req->conn, "Idempotency-Key");
-    char *canon;
-    int status;
-
-    memset(s, 0, sizeof(*s));
-    if (key != NULL && (strlen(key) == 0 || strlen(key) >= sizeof(s->key))) {
-        api_problem(resp, 400, "bad-idempotency-key", "Bad Request", req->path,
-                    "Idempotency-Key must have 1..%zu characters", sizeof(s->key) - 1);
-        return 0;
-    }
-    struct jobspec_limits lim = {cfg->cluster, cfg->backend};
-    if (jobspec_parse(req->body, req->body_len, &lim, &spec, &errors, &status, &kind) < 0) {
-        json_t *first = json_array_get(errors, 0);
-        json_t *p =
-            api_problem(resp, status, kind, status == 400 ? "Malformed JSON" : "Invalid JobSpec",
-                        req->path, "%s", json_string_value(json_object_get(first, "detail")));
-        json_object_set_new(p, "errors", errors);
-        return 0;
-    }
-    /* The request's fingerprint: a retry with the same key must send the same spec. */
-    canon = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-    snprintf(s->hash, sizeof(s->hash), "%016llx", canon ? (unsigned long long)fnv1a(canon) : 0ull);
-    free(canon);
-    if (!submit_user(cfg, req, spec, s, resp)) {
-        json_decref(spec);
-        return 0;
-    }
-    snprintf(s->owner, sizeof(s->owner), "%s", req->owner);
-    s->sub.owner = s->owner;
-    s->sub.run_as = s->run_as;
-    s->sub.ckpt_prefix = cfg->ckpt_prefix;
-    s->sub.spec = spec;
-    s->sub.req_hash = s->hash;
-    if (key != NULL) {
-        snprintf(s->key, sizeof(s->key), "%s", key);
-        s->sub.idem_key = s->key;
-    }
-    return 1;
-}
-
-void api_submit_end(const struct api_config *cfg, const struct api_request *req,
-                    struct api_submit *s, struct api_response *resp)
-{
-    json_decref(s->sub.spec);
-    s->sub.spec = NULL;
-    if (s->sub.rc < 0) {
-        errno = s->sub.errnum;
-        if (errno == EEXIST)
-            api_problem(resp, 422, "idempotency-key-reused", "Unprocessable Content", req->path,
-                        "%s; use a new key for a new job", s->sub.err.text);
-        else
-            store_problem(resp, req->path, &s->sub.err);
-        return;
-    }
-    if (s->sub.created && cfg->sched != NULL)
-        scheduler_wake(cfg->sched);
-    if (s->sub.job_text != NULL) { /* rendered by the store as it inserted the job */
-        resp->status = 201;
-        resp->json_text = s->sub.job_text;
-        s->sub.job_text = NULL;
-    } else {
-        render_job(cfg, req, s->sub.id, NULL, 201, resp);
-    }
-    if (resp->status == 201)
-        snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%s", s->sub.id);
-}
-
-/* POST /v1/jobs: checked here; stored here (a batch of one), or later by the server's group
- * committer when it gave a place for the submission (req->defer). */
-static void job_create(const struct api_config *cfg, const struct api_request *req,
-                       const char *param, struct api_response *resp)
-{
-    struct api_submit own, *s = req->defer ? req->defer : &own;
-    struct store_submission *one = &s->sub;
-    struct error err;
-
-    if (!api_submit_begin(cfg, req, s, resp))
-        return;
-    if (req->defer) {
-        resp->deferred = 1;
-        return;
-    }
-    store_job_create_batch(req->store, &one, 1, &err);
-    api_submit_end(cfg, req, s, resp);
-}
-
-static void job_get(const struct api_config *cfg, const struct api_request *req, const char *param,
-                    struct api_response *resp)
-{
-    /* Another user's job is "not found", not "forbidden": its existence is not theirs to
-     * learn. */
-    render_job(cfg, req, param, req->admin ? NULL : req->owner, 200, resp);
-}
-
-static int finished(const char *state)
-{
-    return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") || !strcmp(state, "CANCELLED") ||
-           !strcmp(state, "STOPPED");
-}
-
-/* Loads the caller's job param into *job (new reference); else fills resp and returns -1. */
-static int own_job(const struct api_request *req, const char *param, struct api_response *resp,
-                   json_t **job)
-{
-    struct error err;
-    if (store_job_get(req->store, param, req->admin ? NULL : req->owner, job, &err) == 0)
-        return 0;
-    if (errno == ENOENT)
-        api_problem(resp, 404, "job-not-found", "Not Found", req->path,
-                    "there is no job %s (or it is not yours)", param);
-    else
-        store_problem(resp, req->path, &err);
-    return -1;
-}
-
-/* Answers with the job as it is now. */
-static void reply_job(const struct api_config *cfg, const struct api_request *req, const char *id,
-                      int status, struct api_response *resp)
-{
-    render_job(cfg, req, id, NULL, status, resp);
-}
-
-/* cancel and stop: the scheduler carries them out; a running job ends when reaped. */
-static void end_job(const struct api_config *cfg, const struct api_request *req, const char *param,
-                    struct api_response *resp, int stop)
-{
-    json_t *job;
-    struct error err;
-    const char *state;
-    int rc;
-
-    if (own_job(req, param, resp, &job) < 0)
-        return;
-    state = json_string_value(json_object_get(job, "state"));
-    if (finished(state)) {
-        api_problem(resp, 409, "job-finished", "Conflict", req->path,
-                    "job %s is already %s; there is nothing to %s", param, state,
-                    stop ? "stop" : "cancel");
-        json_decref(job);
-        return;
-    }
-    json_decref(job);
-    rc = stop ? scheduler_stop_job(cfg->sched, param, &err)
-              : scheduler_cancel(cfg->sched, param, &err);
-    if (rc < 0) {
-        if (errno == ENOENT)
-            api_problem(resp, 409, "job-finished", "Conflict", req->path,
-                        "job %s finished meanwhile; there is nothing to %s", param,
-                        stop ? "stop" : "cancel");
-        else if (errno == EALREADY && !stop) /* cancelled twice: the same outcome */
-            reply_job(cfg, req, param, 202, resp);
-        else if (errno == EALREADY)
-            api_problem(resp, 409, "job-cancelling", "Conflict", req->path,
-                        "job %s is being cancelled; it ends CANCELLED, so it cannot be stopped "
-                        "to resume later",
-                        param);
-        else
-            store_problem(resp, req->path, &err);
-        return;
-    }
-    /* 202: a running job ends once its workers exit; a cancel wins over a stop or a resize
-     * already under way, so this job ends CANCELLED (or STOPPED). */
-    reply_job(cfg, req, param, 202, resp);
-}
-
-static void job_cancel(const struct api_config *cfg, const struct api_request *req,
-                       const char *param, struct api_response *resp)
-{
-    end_job(cfg, req, param, resp, 0);
-}
-
-static void job_stop(const struct api_config *cfg, const struct api_request *req, const char *param,
-                     struct api_response *resp)
-{
-    end_job(cfg, req, param, resp, 1);
-}
-
-static void job_resume(const struct api_config *cfg, const struct api_request *req,
-                       const char *param, struct api_response *resp)
-{
-    json_t *job;
-    struct error err;
-
-    if (own_job(req, param, resp, &job) < 0)
-        return;
-    json_decref(job);
-    if (scheduler_resume(cfg->sched, param, &err) < 0) {
-        if (errno == EAGAIN)
-            api_problem(resp, 409, "job-not-stopped", "Conflict", req->path,
-                        "only a STOPPED job can be resumed; %s", err.text);
-        else
-            store_problem(resp, req->path, &err);
-        return;
-    }
-    reply_job(cfg, req, param, 200, resp);
-}
-
-static void job_delete(const struct api_config *cfg, const struct api_request *req,
-                       const char *param, struct api_response *resp)
-{
-    json_t *job;
-    struct error err;
-    const char *state;
-    char path[4400];
-    int own_ckpt;
-
-    if (own_job(req, param, resp, &job) < 0)
-        return;
-    state = json_string_value(json_object_get(job, "state"));
-    if (!finished(state)) {
-        api_problem(resp, 409, "job-active", "Conflict", req->path,
-                    "job %s is %s; cancel it first, then delete it", param, state);
-        json_decref(job);
-        return;
-    }
-    /* A checkpoint_dir the user named is theirs to keep; the default one goes with the job. */
-    own_ckpt = json_object_get(json_object_get(job, "spec"), "checkpoint_dir") == NULL;
-    json_decref(job);
-    if (store_job_delete(req->store, param, &err) < 0) {
-        store_problem(resp, req->path, &err);
-        return;
-    }
-    /* The job's files: what a later job could never use. The id came from the database,
-     * so it names a directory under ours and nothing else. */
-    snprintf(path, sizeof(path), "%s/runs/%s", cfg->work_dir ? cfg->work_dir : cfg->data_dir,
-             param);
-    jobfs_remove_tree(path);
-    if (own_ckpt) {
-        snprintf(path, sizeof(path), "%s%s", cfg->ckpt_prefix, param);
-        jobfs_remove_tree(path);
-    }
-    resp->status = 204;
-}
-
-/*
- * A non-negative decimal integer at most max, all of s; 0 and the value in *out, or -1.
- * "abc", "1.5", "-1", "" and anything past max (or past long long) are refused.
- */
-static int parse_count(const char *s, long long max, long long *out)
-{
-    char *end;
-    long long v;
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 0 || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* The largest rank a logs request may name: no job has more workers than the JobSpec's cap. */
-#define RANK_MAX 65535
-
-/*
- * GET /v1/jobs/{id}/events: the history as JSON, or with Accept: text/event-stream a live
- * stream, resuming after Last-Event-ID (or ?after=). Both are checked here, once: the
- * server only starts the stream that resp describes.
- */
-static void job_events(const struct api_config *cfg, const struct api_request *req,
-                       const char *param, struct api_response *resp)
-{
-    json_t *job, *events;
-    struct error err;
-    const char *after = req->query(req->conn, "after");
-    const char *last = req->header(req->conn, "Last-Event-ID");
-    const char *accept = req->header(req->conn, "Accept");
-    long long from = 0;
-    int stream = accept != NULL && strstr(accept, "text/event-stream") != NULL;
-
-    if (after != NULL && parse_count(after, INT64_MAX, &from) < 0) {
-        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                    "after must be an event id (a non-negative integer), not '%.64s'", after);
-        return;
-    }
-    if (stream && last != NULL && parse_count(last, INT64_MAX, &from) < 0) {
-        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                    "Last-Event-ID must be an event id (a non-negative integer), not '%.64s'",
-                    last);
-        return;
-    }
-    if (own_job(req, param, resp, &job) < 0)
-        return;
-    json_decref(job);
-    if (stream) {
-        resp->status = 200;
-        resp->stream = API_STREAM_EVENTS;
-        snprintf(resp->stream_job, sizeof(resp->stream_job), "%s", param);
-        resp->stream_from = from;
-        return;
-    }
-    if (store_events(req->store, param, from, 10000, &events, &err) < 0) {
-        store_problem(resp, req->path, &err);
-        return;
-    }
-    resp->status = 200;
-    resp->body = json_pack("{s:o}", "events", events);
-}
-
-/*
- * GET /v1/jobs/{id}/logs?rank=R&stream=stdout|stderr&tail=N&offset=B: a rank's output in the
- * latest attempt, as text. offset returns what follows byte B, so a client follows the log
- * by passing back the X-Ring-Log-Offset it got; tail returns the last N lines. follow=1
- * streams the output from offset as it is written, until the job ends.
- */
-static void job_logs(const struct api_config *cfg, const struct api_request *req, const char *param,
-                     struct api_response *resp)
-{
-    const char *rank_s = req->query(req->conn, "rank"), *tail_s = req->query(req->conn, "tail");
-    const char *stream = req->query(req->conn, "stream"), *off_s = req->query(req->conn, "offset");
-    const char *follow_s = req->query(req->conn, "follow");
-    json_t *job, *attempts;
-    struct error err;
-    long long rank = 0, tail = -1, offset = -1;
-    char path[4400];
-    FILE *f;
-    long size;
-
-    if (stream == NULL)
-        stream = "stdout";
-    if ((rank_s && parse_count(rank_s, RANK_MAX, &rank) < 0) ||
-        (tail_s && parse_count(tail_s, INT32_MAX, &tail) < 0) ||
-        (off_s && parse_count(off_s, INT64_MAX, &offset) < 0) ||
-        (follow_s && strcmp(follow_s, "0") && strcmp(follow_s, "1")) ||
-        (strcmp(stream, "stdout") && strcmp(stream, "stderr"))) {
-        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                    "rank must be an integer in [0, %d], tail and offset non-negative "
-                    "integers, follow 0 or 1, and stream stdout or stderr",
-                    RANK_MAX);
-        return;
-    }
-    if (follow_s != NULL && !strcmp(follow_s, "1")) {
-        if (own_job(req, param, resp, &job) < 0)
-            return;
-        json_decref(job);
-        resp->status = 200;
-        resp->stream = API_STREAM_LOGS;
-        snprintf(resp->stream_job, sizeof(resp->stream_job), "%s", param);
-        resp->stream_from = offset < 0 ? 0 : offset;
-        resp->stream_rank = (int)rank;
-        snprintf(resp->stream_which, sizeof(resp->stream_which), "%s", stream);
-        return;
-    }
-    if (own_job(req, param, resp, &job) < 0)
-        return;
-    json_decref(job);
-    if (store_attempts(req->store, param, &attempts, &err) < 0) {
-        store_problem(resp, req->path, &err);
-        return;
-    }
-    if (json_array_size(attempts) == 0) {
-        json_decref(attempts);
-        api_problem(resp, 404, "no-logs", "Not Found", req->path,
-                    "job %s has not started yet; there are no logs", param);
-        return;
-    }
-    snprintf(path, sizeof(path), "%s/rank.%ld/%s",
-             json_string_value(json_object_get(
-                 json_array_get(attempts, json_array_size(attempts) - 1), "run_dir")),
-             (long)rank, stream);
-    json_decref(attempts);
-    f = jobfs_fopen(path);
-    if (f == NULL) {
-        api_problem(resp, 404, "no-logs", "Not Found", req->path,
-                    "no %s for rank %lld of job %s (is the rank in range?)", stream, rank, param);
-        return;
-    }
-    fseek(f, 0, SEEK_END);
-    size = ftell(f);
-    if (offset > size)
-        offset = size;
-    if (offset < 0)
-        offset = 0;
-    /* A tail of N lines: step back from the end until N newlines are behind. */
-    if (tail >= 0 && off_s == NULL) {
-        long pos = size, lines = 0;
-        while (pos > 0) {
-            int c;
-            fseek(f, pos - 1, SEEK_SET);
-            c = fgetc(f);
-            if (c == '\n' && pos != size && ++lines >= tail)
-                break;
-            pos--;
-        }
-        offset = tail == 0 ? size : pos;
-    }
-    resp->text_len = (size_t)(size - offset);
-    resp->text = malloc(resp->text_len + 1);
-    if (resp->text == NULL) {
-        fclose(f);
-        api_problem(resp, 500, "internal", "Internal Server Error", req->path, "out of memory");
-        return;
-    }
-    fseek(f, offset, SEEK_SET);
-    resp->text_len = fread(resp->text, 1, resp->text_len, f);
-    fclose(f);
-    resp->log_offset = offset + (long long)resp->text_len;
-    resp->status = 200;
 }
 
 static void cluster(const struct api_config *cfg, const struct api_request *req, const char *param,
@@ -671,102 +113,6 @@ static void cluster(const struct api_config *cfg, const struct api_request *req,
     }
     resp->status = 200;
     resp->body = snap;
-}
-
-static int valid_state(const char *s)
-{
-    static const char *const states[] = {"QUEUED",   "STARTING",  "RUNNING",
-                                         "STOPPING", "STOPPED",   "SUCCEEDED",
-                                         "FAILED",   "CANCELLED", NULL};
-    for (int i = 0; states[i]; i++) {
-        if (strcmp(states[i], s) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-static void job_list(const struct api_config *cfg, const struct api_request *req, const char *param,
-                     struct api_response *resp)
-{
-    const char *ps = req->query(req->conn, "page_size"), *tok = req->query(req->conn, "page_token");
-    const char *state = req->query(req->conn, "state"), *label = req->query(req->conn, "label");
-    const char *owner = req->query(req->conn, "owner");
-    char key[128] = "", *end;
-    const char *value = NULL;
-    long size = PAGE_SIZE_DEFAULT;
-    long long cursor = 0;
-    int64_t next;
-    char *jobs;
-    struct error err;
-    struct store_filter filter = {0};
-
-    if (ps != NULL) {
-        size = strtol(ps, &end, 10);
-        if (*ps == '\0' || *end != '\0' || size < 1 || size > PAGE_SIZE_MAX) {
-            api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                        "page_size must be an integer in [1, %d], not '%s'", PAGE_SIZE_MAX, ps);
-            return;
-        }
-    }
-    if (tok != NULL) {
-        cursor = strtoll(tok, &end, 16);
-        if (*tok == '\0' || *end != '\0' || cursor < 0) {
-            api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                        "page_token '%s' is not one this server gave out", tok);
-            return;
-        }
-    }
-    if (state != NULL && !valid_state(state)) {
-        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                    "state '%s' is not a job state (QUEUED, STARTING, RUNNING, STOPPING, "
-                    "STOPPED, SUCCEEDED, FAILED, CANCELLED)",
-                    state);
-        return;
-    }
-    if (label != NULL) {
-        const char *eq = strchr(label, '=');
-        if (eq == NULL || eq == label || (size_t)(eq - label) >= sizeof(key)) {
-            api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
-                        "label must be key=value, not '%s'", label);
-            return;
-        }
-        memcpy(key, label, (size_t)(eq - label));
-        key[eq - label] = '\0';
-        value = eq + 1;
-    }
-    /* Users list their own jobs; admins anyone's, optionally one owner's. */
-    if (!req->admin)
-        owner = req->owner;
-    filter.owner = owner;
-    filter.state = state;
-    filter.label_key = value ? key : NULL;
-    filter.label_value = value;
-    if (store_job_list(req->store, &filter, cursor, (int)size, cfg->ckpt_prefix, &jobs, &next,
-                       &err) < 0) {
-        store_problem(resp, req->path, &err);
-        return;
-    }
-    /* {"jobs":[...],"next_page_token":"..."} around the rendered array */
-    {
-        size_t n = strlen(jobs);
-        char tail[64], *text = malloc(n + sizeof(tail) + 16);
-        if (text == NULL) {
-            free(jobs);
-            api_problem(resp, 503, "busy", "Service Unavailable", req->path, "out of memory");
-            return;
-        }
-        if (next > 0)
-            snprintf(tail, sizeof(tail), ",\"next_page_token\":\"%llx\"}",
-                     (unsigned long long)next);
-        else
-            snprintf(tail, sizeof(tail), "}");
-        memcpy(text, "{\"jobs\":", 8);
-        memcpy(text + 8, jobs, n);
-        memcpy(text + 8 + n, tail, strlen(tail) + 1);
-        free(jobs);
-        resp->status = 200;
-        resp->json_text = text;
-    }
 }
 
 /* A token's name: what owns its jobs, shown in lists and logs. */
@@ -836,7 +182,7 @@ static void token_create(const struct api_config *cfg, const struct api_request 
         }
     }
     if (cfg->token_create(req->store, n, json_is_true(admin), u, token, &err) < 0) {
-        store_problem(resp, req->path, &err);
+        api__store_problem(resp, req->path, &err);
         json_decref(body);
         return;
     }
@@ -856,7 +202,7 @@ static void token_list(const struct api_config *cfg, const struct api_request *r
     json_t *tokens;
     struct error err;
     if (store_token_list(req->store, req->admin ? NULL : req->owner, &tokens, &err) < 0) {
-        store_problem(resp, req->path, &err);
+        api__store_problem(resp, req->path, &err);
         return;
     }
     resp->status = 200;
@@ -876,7 +222,7 @@ static void token_revoke(const struct api_config *cfg, const struct api_request 
             api_problem(resp, 404, "token-not-found", "Not Found", req->path,
                         "there is no token %s (or it is not yours); see GET /v1/tokens", param);
         else
-            store_problem(resp, req->path, &err);
+            api__store_problem(resp, req->path, &err);
         return;
     }
     if (cfg->token_revoked != NULL)

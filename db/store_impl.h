@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store_impl.h - what store.c (the connection, migrations, jobs and tokens) and
- * store_sched.c (the scheduler's transitions, attempts, events and metrics) share.
+ * store_impl.h - what store.c (the connection, migrations, SQL and tokens), store_jobs.c
+ * (submission, a job's document, the list) and store_sched.c (the scheduler's transitions,
+ * attempts, events and metrics) share.
  */
 #ifndef RINGD_STORE_IMPL_H
 #define RINGD_STORE_IMPL_H

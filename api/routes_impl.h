@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * routes_impl.h - what routes.c (the dispatch, and the routes other than jobs') and
+ * routes_jobs.c (the jobs' routes) share: the shape of a route table, which each file keeps
+ * for the routes it serves, and the answer to a failed store call.
+ */
+#ifndef RINGD_ROUTES_IMPL_H
+#define RINGD_ROUTES_IMPL_H
+
+#include "api.h"
+#include "error.h"
+
+/* A handler gets the path's "{}" segment in param ("" when the route has none). */
+typedef void api__handler(const struct api_config *cfg, const struct api_request *req,
+                          const char *param, struct api_response *resp);
+
+struct api__route {
+    const char *method;
+    const char *pattern; /* a trailing "{}" segment matches one path segment */
+    api__handler *fn;
+};
+
+/* routes_jobs.c's table, ended by a NULL method. */
+extern const struct api__route api__job_routes[];
+
+/* 503 when the database is busy (retry), else 500, with err's text. */
+void api__store_problem(struct api_response *resp, const char *path, const struct error *err);
+
+#endif /* RINGD_ROUTES_IMPL_H */
