@@ -447,6 +447,34 @@ START_TEST(strmap_basics)
 }
 END_TEST
 
+/* Deleted nodes are reused by later puts: keys of every length still come back intact. */
+START_TEST(strmap_reuses_deleted_nodes)
+{
+    struct ring__strmap m = {0};
+    char key[RING__NAME_MAX + 1];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 100; i++) {
+            /* short keys, then keys longer than any node freed before them */
+            int len = round == 1 ? 200 + i % 50 : 1 + i % 20;
+            memset(key, 'a' + i % 26, (size_t)len);
+            snprintf(key + len, sizeof(key) - (size_t)len, "%d", i);
+            ck_assert_int_eq(ring__strmap_put(&m, key, (void *)(intptr_t)(i + 1)), 0);
+        }
+        ck_assert_uint_eq(m.count, 100);
+        for (int i = 0; i < 100; i++) {
+            int len = round == 1 ? 200 + i % 50 : 1 + i % 20;
+            memset(key, 'a' + i % 26, (size_t)len);
+            snprintf(key + len, sizeof(key) - (size_t)len, "%d", i);
+            ck_assert_ptr_eq(ring__strmap_get(&m, key), (void *)(intptr_t)(i + 1));
+            ck_assert_ptr_eq(ring__strmap_del(&m, key), (void *)(intptr_t)(i + 1));
+            ck_assert_ptr_null(ring__strmap_get(&m, key));
+        }
+        ck_assert_uint_eq(m.count, 0);
+    }
+    ring__strmap_free(&m);
+}
+END_TEST
+
 START_TEST(process_set_registry)
 {
     struct ring__process_sets p = world(4);
@@ -478,6 +506,7 @@ int main(void)
         wire_format_round_trip,
         wire_format_refuses_absurd_group_sizes,
         strmap_basics,
+        strmap_reuses_deleted_nodes,
         process_set_registry,
         NULL,
     };

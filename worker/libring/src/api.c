@@ -102,8 +102,8 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
     if (ps != RING_GLOBAL &&
         (size_t)snprintf(r->name, sizeof(r->name), "set%d:%s", ps, name) >= sizeof(r->name))
         return ring__err(RING_EINVAL, "%s '%s': name too long", what, name);
-    if (ps == RING_GLOBAL)
-        snprintf(r->name, sizeof(r->name), "%s", name);
+    if (ps == RING_GLOBAL) /* check_name bounded its length */
+        memcpy(r->name, name, strlen(name) + 1);
     r->type = type;
     r->dtype = (int)dtype;
     r->process_set = ps;

@@ -105,6 +105,34 @@ void ring__eng_complete(struct ring__engine *e, struct entry *en, int status, co
     free(en);
 }
 
+void ring__eng_complete_batch(struct ring__engine *e, struct entry **en, int n)
+{
+    int done = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (en[i] != NULL) {
+            ring__strmap_del(&e->pending, en[i]->req.name);
+            done++;
+        }
+    }
+    e->npending -= done;
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < n; i++) {
+        if (en[i] != NULL) {
+            ring__strmap_del(&e->inflight, en[i]->req.name);
+            ring__eng_finish_handle(e, en[i]->handle, 0, NULL);
+        }
+    }
+    e->stats.tensors += (uint64_t)done;
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < n; i++) {
+        if (en[i] != NULL) {
+            ring__request_clear(&en[i]->req);
+            free(en[i]);
+        }
+    }
+}
+
 void ring__eng_list_each(const char *key, void *value, void *arg)
 {
     struct entry **list = arg;
@@ -323,6 +351,13 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     pthread_mutex_init(&e->mu, NULL);
     pthread_mutex_init(&e->cycle_mu, NULL);
     pthread_cond_init(&e->cv, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* settle's deadlines (ring__now_us) */
+        pthread_cond_init(&e->settle_cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     /* The knobs come from the tuning table (tuning.c says where the defaults come from). */
     e->fast = (int)v[RING__K_FAST_PATH];
     e->grace_us = v[RING__K_FAST_GRACE_US];
@@ -345,10 +380,12 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     e->absent = calloc((size_t)cache + 1, 1);
     e->fired = calloc((size_t)cache + 1, 1);
     e->fresp = calloc((size_t)cache + 1, sizeof(*e->fresp));
+    e->bit_entry = calloc((size_t)cache + 1, sizeof(*e->bit_entry));
+    e->fent = calloc((size_t)cache + 1, sizeof(*e->fent));
     e->fast_buf = malloc(RING__ATTACH_MAX);
     if (e->ctl == NULL || e->joined_ranks == NULL || e->prev_joined == NULL ||
         e->bit_since == NULL || e->absent == NULL || e->fired == NULL || e->fresp == NULL ||
-        e->fast_buf == NULL || e->ctl_scratch == NULL ||
+        e->bit_entry == NULL || e->fent == NULL || e->fast_buf == NULL || e->ctl_scratch == NULL ||
         ring__cache_init(&e->cache, (int)cache) < 0 ||
         ring__psets_init(&e->psets, ctx->size, ctx->rank) < 0) {
         rc = RING_ENOMEM;
@@ -418,12 +455,15 @@ int ring__engine_stop(struct ring__engine *e)
     free(e->absent);
     free(e->fired);
     free(e->fresp);
+    free(e->bit_entry);
+    free(e->fent);
     free(e->fusion);
     free(e->fast_buf);
     free(e->ctl_scratch);
     pthread_mutex_destroy(&e->mu);
     pthread_mutex_destroy(&e->cycle_mu);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->settle_cv);
     free(e);
     return 0;
 }
@@ -484,6 +524,8 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
         e->qtail = tail;
         e->nqueued += n;
         e->burst_over = next_blocking;
+        if (next_blocking && e->settling)
+            pthread_cond_signal(&e->settle_cv);
         next_blocking = 0;
     } else {
         for (struct entry *en = first; en != NULL; en = en->next)
@@ -630,13 +672,26 @@ int ring__engine_blocking(struct ring__engine *e, const struct ring__submit *sub
  * ring_barrier left one rank's program that much later than the other's, and the 4 KiB
  * allreduce timed after it (bench/allreduce) was bimodal, ~10 us or ~130-200 us.
  */
-static void await_handle(struct ring__engine *e, struct ring_handle *h)
+static void end_burst(struct ring__engine *e)
 {
-    int64_t until = ring__now_us() + e->ctx->spin_us;
-
+    /* Once per burst: the program's next waits find it set and take no lock. */
+    if (atomic_load(&e->burst_over))
+        return;
     pthread_mutex_lock(&e->mu);
     e->burst_over = 1;
+    if (e->settling)
+        pthread_cond_signal(&e->settle_cv); /* the engine starts the cycle now */
     pthread_mutex_unlock(&e->mu);
+}
+
+static void await_handle(struct ring__engine *e, struct ring_handle *h)
+{
+    int64_t until;
+
+    end_burst(e);
+    if (atomic_load(&h->done))
+        return;
+    until = ring__now_us() + e->ctx->spin_us;
     while (!atomic_load(&h->done) && ring__now_us() < until)
         sched_yield();
     pthread_mutex_lock(&e->mu);
@@ -670,10 +725,8 @@ int ring_test(ring_handle_t *h)
     int done;
     if (h == NULL || ctx == NULL || ctx->engine == NULL)
         return 0;
-    pthread_mutex_lock(&ctx->engine->mu);
-    ctx->engine->burst_over = 1; /* as in ring_wait */
-    done = h->done;
-    pthread_mutex_unlock(&ctx->engine->mu);
+    end_burst(ctx->engine); /* as in ring_wait */
+    done = atomic_load(&h->done);
     return done;
 }
 
@@ -720,6 +773,11 @@ int ring__engine_add_pset(struct ring__engine *e, const int *ranks, int n)
 int ring__engine_pset_info(struct ring__engine *e, int id, int *rank, int *size)
 {
     const struct ring__pset *ps;
+    if (id == RING_GLOBAL) { /* the world, fixed at start: every submission asks */
+        *rank = e->ctx->rank;
+        *size = e->ctx->size;
+        return 0;
+    }
     pthread_mutex_lock(&e->mu);
     ps = ring__psets_get(&e->psets, id);
     if (ps != NULL) {

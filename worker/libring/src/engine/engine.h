@@ -101,12 +101,14 @@ char *ring__get_str(struct ring__reader *rd);
 int ring__get_request(struct ring__reader *rd, struct ring__request *r);
 int ring__get_response(struct ring__reader *rd, struct ring__response *r);
 
-/* ---- string map (strmap.c): name -> pointer, chained hashing ---- */
+/* ---- string map (strmap.c): name -> pointer, chained hashing ----
+ * A zeroed struct is an empty map; ring__strmap_free frees what it holds. */
 
 struct ring__strmap_node;
 struct ring__strmap {
     struct ring__strmap_node **buckets;
     size_t nbuckets, count;
+    struct ring__strmap_node *spare; /* deleted nodes, reused by puts */
 };
 
 /* Returns the value for key, or NULL. */

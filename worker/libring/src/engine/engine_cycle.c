@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "engine_impl.h"
 
@@ -35,22 +35,6 @@ static void collect_request(const char *key, void *value, void *arg)
         return;
     ring__put_request(c->b, &en->req);
     c->n++;
-}
-
-static void count_uncached(const char *key, void *value, void *arg)
-{
-    struct collect *c = arg;
-    struct entry *en = value;
-    if (en->bit < 0)
-        c->uncached = 1;
-}
-
-static void set_ready_bits(const char *key, void *value, void *arg)
-{
-    struct ring__engine *e = arg;
-    struct entry *en = value;
-    if (en->bit >= 0)
-        ctl_set(e->ctl + 2 + e->jw, en->bit);
 }
 
 /* Rank 0: stall bookkeeping for the names of a full round that are not ready yet. */
@@ -288,31 +272,34 @@ static void watch_bits(struct ring__engine *e, int hwm, const uint64_t *all, con
  * on the first of them would negotiate a handful and leave the rest for later cycles,
  * smaller batches each paying a control round. So wait while the burst lasts, at most the
  * cycle time. The burst is over when the program blocks (a blocking call, ring_wait or
- * ring_test), or, when every rank has a CPU of its own, after SETTLE_US without a new
- * submission (one takes a few microseconds). On an oversubscribed host a quiet spell
- * proves nothing: the program's thread may just have lost its CPU in mid-burst, and a
- * cycle started then splits the step across cycles on some ranks.
+ * ring_test, which signal settle_cv, so the cycle starts at once), or, when every rank has
+ * a CPU of its own, after SETTLE_US without a new submission (one takes a few
+ * microseconds). On an oversubscribed host a quiet spell proves nothing: the program's
+ * thread may just have lost its CPU in mid-burst, and a cycle started then splits the step
+ * across cycles on some ranks.
  */
 #define SETTLE_US 20
 
 static void settle(struct ring__engine *e)
 {
-    int64_t limit = ring__now_us() + (int64_t)e->cycle_ms * 1000;
-    int quiet_ends = !e->ctx->oversubscribed, n, m, over;
+    int64_t now = ring__now_us(), limit = now + (int64_t)e->cycle_ms * 1000, mark = now;
+    int quiet_ends = !e->ctx->oversubscribed, n;
 
     pthread_mutex_lock(&e->mu);
-    n = e->burst_over ? 0 : e->nqueued;
-    pthread_mutex_unlock(&e->mu);
-    while (n > 0 && ring__now_us() < limit) {
-        usleep(SETTLE_US);
-        pthread_mutex_lock(&e->mu);
-        over = e->burst_over;
-        m = e->nqueued;
-        pthread_mutex_unlock(&e->mu);
-        if (over || (quiet_ends && m == n))
-            break;
-        n = m;
+    n = e->nqueued;
+    e->settling = 1;
+    while (!e->burst_over && n > 0 && now < limit && !(quiet_ends && now - mark >= SETTLE_US)) {
+        int64_t until = quiet_ends && mark + SETTLE_US < limit ? mark + SETTLE_US : limit;
+        struct timespec ts = {(time_t)(until / 1000000), (long)(until % 1000000) * 1000};
+        pthread_cond_timedwait(&e->settle_cv, &e->mu, &ts);
+        now = ring__now_us();
+        if (e->nqueued != n) { /* a new submission: the quiet spell starts again */
+            n = e->nqueued;
+            mark = now;
+        }
     }
+    e->settling = 0;
+    pthread_mutex_unlock(&e->mu);
 }
 
 /* Moves the queued submissions into the pending table. */
@@ -397,9 +384,28 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     join_local = e->joined;
     pthread_mutex_unlock(&e->mu);
 
-    /* Step 2: the control vector. */
+    /* Step 2: the control vector, from one walk over the pending entries. */
     memset(w, 0, (size_t)words * sizeof(uint64_t));
-    ring__strmap_each(&e->pending, count_uncached, &col);
+    /* The complement of what this rank really holds, for the OR. */
+    for (int i = 0; i < cw; i++)
+        w[2 + jw + cw + i] = ~(uint64_t)0;
+    memset(e->bit_entry, 0, (size_t)hwm * sizeof(*e->bit_entry));
+    {
+        uint64_t *ready = w + 2 + jw, *mine = w + 2 + jw + cw;
+        struct entry *list = NULL;
+        ring__strmap_each(&e->pending, ring__eng_list_each, &list);
+        for (; list != NULL; list = list->next) {
+            if (list->bit < 0) {
+                col.uncached = 1;
+                continue;
+            }
+            e->bit_entry[list->bit] = list; /* step 5 runs it without a name lookup */
+            if (!join_local) {
+                ctl_set(ready, list->bit);
+                mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
+            }
+        }
+    }
     or_flags = (col.uncached ? F_UNCACHED : 0) | (ring__stop_local() ? F_STOP : 0) |
                (rank == 0 && e->force_full ? F_FORCE_FULL : 0);
     w[0] = ~or_flags;
@@ -412,20 +418,6 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     for (int b = 0; b < hwm; b++) {
         if (join_local || (e->cache.entries[b].used && e->absent[b]))
             ctl_set(w + 2 + jw, b);
-    }
-    if (!join_local)
-        ring__strmap_each(&e->pending, set_ready_bits, e);
-    /* The complement of what this rank really holds, for the OR. */
-    for (int i = 0; i < cw; i++)
-        w[2 + jw + cw + i] = ~(uint64_t)0;
-    if (!join_local) {
-        uint64_t *mine = w + 2 + jw + cw;
-        struct entry *list = NULL;
-        ring__strmap_each(&e->pending, ring__eng_list_each, &list);
-        for (; list != NULL; list = list->next) {
-            if (list->bit >= 0)
-                mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
-        }
     }
     /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */
     ring__autotune_put(e->autotune, w + words - RING__TUNE_WORDS);
@@ -459,6 +451,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
         memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
         fresp[nfired].req = e->cache.entries[b].req; /* shallow: cacheable has no counts */
         fresp[nfired].req.counts = NULL;
+        e->fent[nfired] = e->bit_entry[b];
         nfired++;
     }
     if (rank == 0)
@@ -505,8 +498,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
         TL_PHASE(e, resp[i].req.name, "NEGOTIATE", 0, NULL);
         TL_PHASE(e, resp[i].req.name, "QUEUE", 1, NULL);
     }
-    if ((rc = ring__eng_execute(e, fresp, nfired)) < 0 ||
-        (rc = ring__eng_execute(e, resp, nresp)) < 0)
+    if ((rc = ring__eng_execute(e, fresp, nfired, e->fent)) < 0 ||
+        (rc = ring__eng_execute(e, resp, nresp, NULL)) < 0)
         goto out;
     for (int b = 0; b < hwm; b++) {
         if (fired[b])

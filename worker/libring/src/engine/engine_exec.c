@@ -262,7 +262,8 @@ static int run_other(struct ring__engine *e, const struct ring__comm *c,
  * Runs the responses of one cycle in order, in fused batches. Error responses complete
  * their entries with the error. Returns 0 or a transport error (the engine then fails).
  */
-int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n)
+int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n,
+                      struct entry *const *known)
 {
     int *starts = malloc(((size_t)n + 1) * sizeof(int));
     struct entry **en = malloc(((size_t)n + 1) * sizeof(*en));
@@ -274,7 +275,7 @@ int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n
         return ring__err(RING_ENOMEM, "out of memory for %d responses", n);
     }
     for (int i = 0; i < n; i++) {
-        en[i] = ring__strmap_get(&e->pending, resp[i].req.name);
+        en[i] = known != NULL ? known[i] : ring__strmap_get(&e->pending, resp[i].req.name);
         TL_PHASE(e, resp[i].req.name, "QUEUE", 0, NULL);
     }
     nb = ring__fusion_plan(resp, n, e->fusion_threshold, starts);
@@ -301,10 +302,9 @@ int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n
         pthread_mutex_lock(&e->mu);
         e->stats.collectives++;
         pthread_mutex_unlock(&e->mu);
-        for (int i = i0; rc == 0 && i < i0 + cnt; i++) {
-            if (en[i] != NULL)
-                ring__eng_complete(e, en[i], 0, NULL);
-            en[i] = NULL;
+        if (rc == 0) {
+            ring__eng_complete_batch(e, en + i0, cnt);
+            memset(en + i0, 0, (size_t)cnt * sizeof(*en));
         }
         ring__eng_flush_waiters(e);
     }

@@ -70,7 +70,11 @@ struct ring__engine {
     /* under mu */
     struct entry *qhead, **qtail;
     int nqueued;
-    int burst_over; /* the last submission was a blocking call, or the program now waits */
+    /* The last submission was a blocking call, or the program now waits. Written under mu;
+     * await_handle reads it without, to skip the lock when it is set already. */
+    atomic_int burst_over;
+    int settling;             /* the engine waits in settle() for the burst to end */
+    pthread_cond_t settle_cv; /* signalled when burst_over becomes 1 while settling */
     int wake_waiters;
     struct ring__strmap inflight;
     int shutdown;
@@ -105,6 +109,8 @@ struct ring__engine {
     unsigned char *absent;        /* per cache bit: this rank is not in the entry's set */
     unsigned char *fired;         /* per cache bit, this cycle */
     struct ring__response *fresp; /* the fired entries' responses, this cycle */
+    struct entry **bit_entry;     /* per cache bit: the pending entry holding it, this cycle */
+    struct entry **fent;          /* the fired responses' entries here (NULL: not held) */
     int sleeping;                 /* under mu: the thread is (about to be) in the idle poll */
     int idle_waiting;             /* under mu: the thread sleeps with the mesh's idle flags up:
                                      how (RING__IDLE_*, transport.h), or 0 */
@@ -130,6 +136,8 @@ void ring__eng_finish_handle(struct ring__engine *e, struct ring_handle *h, int 
                              const char *msg);
 /* Completes en (removing it from the pending table) with status and msg. */
 void ring__eng_complete(struct ring__engine *e, struct entry *en, int status, const char *msg);
+/* Completes the n entries en[] (NULLs skipped) successfully, taking mu once. */
+void ring__eng_complete_batch(struct ring__engine *e, struct entry **en, int n);
 /* Wakes the threads waiting on handles completed since the last call. */
 void ring__eng_flush_waiters(struct ring__engine *e);
 /* Fails everything queued and pending with err, and refuses later submissions. */
@@ -141,8 +149,13 @@ void ring__eng_list_each(const char *key, void *value, void *arg);
 
 /* The view of process set id for this rank; returns 1 when this rank is a member. */
 int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c);
-/* Runs one cycle's responses in order, in fused batches. Returns 0 or a transport error. */
-int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n);
+/*
+ * Runs one cycle's responses in order, in fused batches. known (may be NULL) gives each
+ * response's pending entry on this rank (NULL: none), found by name otherwise. Returns 0 or
+ * a transport error.
+ */
+int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n,
+                      struct entry *const *known);
 
 /* ---- engine_cycle.c ---- */
 

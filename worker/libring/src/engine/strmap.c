@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* strmap.c - a string-keyed hash map with chaining; grows to keep chains short. */
+/*
+ * strmap.c - a string-keyed hash map with chaining; grows to keep chains short.
+ *
+ * The engine puts and deletes a name per tensor several times a step (in flight, pending),
+ * so a deleted node is kept on a free list and reused by the next put of a key that fits:
+ * a step of many small tensors then costs no malloc or free here once the map has grown.
+ * Each node keeps its key's hash, so a lookup compares strings only on a likely match.
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,8 +15,13 @@
 struct ring__strmap_node {
     struct ring__strmap_node *next;
     void *value;
+    size_t hash;
+    size_t cap; /* bytes for the key */
     char key[];
 };
+
+/* Keys up to this long get a node of this size, so that any freed node fits the next. */
+#define KEY_CAP_MIN 64
 
 /* FNV-1a: short keys, no adversary (names come from this job's own ranks). */
 static size_t hash(const char *s)
@@ -23,10 +35,12 @@ static size_t hash(const char *s)
 void *ring__strmap_get(const struct ring__strmap *m, const char *key)
 {
     struct ring__strmap_node *n;
+    size_t h;
     if (m->nbuckets == 0)
         return NULL;
-    for (n = m->buckets[hash(key) % m->nbuckets]; n != NULL; n = n->next) {
-        if (strcmp(n->key, key) == 0)
+    h = hash(key);
+    for (n = m->buckets[h % m->nbuckets]; n != NULL; n = n->next) {
+        if (n->hash == h && strcmp(n->key, key) == 0)
             return n->value;
     }
     return NULL;
@@ -41,7 +55,7 @@ static int grow(struct ring__strmap *m)
     for (size_t i = 0; i < m->nbuckets; i++) {
         struct ring__strmap_node *n = m->buckets[i], *next;
         for (; n != NULL; n = next) {
-            size_t k = hash(n->key) % nb;
+            size_t k = n->hash % nb;
             next = n->next;
             n->next = b[k];
             b[k] = n;
@@ -56,21 +70,29 @@ static int grow(struct ring__strmap *m)
 int ring__strmap_put(struct ring__strmap *m, const char *key, void *value)
 {
     struct ring__strmap_node *n;
-    size_t len = strlen(key), k;
+    size_t len = strlen(key), h = hash(key), k;
 
     if (m->count >= m->nbuckets && grow(m) < 0)
         return RING_ENOMEM;
-    k = hash(key) % m->nbuckets;
+    k = h % m->nbuckets;
     for (n = m->buckets[k]; n != NULL; n = n->next) {
-        if (strcmp(n->key, key) == 0) {
+        if (n->hash == h && strcmp(n->key, key) == 0) {
             n->value = value;
             return 0;
         }
     }
-    n = malloc(sizeof(*n) + len + 1);
-    if (n == NULL)
-        return RING_ENOMEM;
+    if (m->spare != NULL && m->spare->cap > len) {
+        n = m->spare;
+        m->spare = n->next;
+    } else {
+        size_t cap = len + 1 > KEY_CAP_MIN ? len + 1 : KEY_CAP_MIN;
+        n = malloc(sizeof(*n) + cap);
+        if (n == NULL)
+            return RING_ENOMEM;
+        n->cap = cap;
+    }
     memcpy(n->key, key, len + 1);
+    n->hash = h;
     n->value = value;
     n->next = m->buckets[k];
     m->buckets[k] = n;
@@ -81,14 +103,18 @@ int ring__strmap_put(struct ring__strmap *m, const char *key, void *value)
 void *ring__strmap_del(struct ring__strmap *m, const char *key)
 {
     struct ring__strmap_node **pp;
+    size_t h;
     if (m->nbuckets == 0)
         return NULL;
-    for (pp = &m->buckets[hash(key) % m->nbuckets]; *pp != NULL; pp = &(*pp)->next) {
-        if (strcmp((*pp)->key, key) == 0) {
+    h = hash(key);
+    for (pp = &m->buckets[h % m->nbuckets]; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->hash == h && strcmp((*pp)->key, key) == 0) {
             struct ring__strmap_node *n = *pp;
             void *v = n->value;
             *pp = n->next;
-            free(n);
+            /* Kept for the next put; at most as many as the map held at once. */
+            n->next = m->spare;
+            m->spare = n;
             m->count--;
             return v;
         }
@@ -113,6 +139,11 @@ void ring__strmap_free(struct ring__strmap *m)
             next = n->next;
             free(n);
         }
+    }
+    while (m->spare != NULL) {
+        struct ring__strmap_node *next = m->spare->next;
+        free(m->spare);
+        m->spare = next;
     }
     free(m->buckets);
     m->buckets = NULL;
