@@ -162,6 +162,7 @@ static int connect_world(struct ring__ctx *c)
     {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         c->oversubscribed = cpus > 0 && c->local_size > cpus;
+        c->crowded = cpus > 0 && 2L * c->local_size > cpus;
     }
     /* RING_SPIN_US's default depends on it (tuning.c). */
     ring__tuning_resolve(&c->tune, c->oversubscribed);

@@ -66,6 +66,7 @@ struct ring__ctx {
     struct ring__bootstrap *boot; /* how the ranks met (bootstrap/bootstrap.h) */
     struct ring__mesh *mesh;      /* every peer's pair; NULL when size == 1 (transport.h) */
     int oversubscribed;           /* more ranks on this host than CPUs */
+    int crowded;                  /* fewer CPUs than ranks' threads (program and engine) */
     int spin_us;                  /* how long a wait spins before it sleeps (RING_SPIN_US) */
     struct ring__engine *engine;
 

@@ -532,7 +532,11 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
             if (ring__strmap_get(&e->inflight, en->req.name) == h)
                 ring__strmap_del(&e->inflight, en->req.name);
     }
-    wake = e->sleeping;
+    /* The first submission to find the thread asleep wakes it; the rest of the burst need
+     * not, since it sees the queue when it wakes (sleep_for_work checks it under mu). */
+    wake = rc == 0 && e->sleeping;
+    if (wake)
+        e->sleeping = 0;
     pthread_mutex_unlock(&e->mu);
     if (rc < 0) {
         while (first != NULL) {
@@ -544,7 +548,8 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
         free(h);
         return rc;
     }
-    /* A syscall per submission adds up over a burst: only a sleeping thread needs one. */
+    /* A syscall per submission adds up over a burst (it was 7% of a step of 161 tensors
+     * at np 1, each write until the thread ran): only a sleeping thread needs one. */
     if (wake)
         ring__engine_wake(e);
     *handle = h;

@@ -111,7 +111,8 @@ struct ring__engine {
     struct ring__response *fresp; /* the fired entries' responses, this cycle */
     struct entry **bit_entry;     /* per cache bit: the pending entry holding it, this cycle */
     struct entry **fent;          /* the fired responses' entries here (NULL: not held) */
-    int sleeping;                 /* under mu: the thread is (about to be) in the idle poll */
+    int sleeping;                 /* under mu: the thread is (about to be) in the idle poll, and no
+                                     submission has woken it since */
     int idle_waiting;             /* under mu: the thread sleeps with the mesh's idle flags up:
                                      how (RING__IDLE_*, transport.h), or 0 */
     int64_t last_cycle_us;        /* cycle: when the last cycle started */
