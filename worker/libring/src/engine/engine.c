@@ -91,61 +91,95 @@ void ring__eng_flush_waiters(struct ring__engine *e)
     pthread_mutex_unlock(&e->mu);
 }
 
+void ring__eng_pending_add(struct ring__engine *e, struct entry *en)
+{
+    en->taken = 1;
+    en->pnext = NULL;
+    en->pprev = e->ptail;
+    if (e->ptail != NULL)
+        e->ptail->pnext = en;
+    else
+        e->phead = en;
+    e->ptail = en;
+    e->npending++;
+}
+
+static void pending_remove(struct ring__engine *e, struct entry *en)
+{
+    if (en->pprev != NULL)
+        en->pprev->pnext = en->pnext;
+    else
+        e->phead = en->pnext;
+    if (en->pnext != NULL)
+        en->pnext->pprev = en->pprev;
+    else
+        e->ptail = en->pprev;
+    en->taken = 0;
+    e->npending--;
+}
+
+struct entry *ring__eng_pending_get(struct ring__engine *e, const char *name)
+{
+    struct entry *en;
+    pthread_mutex_lock(&e->mu);
+    en = ring__strmap_get(&e->inflight, name);
+    pthread_mutex_unlock(&e->mu);
+    return en != NULL && en->taken ? en : NULL; /* taken belongs to the cycle, as we do */
+}
+
+/*
+ * Takes en out of the tables and completes its part of the handle; then frees it, unless
+ * it is embedded (its waiter frees it with the handle, and may do so as soon as the
+ * handle is done: nothing touches en after that). Under mu; returns en when the caller
+ * must free it (after dropping mu), else NULL.
+ */
+static struct entry *finish_entry(struct ring__engine *e, struct entry *en, int status,
+                                  const char *msg)
+{
+    struct ring_handle *h = en->handle;
+    int embedded = en->embedded;
+
+    ring__strmap_del(&e->inflight, en->req.name);
+    ring__request_clear(&en->req);
+    ring__eng_finish_handle(e, h, status, msg);
+    return embedded ? NULL : en;
+}
+
 /* Removes a completed entry and completes its part of the handle. */
 void ring__eng_complete(struct ring__engine *e, struct entry *en, int status, const char *msg)
 {
-    ring__strmap_del(&e->pending, en->req.name);
-    e->npending--;
+    if (en->taken)
+        pending_remove(e, en);
     pthread_mutex_lock(&e->mu);
-    ring__strmap_del(&e->inflight, en->req.name);
-    ring__eng_finish_handle(e, en->handle, status, msg);
     e->stats.tensors++;
+    en = finish_entry(e, en, status, msg);
     pthread_mutex_unlock(&e->mu);
-    ring__request_clear(&en->req);
     free(en);
 }
 
 void ring__eng_complete_batch(struct ring__engine *e, struct entry **en, int n)
 {
-    int done = 0;
-
     for (int i = 0; i < n; i++) {
-        if (en[i] != NULL) {
-            ring__strmap_del(&e->pending, en[i]->req.name);
-            done++;
-        }
+        if (en[i] != NULL && en[i]->taken)
+            pending_remove(e, en[i]);
     }
-    e->npending -= done;
     pthread_mutex_lock(&e->mu);
     for (int i = 0; i < n; i++) {
         if (en[i] != NULL) {
-            ring__strmap_del(&e->inflight, en[i]->req.name);
-            ring__eng_finish_handle(e, en[i]->handle, 0, NULL);
+            e->stats.tensors++;
+            en[i] = finish_entry(e, en[i], 0, NULL);
         }
     }
-    e->stats.tensors += (uint64_t)done;
     pthread_mutex_unlock(&e->mu);
-    for (int i = 0; i < n; i++) {
-        if (en[i] != NULL) {
-            ring__request_clear(&en[i]->req);
-            free(en[i]);
-        }
-    }
-}
-
-void ring__eng_list_each(const char *key, void *value, void *arg)
-{
-    struct entry **list = arg;
-    struct entry *en = value;
-    en->next = *list;
-    *list = en;
+    for (int i = 0; i < n; i++)
+        free(en[i]);
 }
 
 /* The engine cannot go on: every queued and pending request fails with err, and so will
  * every later submission. */
 void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
 {
-    struct entry *list = NULL, *en, *next;
+    struct entry *en, *next, *dead = NULL;
 
     /* First refuse new work, so that a caller woken by the failures below and submitting
      * again is told the engine is gone rather than queued behind it. */
@@ -153,18 +187,18 @@ void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
     e->failed = err;
     snprintf(e->failed_msg, sizeof(e->failed_msg), "%s", msg);
     pthread_mutex_unlock(&e->mu);
-    ring__strmap_each(&e->pending, ring__eng_list_each, &list);
-    for (en = list; en != NULL; en = next) {
-        next = en->next;
+    for (en = e->phead; en != NULL; en = next) {
+        next = en->pnext;
         ring__eng_complete(e, en, err, msg);
     }
     pthread_mutex_lock(&e->mu);
     for (en = e->qhead; en != NULL; en = next) {
+        struct entry *mine;
         next = en->next;
-        ring__strmap_del(&e->inflight, en->req.name);
-        ring__eng_finish_handle(e, en->handle, err, msg);
-        ring__request_clear(&en->req);
-        free(en);
+        if ((mine = finish_entry(e, en, err, msg)) != NULL) {
+            mine->next = dead;
+            dead = mine;
+        }
     }
     e->qhead = NULL;
     e->qtail = &e->qhead;
@@ -175,6 +209,10 @@ void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
     e->wake_waiters = 0;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+    for (; dead != NULL; dead = next) {
+        next = dead->next;
+        free(dead);
+    }
     ring__log(RING_LOG_ERROR, "engine stopped: %s", msg);
 }
 
@@ -441,7 +479,6 @@ int ring__engine_stop(struct ring__engine *e)
     ring__timeline_close(e->timeline_swap);
     ring__strmap_each(&e->stalls, free_stall, NULL);
     ring__strmap_free(&e->stalls);
-    ring__strmap_free(&e->pending);
     ring__strmap_free(&e->inflight);
     ring__cache_free(&e->cache);
     ring__psets_free(&e->psets);
@@ -480,28 +517,77 @@ static int refuse(struct ring__engine *e)
     return ring__err(RING_EBROKEN, "%s; the communicator stays broken", e->failed_msg);
 }
 
+/* Fills every field of en but req (the caller copies that in). */
+static void entry_init(struct entry *en, const struct ring__submit *sub, struct ring_handle *h,
+                       int64_t now, int embedded)
+{
+    en->sendbuf = sub->sendbuf;
+    en->recvbuf = sub->recvbuf;
+    en->handle = h;
+    en->submit_us = now;
+    en->bit = -1;
+    en->taken = 0;
+    en->embedded = embedded;
+    en->next = en->pprev = en->pnext = NULL;
+}
+
+static void handle_init(struct ring_handle *h, int n)
+{
+    atomic_init(&h->done, 0);
+    h->status = 0;
+    h->remaining = n;
+    h->stop_seen = 0;
+    h->join_last = 0;
+    h->message[0] = '\0';
+}
+
+/* Frees a list of entries that were never queued, and their handle. */
+static void free_unqueued(struct entry *first, struct ring_handle *h)
+{
+    while (first != NULL) {
+        struct entry *next = first->next;
+        ring__request_clear(&first->req);
+        if (!first->embedded)
+            free(first);
+        first = next;
+    }
+    free(h);
+}
+
 int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs, int n,
                         struct ring_handle **handle)
 {
-    struct ring_handle *h = calloc(1, sizeof(*h));
+    struct ring_handle *h;
     struct entry *first = NULL, **tail = &first;
     int64_t now = ring__now_us();
     int rc = 0, wake;
 
-    if (h == NULL)
+    /* A step submits each of its tensors on its own: one allocation for handle and entry,
+     * and no zeroing of the handle's message buffer. */
+    if (n == 1) {
+        struct solo *s = malloc(sizeof(*s));
+        if (s == NULL)
+            return ring__err(RING_ENOMEM, "out of memory for a handle");
+        h = &s->h;
+        entry_init(&s->en, &subs[0], h, now, 1);
+        if (ring__request_copy(&s->en.req, &subs[0].req) < 0) {
+            free(s);
+            return ring__err(RING_ENOMEM, "out of memory queuing '%s'", subs[0].req.name);
+        }
+        first = &s->en;
+        tail = &s->en.next;
+    } else if ((h = malloc(sizeof(*h))) == NULL) {
         return ring__err(RING_ENOMEM, "out of memory for a handle");
-    h->remaining = n;
-    for (int i = 0; i < n; i++) {
-        struct entry *en = calloc(1, sizeof(*en));
+    }
+    handle_init(h, n);
+    for (int i = 0; n > 1 && i < n; i++) {
+        struct entry *en = malloc(sizeof(*en));
         if (en == NULL || ring__request_copy(&en->req, &subs[i].req) < 0) {
             free(en);
             rc = ring__err(RING_ENOMEM, "out of memory queuing '%s'", subs[i].req.name);
             break;
         }
-        en->sendbuf = subs[i].sendbuf;
-        en->recvbuf = subs[i].recvbuf;
-        en->handle = h;
-        en->submit_us = now;
+        entry_init(en, &subs[i], h, now, 0);
         *tail = en;
         tail = &en->next;
     }
@@ -516,7 +602,7 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
                            ring__optype_name(en->req.type), en->req.name, e->ctx->rank);
     }
     for (struct entry *en = first; rc == 0 && en != NULL; en = en->next) {
-        if (ring__strmap_put(&e->inflight, en->req.name, h) < 0)
+        if (ring__strmap_put(&e->inflight, en->req.name, en) < 0)
             rc = RING_ENOMEM;
     }
     if (rc == 0) {
@@ -529,7 +615,7 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
         next_blocking = 0;
     } else {
         for (struct entry *en = first; en != NULL; en = en->next)
-            if (ring__strmap_get(&e->inflight, en->req.name) == h)
+            if (ring__strmap_get(&e->inflight, en->req.name) == en)
                 ring__strmap_del(&e->inflight, en->req.name);
     }
     /* The first submission to find the thread asleep wakes it; the rest of the burst need
@@ -539,13 +625,7 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
         e->sleeping = 0;
     pthread_mutex_unlock(&e->mu);
     if (rc < 0) {
-        while (first != NULL) {
-            struct entry *next = first->next;
-            ring__request_clear(&first->req);
-            free(first);
-            first = next;
-        }
-        free(h);
+        free_unqueued(first, h);
         return rc;
     }
     /* A syscall per submission adds up over a burst (it was 7% of a step of 161 tensors
@@ -572,6 +652,7 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     const struct ring__request *r = &sub->req;
     size_t es = ring_dtype_size((ring_dtype_t)r->dtype), bytes = (size_t)r->count * es;
     struct ring__mesh *m = e->ctx->mesh;
+    struct solo *s;
     struct ring_handle *h;
     struct entry *en;
     struct ring__fast f;
@@ -585,11 +666,14 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
         (e->compression >= 0 && r->dtype == RING_FLOAT32 &&
          (r->op == RING_SUM || r->op == RING_AVERAGE)))
         return 0;
-    h = calloc(1, sizeof(*h));
-    en = calloc(1, sizeof(*en));
-    if (h == NULL || en == NULL || ring__request_copy(&en->req, r) < 0) {
-        free(h);
-        free(en);
+    if ((s = malloc(sizeof(*s))) == NULL)
+        return 0;
+    h = &s->h;
+    en = &s->en;
+    handle_init(h, 1);
+    entry_init(en, sub, h, 0, 1);
+    if (ring__request_copy(&en->req, r) < 0) {
+        free(s);
         return 0;
     }
     pthread_mutex_lock(&e->cycle_mu);
@@ -598,29 +682,19 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
          !e->timeline_swapping && e->npending == 0 &&
          ring__strmap_get(&e->inflight, r->name) == NULL;
     bit = ok ? ring__cache_lookup(&e->cache, r) : -1;
-    if (bit >= 0 && ring__strmap_put(&e->inflight, en->req.name, h) < 0)
+    if (bit >= 0 && ring__strmap_put(&e->inflight, en->req.name, en) < 0)
         bit = -1;
     idle = e->idle_waiting;
     pthread_mutex_unlock(&e->mu);
-    if (bit < 0 || ring__strmap_put(&e->pending, en->req.name, en) < 0) {
-        if (bit >= 0) {
-            pthread_mutex_lock(&e->mu);
-            ring__strmap_del(&e->inflight, en->req.name);
-            pthread_mutex_unlock(&e->mu);
-        }
+    if (bit < 0) {
         pthread_mutex_unlock(&e->cycle_mu);
         ring__request_clear(&en->req);
-        free(en);
-        free(h);
+        free(s);
         return 0;
     }
-    h->remaining = 1;
-    en->sendbuf = sub->sendbuf;
-    en->recvbuf = sub->recvbuf;
-    en->handle = h;
     en->submit_us = ring__now_us();
     en->bit = bit;
-    e->npending++;
+    ring__eng_pending_add(e, en);
     ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1, en->submit_us, NULL);
 
     f = (struct ring__fast){.en = en, .post = r->postscale};

@@ -20,23 +20,6 @@ static int ctl_get(const uint64_t *w, int bit)
     return (int)((w[bit / 64] >> (bit % 64)) & 1u);
 }
 
-struct collect {
-    struct ring__buf *b;
-    const unsigned char *fired; /* per cache bit */
-    uint64_t n;
-    int uncached;
-};
-
-static void collect_request(const char *key, void *value, void *arg)
-{
-    struct collect *c = arg;
-    struct entry *en = value;
-    if (en->bit >= 0 && c->fired[en->bit])
-        return;
-    ring__put_request(c->b, &en->req);
-    c->n++;
-}
-
 /* Rank 0: stall bookkeeping for the names of a full round that are not ready yet. */
 static void inspect_stalls(struct ring__engine *e, struct ring__request **reqs, const int *nreqs,
                            const struct ring__response *resp, int nresp, int64_t now, int *shutdown,
@@ -132,7 +115,7 @@ static int full_round(struct ring__engine *e, const unsigned char *fired,
                       size_t msglen)
 {
     struct ring__buf b = {0};
-    struct collect col = {.b = &b, .fired = fired};
+    uint64_t nreq = 0;
     char **bufs = NULL, *payload = NULL;
     size_t *lens = NULL, plen = 0;
     int size = e->ctx->size, rc;
@@ -140,13 +123,18 @@ static int full_round(struct ring__engine *e, const unsigned char *fired,
     *out = NULL;
     *nout = 0;
     ring__put_u64(&b, 0); /* count, patched below */
-    ring__strmap_each(&e->pending, collect_request, &col);
+    for (struct entry *en = e->phead; en != NULL; en = en->pnext) {
+        if (en->bit < 0 || !fired[en->bit]) {
+            ring__put_request(&b, &en->req);
+            nreq++;
+        }
+    }
     if (b.oom) {
         ring__buf_free(&b);
         return ring__err(RING_ENOMEM, "out of memory serializing requests");
     }
     for (int i = 0; i < 8; i++)
-        b.data[i] = (char)(col.n >> (8 * i));
+        b.data[i] = (char)(nreq >> (8 * i));
     rc = ring__gather_bytes(&e->world, b.data, b.len, &bufs, &lens);
     ring__buf_free(&b);
     if (rc < 0)
@@ -303,7 +291,7 @@ static void settle(struct ring__engine *e)
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Moves the queued submissions into the pending table. */
+/* Moves the queued submissions into the pending list. */
 static void take_queue(struct ring__engine *e)
 {
     struct entry *en, *next;
@@ -323,11 +311,7 @@ static void take_queue(struct ring__engine *e)
     for (; en != NULL; en = next) {
         next = en->next;
         en->bit = ring__cache_lookup(&e->cache, &en->req);
-        if (ring__strmap_put(&e->pending, en->req.name, en) < 0) {
-            ring__eng_complete(e, en, RING_ENOMEM, "out of memory queuing the request");
-            continue;
-        }
-        e->npending++;
+        ring__eng_pending_add(e, en);
         ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1, en->submit_us, NULL);
     }
 }
@@ -361,11 +345,10 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
     /* Only the cache's used bits travel; every rank's cache is the same, so is its size. */
     int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw + RING__TUNE_WORDS;
-    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0;
+    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, uncached = 0;
     uint64_t *w = e->ctl, or_flags, and_flags;
     unsigned char *fired = NULL;
     struct ring__response *resp = NULL, *fresp = NULL;
-    struct collect col = {0};
     char msg[384] = "";
     int64_t t0;
 
@@ -393,11 +376,9 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     memset(e->bit_entry, 0, (size_t)hwm * sizeof(*e->bit_entry));
     {
         uint64_t *ready = w + 2 + jw, *mine = w + 2 + jw + cw;
-        struct entry *list = NULL;
-        ring__strmap_each(&e->pending, ring__eng_list_each, &list);
-        for (; list != NULL; list = list->next) {
+        for (struct entry *list = e->phead; list != NULL; list = list->pnext) {
             if (list->bit < 0) {
-                col.uncached = 1;
+                uncached = 1;
                 continue;
             }
             e->bit_entry[list->bit] = list; /* step 5 runs it without a name lookup */
@@ -407,7 +388,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
             }
         }
     }
-    or_flags = (col.uncached ? F_UNCACHED : 0) | (ring__stop_local() ? F_STOP : 0) |
+    or_flags = (uncached ? F_UNCACHED : 0) | (ring__stop_local() ? F_STOP : 0) |
                (rank == 0 && e->force_full ? F_FORCE_FULL : 0);
     w[0] = ~or_flags;
     w[1] = shutdown_local ? F_SHUTDOWN : 0;
@@ -518,10 +499,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     }
     /* A cache entry may have been replaced: pending entries look their bits up again. */
     if (nresp > 0) {
-        struct entry *list = NULL;
-        ring__strmap_each(&e->pending, ring__eng_list_each, &list);
-        for (; list != NULL; list = list->next)
-            list->bit = ring__cache_lookup(&e->cache, &list->req);
+        for (struct entry *en = e->phead; en != NULL; en = en->pnext)
+            en->bit = ring__cache_lookup(&e->cache, &en->req);
     }
 
     /* Join: complete when nobody is left working; the last to join is the highest rank

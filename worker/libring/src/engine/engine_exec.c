@@ -275,7 +275,7 @@ int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n
         return ring__err(RING_ENOMEM, "out of memory for %d responses", n);
     }
     for (int i = 0; i < n; i++) {
-        en[i] = known != NULL ? known[i] : ring__strmap_get(&e->pending, resp[i].req.name);
+        en[i] = known != NULL ? known[i] : ring__eng_pending_get(e, resp[i].req.name);
         TL_PHASE(e, resp[i].req.name, "QUEUE", 0, NULL);
     }
     nb = ring__fusion_plan(resp, n, e->fusion_threshold, starts);

@@ -32,14 +32,29 @@ struct ring_handle {
     char message[384];
 };
 
+/*
+ * One tensor of a submission: queued (under mu), then pending (taken by a cycle; the
+ * pending list belongs to cycle_mu) until it completes. The in-flight table maps its name
+ * to it from submission to completion.
+ */
 struct entry {
     struct ring__request req;
     const void *sendbuf;
     void *recvbuf;
     struct ring_handle *handle;
     int64_t submit_us;
-    int bit; /* cache bit, or -1 */
-    struct entry *next;
+    int bit;                     /* cache bit, or -1 */
+    int taken;                   /* cycle: in the pending list */
+    int embedded;                /* allocated with its handle (struct solo): ring_wait frees both */
+    struct entry *next;          /* the queue; then a cycle's scratch lists */
+    struct entry *pprev, *pnext; /* cycle: the pending list, in submission order */
+};
+
+/* A submission of one tensor, the common case: handle and entry in one allocation. The
+ * handle comes first, so that ring_wait's free(h) frees both. */
+struct solo {
+    struct ring_handle h;
+    struct entry en;
 };
 
 struct stall {
@@ -76,7 +91,7 @@ struct ring__engine {
     int settling;             /* the engine waits in settle() for the burst to end */
     pthread_cond_t settle_cv; /* signalled when burst_over becomes 1 while settling */
     int wake_waiters;
-    struct ring__strmap inflight;
+    struct ring__strmap inflight; /* name -> struct entry, queued or pending */
     int shutdown;
     int join_pending;
     struct ring_handle *join_handle;
@@ -88,7 +103,7 @@ struct ring__engine {
     struct ring__process_sets psets;
 
     /* cycle (see cycle_mu) */
-    struct ring__strmap pending;
+    struct entry *phead, *ptail; /* the pending entries */
     int npending;
     struct ring__cache cache;
     int joined;
@@ -135,7 +150,12 @@ struct ring__engine {
 /* Counts one completed tensor of handle h (under mu); the last one marks it done. */
 void ring__eng_finish_handle(struct ring__engine *e, struct ring_handle *h, int status,
                              const char *msg);
-/* Completes en (removing it from the pending table) with status and msg. */
+/* Appends en to the pending list (cycle). */
+void ring__eng_pending_add(struct ring__engine *e, struct entry *en);
+/* The pending entry named name, or NULL (cycle). */
+struct entry *ring__eng_pending_get(struct ring__engine *e, const char *name);
+/* Completes en (removing it from the pending list) with status and msg. An embedded entry
+ * may be freed by its waiter as soon as this returns. */
 void ring__eng_complete(struct ring__engine *e, struct entry *en, int status, const char *msg);
 /* Completes the n entries en[] (NULLs skipped) successfully, taking mu once. */
 void ring__eng_complete_batch(struct ring__engine *e, struct entry **en, int n);
@@ -143,8 +163,6 @@ void ring__eng_complete_batch(struct ring__engine *e, struct entry **en, int n);
 void ring__eng_flush_waiters(struct ring__engine *e);
 /* Fails everything queued and pending with err, and refuses later submissions. */
 void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg);
-/* strmap_each callback that links entries into a list through their next field. */
-void ring__eng_list_each(const char *key, void *value, void *arg);
 
 /* ---- engine_exec.c ---- */
 
