@@ -269,15 +269,24 @@ static void watch_bits(struct ring__engine *e, int hwm, const uint64_t *all, con
  */
 #define SETTLE_US 20
 
-static void settle(struct ring__engine *e)
+static int settle(struct ring__engine *e)
 {
     int64_t now = ring__now_us(), limit = now + (int64_t)e->cycle_ms * 1000, mark = now;
     int quiet_ends = !e->ctx->crowded, n;
+    uint64_t seq = e->cycle_seq;
 
     pthread_mutex_lock(&e->mu);
     n = e->nqueued;
+    if (e->burst_over || n == 0) {
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+    /* While it waits, the program's first ring_wait may run the cycle itself (engine.c:
+     * run_here); cycle_seq tells. */
     e->settling = 1;
-    while (!e->burst_over && n > 0 && now < limit && !(quiet_ends && now - mark >= SETTLE_US)) {
+    pthread_mutex_unlock(&e->cycle_mu);
+    while (!e->burst_over && !e->shutdown && n > 0 && now < limit &&
+           !(quiet_ends && now - mark >= SETTLE_US)) {
         int64_t until = quiet_ends && mark + SETTLE_US < limit ? mark + SETTLE_US : limit;
         struct timespec ts = {(time_t)(until / 1000000), (long)(until % 1000000) * 1000};
         pthread_cond_timedwait(&e->settle_cv, &e->mu, &ts);
@@ -289,6 +298,8 @@ static void settle(struct ring__engine *e)
     }
     e->settling = 0;
     pthread_mutex_unlock(&e->mu);
+    pthread_mutex_lock(&e->cycle_mu);
+    return e->cycle_seq != seq;
 }
 
 /* Moves the queued submissions into the pending list. */
@@ -339,7 +350,9 @@ static void finish_fast(struct ring__engine *e, struct ring__fast *f)
     f->done = 1;
 }
 
-/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. */
+/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. Called
+ * by the engine thread with f NULL, it first waits for the burst to end (settle), during
+ * which it lets go of cycle_mu. */
 int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
 {
     int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
@@ -353,8 +366,9 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     int64_t t0;
 
     /* A blocking call on the fast path has no burst to wait for. */
-    if (f == NULL)
-        settle(e);
+    if (f == NULL && settle(e))
+        return 0; /* another thread ran the cycle meanwhile */
+    e->cycle_seq++;
     t0 = ring__now_us();
     e->last_cycle_us = t0;
     e->defer_since = 0;

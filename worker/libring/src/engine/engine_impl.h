@@ -65,9 +65,10 @@ struct stall {
 /*
  * Who runs cycles. Usually the engine thread; but a blocking allreduce with nothing else
  * in flight may run the cycle itself, on the caller's thread (the fast path, engine.c),
- * which saves waking the engine thread and waiting for it. Whoever holds cycle_mu runs
- * the next cycle and owns the fields marked "cycle" below; the engine thread drops it
- * while it sleeps.
+ * and so may the first ring_wait after a burst (run_here), which saves waking the engine
+ * thread and waiting for it. Whoever holds cycle_mu runs the next cycle and owns the
+ * fields marked "cycle" below; the engine thread drops it while it sleeps, and while it
+ * waits in settle() for a burst to end.
  */
 struct ring__engine {
     struct ring__ctx *ctx;
@@ -131,6 +132,7 @@ struct ring__engine {
     int idle_waiting;             /* under mu: the thread sleeps with the mesh's idle flags up:
                                      how (RING__IDLE_*, transport.h), or 0 */
     int64_t last_cycle_us;        /* cycle: when the last cycle started */
+    uint64_t cycle_seq;           /* cycle: cycles started so far */
     int64_t defer_since;          /* cycle: a peer's cycle held back since (0: none) */
     int64_t grace_us;             /* how long (RING_FAST_GRACE_US; see needs_cycle) */
     unsigned char *prev_joined;   /* joined_ranks of the cycle before */
