@@ -16,12 +16,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,40 +33,11 @@
 
 #include "hosts.h"
 #include "net.h"
+#include "options.h"
 #include "output.h"
 #include "rendezvous.h"
 #include "ring.h"
 #include "slurm.h"
-
-/* Exit codes of ringrun itself (sysexits.h and shell conventions); a rank's failure is
- * reported with that rank's own status instead. */
-#define EXIT_USAGE       64  /* EX_USAGE: bad arguments */
-#define EXIT_UNAVAILABLE 69  /* EX_UNAVAILABLE: port in use, cannot listen */
-#define EXIT_OSERR       71  /* EX_OSERR: fork, pipe or poll failed */
-#define EXIT_NOEXEC      126 /* the program exists but is not executable */
-#define EXIT_NOTFOUND    127 /* the program does not exist */
-
-#define DEFAULT_GRACE_S 5
-
-struct opts {
-    int np;
-    struct hostlist hosts;
-    int verbose;
-    const char *output_dir;
-    int timeout_s; /* 0: leave RING_TIMEOUT_SECONDS to the environment */
-    const char *rsh;
-    int port;
-    const char *rdv_addr; /* address ranks use to reach the rendezvous */
-    int grace_s;
-    const char **xvars; /* -x NAME or NAME=VALUE, for remote ranks */
-    int nx;
-    const char *gpus; /* --gpus 0,1,2,3: CUDA_VISIBLE_DEVICES per local rank */
-    int gpus_per_rank;
-    int gpus_per_rank_given;
-    int no_slurm; /* --no-slurm: fork or rsh even inside an allocation */
-    int slurm;    /* launch through srun (inside an allocation, no -H/--hostfile) */
-    char **argv;  /* the program and its arguments */
-};
 
 struct rank {
     pid_t pid;
@@ -76,219 +45,6 @@ struct rank {
     int status;           /* wait status once reaped */
     struct output out[2]; /* stdout, stderr */
 };
-
-static int verbose;
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    int n = snprintf(line, sizeof(line), "ringrun: ");
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    n = (int)strlen(line);
-    line[n++] = '\n';
-    if (write(STDERR_FILENO, line, (size_t)n) < 0)
-        return;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: ringrun -np N [options] program [args...]\n"
-        "\n"
-        "Starts N ranks of a libring program and wires them together.\n"
-        "\n"
-        "  -np N                 number of ranks\n"
-        "  -H, --hosts LIST      host:slots,... (default localhost:N)\n"
-        "  --hostfile FILE       one 'host slots=N' or 'host:N' per line\n"
-        "  --rsh CMD             remote shell for other hosts (default 'ssh'); %%h stands\n"
-        "                        for the host, else it is appended. The last argument is\n"
-        "                        one shell command line, e.g. --rsh 'ip netns exec %%h sh -c'\n"
-        "  -x NAME[=VALUE]       also pass this variable to remote ranks\n"
-        "  --output-dir DIR      also write DIR/rank.N/stdout and stderr\n"
-        "  --timeout S           ranks give up connecting after S seconds (RING_TIMEOUT_SECONDS)\n"
-        "  --port P              rendezvous port (default: any free port)\n"
-        "  --rendezvous-addr A   address remote ranks reach this host at\n"
-        "  --kill-grace S        after a rank fails, wait S seconds before killing the\n"
-        "                        others (default %d)\n"
-        "  --no-slurm            inside a Slurm allocation, start the ranks here anyway\n"
-        "                        (by default they start through srun --mpi=pmix on the\n"
-        "                        allocation's nodes, -np defaulting to SLURM_NTASKS,\n"
-        "                        --gpus-per-rank becoming srun --gpus-per-task)\n"
-        "  -v, --verbose         say what is launched where\n"
-        "  --version, --help\n"
-        "\n"
-        "Exit status: 0 when every rank succeeded; else the first failing rank's status\n"
-        "(128+N for signal N); 64 bad arguments, 69 port unavailable, 126 program not\n"
-        "executable, 127 program not found.\n",
-        DEFAULT_GRACE_S);
-}
-
-static int parse_int(const char *s, int min, int max, int *out)
-{
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-enum {
-    OPT_HOSTFILE = 256,
-    OPT_OUTPUT_DIR,
-    OPT_TIMEOUT,
-    OPT_RSH,
-    OPT_PORT,
-    OPT_RDV_ADDR,
-    OPT_GRACE,
-    OPT_GPUS,
-    OPT_GPUS_PER_RANK,
-    OPT_NO_SLURM,
-    OPT_VERSION,
-    OPT_HELP,
-};
-
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-    static const struct option longopts[] = {
-        {"np", required_argument, NULL, 'n'},
-        {"hosts", required_argument, NULL, 'H'},
-        {"hostfile", required_argument, NULL, OPT_HOSTFILE},
-        {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"rsh", required_argument, NULL, OPT_RSH},
-        {"port", required_argument, NULL, OPT_PORT},
-        {"rendezvous-addr", required_argument, NULL, OPT_RDV_ADDR},
-        {"kill-grace", required_argument, NULL, OPT_GRACE},
-        {"gpus", required_argument, NULL, OPT_GPUS},
-        {"gpus-per-rank", required_argument, NULL, OPT_GPUS_PER_RANK},
-        {"no-slurm", no_argument, NULL, OPT_NO_SLURM},
-        {"verbose", no_argument, NULL, 'v'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    const char *hosts_spec = NULL, *hostfile = NULL;
-    struct error err;
-    int c;
-
-    o->grace_s = DEFAULT_GRACE_S;
-    o->gpus_per_rank = 1;
-    o->rsh = "ssh";
-    opterr = 0;
-    /* '+': stop at the program name, so its own options are left alone. */
-    while ((c = getopt_long_only(argc, argv, "+n:H:x:vh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if (parse_int(optarg, 1, 1 << 20, &o->np) < 0)
-                return say("-np '%s' must be a positive integer", optarg), -1;
-            break;
-        case 'H':
-            hosts_spec = optarg;
-            break;
-        case OPT_HOSTFILE:
-            hostfile = optarg;
-            break;
-        case OPT_OUTPUT_DIR:
-            o->output_dir = optarg;
-            break;
-        case OPT_TIMEOUT:
-            if (parse_int(optarg, 1, 86400, &o->timeout_s) < 0)
-                return say("--timeout '%s' must be seconds in 1..86400", optarg), -1;
-            break;
-        case OPT_RSH:
-            if (*optarg == '\0')
-                return say("--rsh must name a command"), -1;
-            o->rsh = optarg;
-            break;
-        case OPT_PORT:
-            if (parse_int(optarg, 0, 65535, &o->port) < 0)
-                return say("--port '%s' must be in 0..65535", optarg), -1;
-            break;
-        case OPT_RDV_ADDR:
-            o->rdv_addr = optarg;
-            break;
-        case OPT_GRACE:
-            if (parse_int(optarg, 0, 3600, &o->grace_s) < 0)
-                return say("--kill-grace '%s' must be seconds in 0..3600", optarg), -1;
-            break;
-        case OPT_GPUS:
-            if (strspn(optarg, "0123456789,") != strlen(optarg) || *optarg == '\0')
-                return say("--gpus '%s' must be a comma-separated list of GPU ids", optarg), -1;
-            o->gpus = optarg;
-            break;
-        case OPT_GPUS_PER_RANK:
-            if (parse_int(optarg, 1, 64, &o->gpus_per_rank) < 0)
-                return say("--gpus-per-rank '%s' must be in 1..64", optarg), -1;
-            o->gpus_per_rank_given = 1;
-            break;
-        case OPT_NO_SLURM:
-            o->no_slurm = 1;
-            break;
-        case 'x': {
-            const char **grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
-            if (grown == NULL)
-                return say("out of memory"), -1;
-            o->xvars = grown;
-            o->xvars[o->nx++] = optarg;
-            break;
-        }
-        case 'v':
-            o->verbose = 1;
-            break;
-        case OPT_VERSION:
-            printf("ringrun %s (libring %s)\n", RING_VERSION_STRING, ring_version());
-            exit(0);
-        case 'h':
-        case OPT_HELP:
-            usage(stdout);
-            exit(0);
-        default:
-            if (optopt != 0 && optopt < 256)
-                say("unknown option '-%c' or missing value (see ringrun --help)", optopt);
-            else
-                say("unknown option '%s' or missing value (see ringrun --help)", argv[optind - 1]);
-            return -1;
-        }
-    }
-    if (optind >= argc)
-        return say("no program given (usage: ringrun -np N program [args...])"), -1;
-    o->argv = argv + optind;
-    if (hosts_spec != NULL && hostfile != NULL)
-        return say("give either -H or --hostfile, not both"), -1;
-    if (hosts_spec != NULL && hosts_parse_list(&o->hosts, hosts_spec, &err) < 0)
-        return say("-H: %s", err.text), -1;
-    if (hostfile != NULL && hosts_parse_file(&o->hosts, hostfile, &err) < 0)
-        return say("--hostfile: %s", err.text), -1;
-    /* Inside an allocation the hosts are Slurm's, unless the user named others. */
-    if (!o->no_slurm && hosts_spec == NULL && hostfile == NULL && slurm_in_allocation()) {
-        if (o->gpus != NULL)
-            return say("--gpus names this host's GPUs; inside a Slurm allocation the GPUs are "
-                       "Slurm's (use --gpus-per-rank, or --no-slurm)"),
-                   -1;
-        o->slurm = 1;
-        return 0;
-    }
-    if (o->np == 0) {
-        if (o->hosts.count == 0)
-            return say("-np N is required"), -1;
-        o->np = hosts_slots(&o->hosts);
-    }
-    if (o->hosts.count == 0) {
-        char spec[32];
-        snprintf(spec, sizeof(spec), "localhost:%d", o->np);
-        if (hosts_parse_list(&o->hosts, spec, &err) < 0)
-            return say("%s", err.text), -1;
-    }
-    return 0;
-}
 
 /* Finds prog as execvp would. Returns 0, EXIT_NOTFOUND or EXIT_NOEXEC, with a message. */
 static int check_program(const char *prog)
@@ -312,13 +68,14 @@ static int check_program(const char *prog)
             path += n + (colon ? 1 : 0);
         }
         if (found_noexec)
-            return say("%s: found on PATH but not executable (chmod +x it)", prog), EXIT_NOEXEC;
-        return say("%s: command not found on PATH", prog), EXIT_NOTFOUND;
+            return ringrun_say("%s: found on PATH but not executable (chmod +x it)", prog),
+                   EXIT_NOEXEC;
+        return ringrun_say("%s: command not found on PATH", prog), EXIT_NOTFOUND;
     }
     if (stat(prog, &st) < 0)
-        return say("%s: %s", prog, strerror(errno)), EXIT_NOTFOUND;
+        return ringrun_say("%s: %s", prog, strerror(errno)), EXIT_NOTFOUND;
     if (!S_ISREG(st.st_mode) || access(prog, X_OK) < 0)
-        return say("%s: not an executable file (chmod +x it?)", prog), EXIT_NOEXEC;
+        return ringrun_say("%s: not an executable file (chmod +x it?)", prog), EXIT_NOEXEC;
     return 0;
 }
 
@@ -454,11 +211,11 @@ static int open_output_file(const char *dir, int rank, const char *name)
     int fd;
     snprintf(path, sizeof(path), "%s/rank.%d", dir, rank);
     if (mkdir(path, 0755) < 0 && errno != EEXIST)
-        return say("cannot create %s: %s", path, strerror(errno)), -1;
+        return ringrun_say("cannot create %s: %s", path, strerror(errno)), -1;
     snprintf(path, sizeof(path), "%s/rank.%d/%s", dir, rank, name);
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        say("cannot create %s: %s", path, strerror(errno));
+        ringrun_say("cannot create %s: %s", path, strerror(errno));
     return fd;
 }
 
@@ -473,15 +230,15 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
     pid_t pid, parent = getpid();
 
     if (pipe2(out, O_CLOEXEC) < 0)
-        return say("pipe: %s", strerror(errno)), -1;
+        return ringrun_say("pipe: %s", strerror(errno)), -1;
     if (pipe2(err, O_CLOEXEC) < 0) {
         close(out[0]);
         close(out[1]);
-        return say("pipe: %s", strerror(errno)), -1;
+        return ringrun_say("pipe: %s", strerror(errno)), -1;
     }
     pid = fork();
     if (pid < 0) {
-        say("fork: %s", strerror(errno));
+        ringrun_say("fork: %s", strerror(errno));
         close(out[0]);
         close(out[1]);
         close(err[0]);
@@ -558,7 +315,7 @@ static int guess_rdv_addr(const struct opts *o, const struct placement *pl, char
         if (hosts_is_local(h))
             continue;
         if (getaddrinfo(h, "9", &hints, &res) != 0)
-            return say("cannot resolve host '%s'; give --rendezvous-addr", h), -1;
+            return ringrun_say("cannot resolve host '%s'; give --rendezvous-addr", h), -1;
         fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         /* A UDP connect sends nothing; it only picks the route and source address. */
         if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
@@ -569,7 +326,7 @@ static int guess_rdv_addr(const struct opts *o, const struct placement *pl, char
             close(fd);
         freeaddrinfo(res);
         if (rc < 0)
-            say("no route to host '%s'; give --rendezvous-addr", h);
+            ringrun_say("no route to host '%s'; give --rendezvous-addr", h);
         return rc;
     }
     snprintf(out, cap, "127.0.0.1");
@@ -618,11 +375,11 @@ int main(int argc, char **argv)
     int sfd = -1, rc = EXIT_OSERR, alive, open_outputs, first_fail = -1, signals_seen = 0;
     int64_t kill_at = -1, drain_until = -1;
 
-    if (parse_args(argc, argv, &o) < 0) {
+    if (options_parse(argc, argv, &o) < 0) {
         rc = EXIT_USAGE;
         goto out;
     }
-    verbose = o.verbose;
+    ringrun_verbose = o.verbose;
     if (o.slurm) {
         char step[64];
         struct slurm_launch l = {
@@ -643,11 +400,11 @@ int main(int argc, char **argv)
     ranks = calloc((size_t)o.np, sizeof(*ranks));
     pfd = calloc((size_t)o.np * 3 + 8, sizeof(*pfd));
     if (pl == NULL || ranks == NULL || pfd == NULL) {
-        say("out of memory for %d ranks", o.np);
+        ringrun_say("out of memory for %d ranks", o.np);
         goto out;
     }
     if (hosts_place(&o.hosts, o.np, pl, &err) < 0) {
-        say("%s", err.text);
+        ringrun_say("%s", err.text);
         rc = EXIT_USAGE;
         goto out;
     }
@@ -666,7 +423,7 @@ int main(int argc, char **argv)
     }
     rc = EXIT_OSERR;
     if (o.output_dir != NULL && mkdir(o.output_dir, 0755) < 0 && errno != EEXIST) {
-        say("cannot create --output-dir %s: %s", o.output_dir, strerror(errno));
+        ringrun_say("cannot create --output-dir %s: %s", o.output_dir, strerror(errno));
         rc = EXIT_USAGE;
         goto out;
     }
@@ -679,13 +436,13 @@ int main(int argc, char **argv)
     /* Local-only jobs keep the rendezvous off the network. */
     rdv = rendezvous_create(any_remote(&o, pl) ? "0.0.0.0" : "127.0.0.1", o.port, &err);
     if (rdv == NULL) {
-        say("cannot start the rendezvous: %s", err.text);
+        ringrun_say("cannot start the rendezvous: %s", err.text);
         rc = EXIT_UNAVAILABLE;
         goto out;
     }
     snprintf(rendezvous, sizeof(rendezvous), "%s:%d", addr, rendezvous_port(rdv));
-    if (verbose)
-        say("rendezvous at %s; %d ranks on %d hosts", rendezvous, o.np, pl[0].cross_size);
+    if (ringrun_verbose)
+        ringrun_say("rendezvous at %s; %d ranks on %d hosts", rendezvous, o.np, pl[0].cross_size);
 
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
@@ -694,7 +451,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
         (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-        say("signalfd: %s", strerror(errno));
+        ringrun_say("signalfd: %s", strerror(errno));
         goto out;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -706,20 +463,20 @@ int main(int argc, char **argv)
         int ok;
         make_env(&o, &pl[r], r, rendezvous, &env);
         if (local) {
-            if (verbose)
-                say("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host, pl[r].local_rank,
-                    pl[r].local_size);
+            if (ringrun_verbose)
+                ringrun_say("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host,
+                            pl[r].local_rank, pl[r].local_size);
             ok = spawn(&ranks[r], r, o.argv, &env, 1, o.output_dir);
         } else {
             static struct remote rem;
             if (remote_argv(&o, host, &env, &rem) < 0) {
                 free(rem.words);
-                say("cannot build the remote command for rank %d (too long?)", r);
+                ringrun_say("cannot build the remote command for rank %d (too long?)", r);
                 signal_all(ranks, o.np, SIGKILL);
                 goto out;
             }
-            if (verbose)
-                say("rank %d: %s %s", r, o.rsh, rem.cmd);
+            if (ringrun_verbose)
+                ringrun_say("rank %d: %s %s", r, o.rsh, rem.cmd);
             ok = spawn(&ranks[r], r, rem.av, &env, 0, o.output_dir);
             free(rem.words);
         }
@@ -757,7 +514,7 @@ int main(int argc, char **argv)
             timeout = (int)(drain_until - now);
         } else if (kill_at >= 0) {
             if (now >= kill_at) {
-                say("killing the %d remaining rank%s", alive, alive == 1 ? "" : "s");
+                ringrun_say("killing the %d remaining rank%s", alive, alive == 1 ? "" : "s");
                 signal_all(ranks, o.np, SIGKILL);
                 kill_at = now + 1000; /* re-send if something ignores it (stuck in D) */
             }
@@ -768,7 +525,7 @@ int main(int argc, char **argv)
         if (poll(pfd, (nfds_t)n, timeout) < 0) {
             if (errno == EINTR)
                 continue;
-            say("poll: %s", strerror(errno));
+            ringrun_say("poll: %s", strerror(errno));
             signal_all(ranks, o.np, SIGKILL);
             goto out;
         }
@@ -786,8 +543,8 @@ int main(int argc, char **argv)
                 continue; /* reaped below */
             signals_seen++;
             if (signals_seen == 1) {
-                say("got signal %d; passing it to every rank (again to kill them)",
-                    (int)si.ssi_signo);
+                ringrun_say("got signal %d; passing it to every rank (again to kill them)",
+                            (int)si.ssi_signo);
                 signal_all(ranks, o.np, (int)si.ssi_signo);
                 if (kill_at < 0)
                     kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
@@ -808,16 +565,16 @@ int main(int argc, char **argv)
                 if (shell_status(status) != 0 && first_fail < 0) {
                     first_fail = r;
                     if (WIFSIGNALED(status))
-                        say("rank %d was killed by signal %d", r, WTERMSIG(status));
+                        ringrun_say("rank %d was killed by signal %d", r, WTERMSIG(status));
                     else
-                        say("rank %d exited with status %d", r, WEXITSTATUS(status));
+                        ringrun_say("rank %d exited with status %d", r, WEXITSTATUS(status));
                     if (kill_at < 0) {
                         kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
                         if (o.np > 1)
-                            say("stopping the other ranks in %d s", o.grace_s);
+                            ringrun_say("stopping the other ranks in %d s", o.grace_s);
                     }
-                } else if (verbose) {
-                    say("rank %d exited with status %d", r, shell_status(status));
+                } else if (ringrun_verbose) {
+                    ringrun_say("rank %d exited with status %d", r, shell_status(status));
                 }
             }
         }

@@ -5,7 +5,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,34 +15,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h"
 #include "output.h"
 #include "slurm.h"
 #include "stop_relay.h"
 
-#define EXIT_USAGE    64
-#define EXIT_OSERR    71
-#define EXIT_NOTFOUND 127
 /* squeue and scancel answer in milliseconds; a slurmctld that does not answer in this long
  * is not going to, and ringrun falls back to signalling srun itself. */
 #define HELPER_TIMEOUT_MS 10000
 /* After the step is cancelled, srun normally exits within KillWait; past this, ringrun
  * kills srun itself, which makes Slurm end the step. */
 #define SRUN_KILL_AFTER_MS 15000
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    int n = snprintf(line, sizeof(line), "ringrun: ");
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    n = (int)strlen(line);
-    line[n++] = '\n';
-    if (write(STDERR_FILENO, line, (size_t)n) < 0)
-        return;
-}
 
 static int64_t now_ms(void)
 {
@@ -235,11 +217,11 @@ static int signal_step(const struct slurm_launch *l, pid_t srun, int sig)
         snprintf(sigarg, sizeof(sigarg), "--signal=%d", sig == SIGTERM ? RANK_STOP_SIGNAL : sig);
         if (run_helper(sig == SIGKILL ? kill_step : cancel, NULL, 0) == 0) {
             if (l->verbose)
-                say("signal %d to step %s", sig, step);
+                ringrun_say("signal %d to step %s", sig, step);
             return 0;
         }
     }
-    say("cannot signal the ranks through scancel; signal %d to srun", sig);
+    ringrun_say("cannot signal the ranks through scancel; signal %d to srun", sig);
     kill(srun, sig);
     return -1;
 }
@@ -254,11 +236,11 @@ static int *open_rank_files(const char *dir, int np, const char *name)
     for (int r = 0; r < np; r++) {
         snprintf(path, sizeof(path), "%s/rank.%d", dir, r);
         if (mkdir(path, 0755) < 0 && errno != EEXIST)
-            say("cannot create %s: %s", path, strerror(errno));
+            ringrun_say("cannot create %s: %s", path, strerror(errno));
         snprintf(path, sizeof(path), "%s/rank.%d/%s", dir, r, name);
         fds[r] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fds[r] < 0)
-            say("cannot create %s: %s", path, strerror(errno));
+            ringrun_say("cannot create %s: %s", path, strerror(errno));
     }
     return fds;
 }
@@ -286,7 +268,7 @@ int slurm_run(const struct slurm_launch *l)
     pid_t pid, parent = getpid();
 
     if (slurm_srun_argv(l, av, (int)(sizeof(av) / sizeof(av[0])), buf, sizeof(buf), &err) < 0) {
-        say("%s", err.text);
+        ringrun_say("%s", err.text);
         return EXIT_USAGE;
     }
     if (l->timeout_s > 0) {
@@ -298,11 +280,11 @@ int slurm_run(const struct slurm_launch *l)
         size_t len = 0;
         for (char **a = av; *a && len + 2 < sizeof(line); a++)
             len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s", len ? " " : "", *a);
-        say("in Slurm job %s: %s", getenv("SLURM_JOB_ID"), line);
+        ringrun_say("in Slurm job %s: %s", getenv("SLURM_JOB_ID"), line);
     }
     if (l->output_dir != NULL) {
         if (mkdir(l->output_dir, 0755) < 0 && errno != EEXIST) {
-            say("cannot create --output-dir %s: %s", l->output_dir, strerror(errno));
+            ringrun_say("cannot create --output-dir %s: %s", l->output_dir, strerror(errno));
             return EXIT_USAGE;
         }
         files[0] = open_rank_files(l->output_dir, np, "stdout");
@@ -315,17 +297,17 @@ int slurm_run(const struct slurm_launch *l)
     sigaddset(&mask, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
         (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-        say("signalfd: %s", strerror(errno));
+        ringrun_say("signalfd: %s", strerror(errno));
         goto out;
     }
     signal(SIGPIPE, SIG_IGN);
     if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
-        say("pipe: %s", strerror(errno));
+        ringrun_say("pipe: %s", strerror(errno));
         goto out;
     }
     pid = fork();
     if (pid < 0) {
-        say("fork: %s", strerror(errno));
+        ringrun_say("fork: %s", strerror(errno));
         goto out;
     }
     if (pid == 0) {
@@ -364,7 +346,7 @@ int slurm_run(const struct slurm_launch *l)
         int64_t now = now_ms();
 
         if (alive && kill_at >= 0 && now >= kill_at) {
-            say("the ranks did not all end within %d s; killing the step", l->grace_s);
+            ringrun_say("the ranks did not all end within %d s; killing the step", l->grace_s);
             signal_step(l, pid, SIGKILL);
             kill_at = -1;
             hard_kill_at = now + SRUN_KILL_AFTER_MS;
@@ -386,7 +368,7 @@ int slurm_run(const struct slurm_launch *l)
         if (n == 0)
             break;
         if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
-            say("poll: %s", strerror(errno));
+            ringrun_say("poll: %s", strerror(errno));
             kill(pid, SIGKILL);
             break;
         }
@@ -399,8 +381,8 @@ int slurm_run(const struct slurm_launch *l)
             if (si.ssi_signo == SIGCHLD)
                 continue;
             if (++signals == 1) {
-                say("got signal %d; passing it to every rank (again to kill them)",
-                    (int)si.ssi_signo);
+                ringrun_say("got signal %d; passing it to every rank (again to kill them)",
+                            (int)si.ssi_signo);
                 signal_step(l, pid, (int)si.ssi_signo);
                 if (kill_at < 0 && hard_kill_at < 0)
                     kill_at = now_ms() + (int64_t)l->grace_s * 1000;
