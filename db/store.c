@@ -195,6 +195,8 @@ static const char SQL_ATTEMPT_END[] =
 static const char SQL_ATTEMPT_PROGRESS[] =
     "UPDATE attempts SET start_s = coalesce(?3, start_s), samples_per_s = ?4"
     " WHERE job_id = ?1 AND number = ?2";
+static const char SQL_ATTEMPT_PLACED[] =
+    "UPDATE attempts SET hosts = ?3, gpus = ?4 WHERE job_id = ?1 AND number = ?2";
 static const char SQL_OVERHEADS[] =
     "SELECT stop_s, start_s FROM attempts WHERE stop_s IS NOT NULL OR start_s IS NOT NULL";
 static const char SQL_RESIZES[] = "SELECT count(*) FROM events WHERE type = 'resizing'";
@@ -235,6 +237,7 @@ static const char *const sql_text[S_COUNT] = {
     [S_ATTEMPT_INSERT] = SQL_ATTEMPT_INSERT,
     [S_ATTEMPT_END] = SQL_ATTEMPT_END,
     [S_ATTEMPT_PROGRESS] = SQL_ATTEMPT_PROGRESS,
+    [S_ATTEMPT_PLACED] = SQL_ATTEMPT_PLACED,
     [S_OVERHEADS] = SQL_OVERHEADS,
     [S_RESIZES] = SQL_RESIZES,
     [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,

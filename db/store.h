@@ -181,6 +181,12 @@ int store_attempt_end(struct store *st, const char *id, int number, int exit_sta
  * from its start to its first progress report. */
 int store_attempt_progress(struct store *st, const char *id, int number, double start_s,
                            double samples_per_s, struct error *err);
+/* Attempt number runs on hosts with gpus (its resource manager placed it there, not where
+ * it was planned): updates its record, with a "placed" event in the job's state (unchanged)
+ * carrying message. */
+int store_attempt_placed(struct store *st, const char *id, int number, const char *hosts,
+                         const char *gpus, const char *state, const char *message,
+                         struct error *err);
 /* For /metrics: every attempt's stop and start overheads (malloc'ed arrays the caller
  * frees; *nstop and *nstart entries) and how many resizes were ever decided. */
 int store_overheads(struct store *st, double **stop, int *nstop, double **start, int *nstart,

@@ -329,6 +329,25 @@ int store_attempt_progress(struct store *st, const char *id, int number, double 
     return store__commit(st, err);
 }
 
+int store_attempt_placed(struct store *st, const char *id, int number, const char *hosts,
+                         const char *gpus, const char *state, const char *message,
+                         struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPT_PLACED];
+    char now[40];
+    store_now_iso(now, sizeof(now));
+    if (store__begin(st, err) < 0)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, number);
+    sqlite3_bind_text(s, 3, hosts, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, gpus, -1, SQLITE_STATIC);
+    if (store__step_done(st, s, err, "attempt placement") < 0 ||
+        store__event(st, id, now, "placed", state, message, err) < 0)
+        return store__rollback(st);
+    return store__commit(st, err);
+}
+
 /* Appends v to a growing array; 0 or -1 (ENOMEM). */
 static int push_double(double **a, int *n, int *cap, double v)
 {

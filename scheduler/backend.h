@@ -34,8 +34,10 @@
  *                 progress.json: step, total steps, samples/s);
  *   recover()  -> after ringd restarts, for each attempt the store says was running.
  *
- * Optional ops (NULL when a backend has none): placement_of() says where an adopted attempt
- * runs, so that it keeps running after a ringd restart; cluster_json() adds the backend's
+ * Optional ops (NULL when a backend has none): placement_of() says where an attempt runs:
+ * an adopted one, so that it keeps running after a ringd restart, and one that its resource
+ * manager placed itself (BACKEND_PLACED), so that the loop's model follows the manager's
+ * choice rather than its own plan; cluster_json() adds the backend's
  * own view of its cluster to GET /v1/cluster.
  */
 #ifndef RINGD_BACKEND_H
@@ -85,6 +87,9 @@ struct backend_start {
 enum backend_event_kind {
     BACKEND_EXITED,   /* every rank is gone; status is set */
     BACKEND_PROGRESS, /* rank 0 reported progress; the progress fields are set */
+    BACKEND_PLACED,   /* the resource manager started the attempt where it chose, which
+                       * may not be where the loop asked (Slurm picks the nodes and GPUs
+                       * itself): placement_of() says where; no other field is set */
 };
 
 struct backend_event {
@@ -167,9 +172,10 @@ struct backend_ops {
     /* The backend's clock, in seconds. */
     double (*now)(void *ctx);
     /*
-     * Optional. Where adopted attempt id runs, in c's node indexes, into out (cleared
-     * first). Returns 0, or -1 when the backend cannot tell (the loop then stops the
-     * attempt and restarts it where the policy says).
+     * Optional. Where attempt id runs, in c's node indexes, into out (cleared first).
+     * Returns 0, or -1 when the backend cannot tell (not placed yet; for an adopted
+     * attempt the loop then stops it and restarts it where the policy says). Needed by a
+     * backend that reports BACKEND_PLACED.
      */
     int (*placement_of)(void *ctx, const char *id, const struct cluster *c, struct placement *out);
     /* Optional. The backend's own view of its cluster for GET /v1/cluster, as a new

@@ -55,6 +55,7 @@ struct sjob {
     char run_dir[4200];
     struct timespec progress_mtime;
     int pending; /* last seen PENDING: a SIGTERM cancels it */
+    int placed;  /* BACKEND_PLACED was reported (or it was adopted, placed already) */
     int mpirun;  /* launcher "mpirun": its stop is MPIRUN_STOP_SIGNAL to the batch script */
     struct sjob *next;
 };
@@ -577,6 +578,15 @@ static int slurm_poll(void *ctx, struct backend_event *out, int max)
         }
         j->pending = info != NULL && (info->job_state & JOB_STATE_BASE) == JOB_PENDING;
         if (!o.ended) {
+            /* Slurm chose its nodes and GPUs: the loop asks where (placement_of). */
+            if (!j->placed && info != NULL && (info->job_state & JOB_STATE_BASE) == JOB_RUNNING) {
+                memset(&out[n], 0, sizeof(out[n]));
+                out[n].kind = BACKEND_PLACED;
+                snprintf(out[n].id, sizeof(out[n].id), "%s", j->sid);
+                out[n].time = now;
+                n++;
+                j->placed = 1;
+            }
             pp = &j->next;
             continue;
         }
@@ -630,6 +640,7 @@ static int slurm_recover(void *ctx, const char *id, const struct backend_start *
     if (s != NULL && s->run_dir != NULL)
         snprintf(j->run_dir, sizeof(j->run_dir), "%s", s->run_dir);
     j->pending = pending;
+    j->placed = 1; /* the loop asks placement_of() when it adopts it */
     j->mpirun = mpirun;
     j->next = c->jobs;
     c->jobs = j;

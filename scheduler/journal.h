@@ -56,6 +56,10 @@ struct journal_ops {
      * throughput then. Later reports update samples_per_s (start_s < 0: unchanged). */
     int (*progress)(void *j, const struct loop_job *job, int attempt, double start_s,
                     double samples_per_s, struct error *err);
+    /* Optional (NULL: nothing to record). The backend placed attempt elsewhere than the
+     * loop planned: p is where it runs; message says where it was planned. */
+    int (*placed)(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                  const char *message, struct error *err);
     /* The job's JobSpec as a new reference (command, env, ...), for the backend, and the
      * Unix user it runs as into user (len bytes; "" when it has none); NULL with err when
      * it cannot be read. May be NULL in a journal whose backend needs neither. */

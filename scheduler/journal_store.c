@@ -90,6 +90,17 @@ static int js_progress(void *j, const struct loop_job *job, int attempt, double 
     return store_attempt_progress(ST(j), job->id, attempt, start_s, samples_per_s, err);
 }
 
+static int js_placed(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                     const char *message, struct error *err)
+{
+    struct journal_store *js = j;
+    char hosts[1024], gpus[1024];
+    placement_hosts(js->cluster, p, hosts, sizeof(hosts));
+    placement_gpus(p, gpus, sizeof(gpus));
+    return store_attempt_placed(js->st, job->id, attempt, hosts, gpus,
+                                job->state == LOOP_STOPPING ? "STOPPING" : "RUNNING", message, err);
+}
+
 static json_t *js_spec(void *j, const char *job_id, char *user, size_t len, struct error *err)
 {
     json_t *job, *spec;
@@ -102,6 +113,14 @@ static json_t *js_spec(void *j, const char *job_id, char *user, size_t len, stru
 }
 
 const struct journal_ops journal_store_ops = {
-    js_begin,    js_commit, js_transition, js_starting, js_started,
-    js_stopping, js_ended,  js_progress,   js_spec,
+    .begin = js_begin,
+    .commit = js_commit,
+    .transition = js_transition,
+    .starting = js_starting,
+    .started = js_started,
+    .stopping = js_stopping,
+    .ended = js_ended,
+    .progress = js_progress,
+    .placed = js_placed,
+    .spec = js_spec,
 };

@@ -85,6 +85,8 @@ struct loop_job {
     struct placement reserved;
     char reserved_reason[160];
     double last_stop_s;    /* the stop overhead of the attempt that ended last, or -1 */
+    int misplaced;         /* the backend placed the attempt itself, and placement is still
+                            * the loop's plan (loop_attempt.c: reconcile) */
     double f_prev, t_prev; /* the attempt's previous report: fraction done, time */
     void *user;            /* the driver's (ringsim: its job model) */
 };

@@ -340,24 +340,153 @@ static void attempt_progress(struct loop *l, struct loop_job *j, const struct ba
         loop__say(l, "warning", j->id, "cannot record progress: %s", err.text);
 }
 
+/* ---- where the backend put an attempt ---- */
+
+/* A misplaced job's actual place, fetched for one reconcile. */
+struct moved {
+    struct loop_job *j;
+    struct placement where;
+    int done;
+};
+
+static void set_misplaced(struct loop *l, struct loop_job *j, int on)
+{
+    l->nmisplaced += on - j->misplaced;
+    j->misplaced = on;
+}
+
+/* Takes m's actual place as its attempt's: journals it, then swaps the placements. */
+static void take_place(struct loop *l, struct moved *m)
+{
+    struct loop_job *j = m->j;
+    struct error err;
+    char planned[512], hosts[512], gpus[512], msg[1600];
+    placement_hosts(l->cluster, &j->placement, planned, sizeof(planned));
+    placement_hosts(l->cluster, &m->where, hosts, sizeof(hosts));
+    placement_gpus(&m->where, gpus, sizeof(gpus));
+    snprintf(msg, sizeof(msg), "attempt %d runs on %s, GPUs [%s], where %s placed it (planned: %s)",
+             j->attempt, hosts, gpus, l->b->name, planned);
+    if (l->jo->placed != NULL && l->jo->placed(l->jctx, j, j->attempt, &m->where, msg, &err) < 0)
+        loop__say(l, "warning", j->id, "cannot record the placement: %s", err.text);
+    loop__say(l, "info", j->id, "%s", msg);
+    placement_clear(&j->placement);
+    j->placement = m->where; /* moved: the job owns the arrays now */
+    memset(&m->where, 0, sizeof(m->where));
+    set_misplaced(l, j, 0);
+    l->dirty = 1;
+}
+
+/*
+ * The loop's model follows where the backend's resource manager put its attempts (Slurm
+ * chooses nodes and GPUs itself, and may choose others than the loop planned, after a
+ * resize or beside jobs from outside ringd), so that passes see the cluster as it is and
+ * the API shows where the ranks run.
+ *
+ * Attempts can trade places (A planned on n1 runs on n2, B the other way round), so the
+ * misplaced ones move together: their planned places are freed, then each actual place
+ * that fits is taken, in sweeps until none moves. Any left keep their plan when every plan
+ * left still fits; otherwise nothing changes (the model was wrong elsewhere), and the
+ * misplaced attempts are looked at again at the next placement or exit.
+ */
+static void reconcile(struct loop *l)
+{
+    struct moved *m = calloc((size_t)l->nmisplaced, sizeof(*m));
+    struct usage used, running;
+    int n = 0, progress = 1, ok = 1;
+
+    if (m == NULL || usage_init_copy(&used, &l->used) < 0) {
+        free(m);
+        return;
+    }
+    if (usage_init_copy(&running, &l->running) < 0) {
+        usage_clear(&used);
+        free(m);
+        return;
+    }
+    for (int i = 0; i < l->njobs && n < l->nmisplaced; i++) {
+        struct loop_job *j = l->job[i];
+        if (j == NULL || !j->misplaced)
+            continue;
+        if (l->b->placement_of == NULL ||
+            l->b->placement_of(l->bctx, j->backend_id, l->cluster, &m[n].where) < 0)
+            continue; /* cannot tell yet: stays misplaced */
+        if (placement_equal(&m[n].where, &j->placement)) {
+            placement_clear(&m[n].where);
+            set_misplaced(l, j, 0); /* where the loop planned it */
+            continue;
+        }
+        m[n].j = j;
+        usage_take(&used, &j->placement, j->cpw, -1);
+        if (j->state == LOOP_RUNNING)
+            usage_take(&running, &j->placement, j->cpw, -1);
+        n++;
+    }
+    while (progress) {
+        progress = 0;
+        for (int i = 0; i < n; i++) {
+            if (m[i].done || !usage_fits(&used, &m[i].where, m[i].j->cpw))
+                continue;
+            usage_take(&used, &m[i].where, m[i].j->cpw, 1);
+            if (m[i].j->state == LOOP_RUNNING)
+                usage_take(&running, &m[i].where, m[i].j->cpw, 1);
+            m[i].done = progress = 1;
+        }
+    }
+    for (int i = 0; i < n && ok; i++) {
+        if (m[i].done)
+            continue;
+        ok = usage_fits(&used, &m[i].j->placement, m[i].j->cpw);
+        if (ok) {
+            usage_take(&used, &m[i].j->placement, m[i].j->cpw, 1);
+            if (m[i].j->state == LOOP_RUNNING)
+                usage_take(&running, &m[i].j->placement, m[i].j->cpw, 1);
+        }
+    }
+    if (ok) {
+        usage_copy(&l->used, &used);
+        usage_copy(&l->running, &running);
+        for (int i = 0; i < n; i++)
+            if (m[i].done)
+                take_place(l, &m[i]);
+    } else {
+        loop__say(l, "warning", NULL,
+                  "%d attempts run elsewhere than planned, and their places do not fit the "
+                  "model of the cluster; will look again",
+                  n);
+    }
+    for (int i = 0; i < n; i++)
+        placement_clear(&m[i].where);
+    usage_clear(&running);
+    usage_clear(&used);
+    free(m);
+}
+
 int loop__read_events(struct loop *l)
 {
     struct backend_event ev[64];
-    int total = 0, n;
+    int total = 0, n, placed = 0, exited = 0;
     while ((n = l->b->poll(l->bctx, ev, 64)) > 0) {
         for (int i = 0; i < n; i++) {
             struct loop_job *j = idmap_get(&l->by_backend, ev[i].id, NULL);
             if (j == NULL)
                 continue; /* an attempt this loop does not track (recovered and gone) */
-            if (ev[i].kind == BACKEND_EXITED)
+            if (ev[i].kind == BACKEND_EXITED) {
+                set_misplaced(l, j, 0);
                 attempt_exited(l, j, &ev[i]);
-            else
+                exited = 1;
+            } else if (ev[i].kind == BACKEND_PLACED) {
+                set_misplaced(l, j, 1);
+                placed = 1;
+            } else {
                 attempt_progress(l, j, &ev[i]);
+            }
             total++;
         }
         if (n < 64)
             break;
     }
+    if (l->nmisplaced > 0 && (placed || exited))
+        reconcile(l);
     return total;
 }
 

@@ -24,6 +24,7 @@ struct loop {
     struct idmap by_id, by_backend;
     int dirty;
     int any_reserved, any_stopping; /* 0: no job has a reservation / is stopping (scans skip) */
+    int nmisplaced;                 /* jobs with misplaced set */
     double last_pass, next_backoff;
     struct loop_stats stats;
     /* scratch for passes, kept between them */

@@ -57,7 +57,8 @@ const struct journal_ops sim_journal_null = {
     .stopping = null_stopping,
     .ended = null_ended,
     .progress = null_progress,
-    .spec = NULL, /* the sim backend runs no command */
+    .placed = NULL, /* the sim backend starts attempts where the loop asks */
+    .spec = NULL,   /* the sim backend runs no command */
 };
 
 static void quiet(void *arg, const char *level, const char *job, const char *msg) {}

@@ -4,7 +4,8 @@
 # 2-node x 2-GPU job runs as one Slurm batch job for its token's Unix user, wires up
 # through PMIx and trains to the right loss; cancel; stop and resume; an scancel outside
 # ringd is reported with Slurm's reason; a restarted ringd re-adopts the Slurm jobs that
-# still run; an mpirun job runs inside the Slurm allocation, stops and resumes at another
+# still run; a job Slurm places elsewhere than ringd planned is recorded where it ran; an
+# mpirun job runs inside the Slurm allocation, stops and resumes at another
 # size; GET /v1/cluster shows Slurm's nodes and who holds each GPU; a job whose step could not
 # start on one node fails, naming the ranks that never ran. The dynamic policy on
 # Slurm is in slurm_dynamic.sh. Needs root and Slurm: skips without them, fails in CI.
@@ -70,6 +71,21 @@ ok "GET /v1/cluster shows Slurm's nodes, the GPUs ringd's job holds, and a job f
 wait_state "$id" CANCELLED 30
 wait_until 30 "Slurm job $sid outlived the cancel" sh -c "[ -z \"\$(squeue -h -j $sid 2>/dev/null)\" ]"
 ok "cancel through the API ends Slurm job $sid"
+
+# ---- Slurm places a job elsewhere than ringd planned ----
+# ringd does not count jobs from outside it, Slurm does: with n1 taken from outside, ringd
+# plans its job on n1 and Slurm runs it on n2. ringd's record and model follow Slurm.
+outside=$(sbatch --parsable -J ringtest-outside -w n1 --exclusive -o /dev/null --wrap 'sleep 120')
+wait_until 30 "the outside job did not start" sh -c "[ \"\$(squeue -h -j $outside -o %t)\" = R ]"
+id=$(submit elsewhere 2 1 '{}' -- /bin/sh -c 'echo "$SLURMD_NODENAME"; sleep 6')
+wait_state "$id" SUCCEEDED 60
+scancel "$outside"
+[ "$(sort -u "$(run_dir "$id")"/rank.*/stdout)" = n2 ] || fail "the ranks ran on $(cat "$(run_dir "$id")"/rank.*/stdout), not on n2 only"
+job "$id" | jq -e '.attempts[-1].hosts == "n2:2"' >/dev/null || { job "$id" | jq .attempts; fail "the attempt does not show n2, where Slurm ran it"; }
+curl -s -H "$AUTH" "$URL/v1/jobs/$id/events" |
+    jq -e '[.events[] | select(.type == "placed" and (.message | contains("runs on n2:2") and contains("planned: n1:2")))] | length == 1' >/dev/null ||
+    { curl -s -H "$AUTH" "$URL/v1/jobs/$id/events" | jq .; fail "no placed event saying where Slurm ran the job"; }
+ok "a job Slurm ran on n2 (ringd planned n1, taken from outside): its attempt shows n2, with a placed event"
 
 # ---- stop and resume ----
 id=$(submit pausable 4 1 '{"max_restarts": 0}' -- "$TRAIN" --epochs 40 --step-sleep-ms 5)

@@ -2,8 +2,8 @@
 /*
  * test_loop.c - the scheduler loop's diff-and-apply on the sim backend: starts, resizes
  * (stop, then restart at the new size), preemption, cancels and stops while stopping, kill
- * deadlines, failed starts, and the rule that every change is journaled before the backend
- * sees it.
+ * deadlines, failed starts, attempts that a resource manager placed elsewhere than planned,
+ * and the rule that every change is journaled before the backend sees it.
  */
 #include <errno.h>
 #include <math.h>
@@ -120,8 +120,24 @@ static int j_progress(void *j, const struct loop_job *job, int attempt, double s
     return 0;
 }
 
+static int j_placed(void *j, const struct loop_job *job, int attempt, const struct placement *p,
+                    const char *message, struct error *err)
+{
+    note("J placed %s %d %s", job->id, attempt, message);
+    return 0;
+}
+
 static const struct journal_ops journal = {
-    j_begin, j_commit, j_transition, j_starting, j_started, j_stopping, j_ended, j_progress, NULL};
+    .begin = j_begin,
+    .commit = j_commit,
+    .transition = j_transition,
+    .starting = j_starting,
+    .started = j_started,
+    .stopping = j_stopping,
+    .ended = j_ended,
+    .progress = j_progress,
+    .placed = j_placed,
+};
 
 /* ---- the sim backend, with its calls logged ---- */
 
@@ -142,6 +158,85 @@ static int b_signal(void *ctx, const char *id, int sig)
 
 static struct backend_ops logged;
 
+/* ---- a resource manager that places attempts itself (as Slurm does) ---- */
+
+/* Where the manager puts each job's attempts (node), and whether it has said so yet. */
+static struct {
+    char job[16], id[64];
+    int node, workers, gpw, release, told;
+} placed[8];
+static int nplaced;
+
+static int m_start(void *ctx, const struct backend_start *s, char *id, size_t idlen,
+                   struct error *err)
+{
+    int rc = b_start(ctx, s, id, idlen, err);
+    for (int i = 0; rc == 0 && i < nplaced; i++)
+        if (strcmp(placed[i].job, s->job_id) == 0) {
+            snprintf(placed[i].id, sizeof(placed[i].id), "%s", id);
+            placed[i].workers = s->placement->workers;
+            placed[i].gpw = s->gpus_per_worker;
+            placed[i].told = 0;
+        }
+    return rc;
+}
+
+static int m_poll(void *ctx, struct backend_event *out, int max)
+{
+    int n = backend_sim_ops.poll(ctx, out, max);
+    for (int i = 0; i < nplaced && n < max; i++)
+        if (placed[i].id[0] && placed[i].release && !placed[i].told) {
+            memset(&out[n], 0, sizeof(out[n]));
+            out[n].kind = BACKEND_PLACED;
+            snprintf(out[n].id, sizeof(out[n].id), "%s", placed[i].id);
+            n++;
+            placed[i].told = 1;
+        }
+    return n;
+}
+
+/* The attempt's workers all on its job's node, on the GPUs after those of the jobs placed
+ * there before it. */
+static int m_placement_of(void *ctx, const char *id, const struct cluster *c, struct placement *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (int i = 0; i < nplaced; i++)
+        if (strcmp(placed[i].id, id) == 0) {
+            int g = placed[i].workers * placed[i].gpw, first = 0;
+            for (int k = 0; k < i; k++)
+                if (placed[k].id[0] && placed[k].node == placed[i].node)
+                    first += placed[k].workers * placed[k].gpw;
+            out->part = calloc(1, sizeof(*out->part));
+            out->gpu = calloc((size_t)g + 1, sizeof(int));
+            ck_assert(out->part != NULL && out->gpu != NULL);
+            out->part[0] = (struct placement_part){placed[i].node, placed[i].workers, g, 0};
+            for (int k = 0; k < g; k++)
+                out->gpu[k] = first + k;
+            out->nparts = 1;
+            out->workers = placed[i].workers;
+            out->ngpus = g;
+            return 0;
+        }
+    return -1;
+}
+
+static void manager_places(const char *job, int node, int release)
+{
+    ck_assert_int_lt(nplaced, 8);
+    memset(&placed[nplaced], 0, sizeof(placed[0]));
+    snprintf(placed[nplaced].job, sizeof(placed[0].job), "%s", job);
+    placed[nplaced].node = node;
+    placed[nplaced].release = release;
+    nplaced++;
+}
+
+static void manager_release(const char *job)
+{
+    for (int i = 0; i < nplaced; i++)
+        if (strcmp(placed[i].job, job) == 0)
+            placed[i].release = 1;
+}
+
 /* ---- a world ---- */
 
 struct world {
@@ -159,6 +254,7 @@ static void world_init(struct world *w, const char *policy, const char *options,
     logged = backend_sim_ops;
     logged.start = b_start;
     logged.signal = b_signal;
+    nplaced = 0;
     ck_assert_int_eq(backend_sim_ops.init(&bc, &w->sim, &err), 0);
     lc.policy = policy_find(policy);
     policy_params_default(&lc.params);
@@ -437,6 +533,78 @@ START_TEST(sim_model_gets_the_placement_after_the_attempts_grow)
 }
 END_TEST
 
+static int node_of(struct world *w, const char *job)
+{
+    const struct loop_job *j = loop_job(w->l, job);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(j->placement.nparts, 1);
+    return j->placement.part[0].node;
+}
+
+/* The manager put a and b on node 1, where the loop planned node 0: the loop follows, so
+ * that c, which needs a whole node, is planned where the manager has room. */
+START_TEST(loop_follows_where_the_manager_placed_attempts)
+{
+    struct world w;
+    world_init(&w, "fifo", "nodes=2,gpus=4,slots=4,start_s=1,stop_s=1", 5);
+    logged.start = m_start;
+    logged.poll = m_poll;
+    logged.placement_of = m_placement_of;
+    manager_places("a", 1, 1);
+    manager_places("b", 1, 1);
+    manager_places("c", 0, 1);
+    submit(&w, "a", 2, 2, 1);
+    submit(&w, "b", 2, 2, 1);
+    run_until(&w, 0.5);
+    ck_assert_int_ge(find(0, "B start b 1 2"), 0);
+    ck_assert_int_eq(node_of(&w, "a"), 1);
+    ck_assert_int_eq(node_of(&w, "b"), 1);
+    ck_assert(has("J placed a 1", "on node1") && has("J placed a 1", "planned: node0:2"));
+    ck_assert(has("J placed b 1", "on node1"));
+    submit(&w, "c", 4, 4, 1);
+    run_until(&w, 1.5);
+    ck_assert_int_ge(find(0, "B start c 1 4"), 0);
+    ck_assert_int_eq(node_of(&w, "c"), 0);
+    ck_assert_int_lt(find(0, "J placed c"), 0); /* planned where the manager put it */
+    world_free(&w);
+}
+END_TEST
+
+/* a and b traded places, and the manager tells of a first: a cannot move onto b's planned
+ * node yet, and stays as planned; when the manager tells of b, both move together. */
+START_TEST(attempts_that_traded_places_move_together)
+{
+    struct world w;
+    world_init(&w, "fifo", "nodes=2,gpus=4,slots=4,start_s=1,stop_s=1", 5);
+    logged.start = m_start;
+    logged.poll = m_poll;
+    logged.placement_of = m_placement_of;
+    manager_places("a", 1, 0);
+    manager_places("b", 0, 0);
+    submit(&w, "a", 4, 4, 1);
+    submit(&w, "b", 4, 4, 1);
+    run_until(&w, 0.5);
+    ck_assert_int_eq(node_of(&w, "a"), 0);
+    ck_assert_int_eq(node_of(&w, "b"), 1);
+    manager_release("a");
+    run_until(&w, 0.7);
+    ck_assert_int_eq(node_of(&w, "a"), 0); /* its node is b's, as far as the loop knows */
+    ck_assert_int_lt(find(0, "J placed"), 0);
+    manager_release("b");
+    run_until(&w, 0.9);
+    ck_assert_int_eq(node_of(&w, "a"), 1);
+    ck_assert_int_eq(node_of(&w, "b"), 0);
+    ck_assert_int_ge(find(0, "J placed a 1"), 0);
+    ck_assert_int_ge(find(0, "J placed b 1"), 0);
+    /* The model is whole: when both end, every slot and GPU is free again (a new job of
+     * the whole cluster starts). */
+    submit(&w, "c", 8, 8, 1);
+    run_until(&w, 2000);
+    ck_assert_int_ge(find(0, "B start c 1 8"), 0);
+    world_free(&w);
+}
+END_TEST
+
 /* When the journal cannot record a pass, nothing of it is carried out. */
 START_TEST(unrecorded_pass_changes_nothing)
 {
@@ -480,6 +648,8 @@ int main(void)
                             unrecorded_pass_changes_nothing,
                             switching_policy_causes_a_pass,
                             sim_model_gets_the_placement_after_the_attempts_grow,
+                            loop_follows_where_the_manager_placed_attempts,
+                            attempts_that_traded_places_move_together,
                             NULL};
     return unit_main("loop", tests, 60);
 }

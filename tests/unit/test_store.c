@@ -288,6 +288,20 @@ START_TEST(render)
     ck_assert_int_eq(json_integer_value(json_object_get(a, "world_size")), 2);
     ck_assert_ptr_null(json_object_get(a, "ended_at"));
     json_decref(got);
+    /* Its resource manager placed it elsewhere: the record follows, with an event. */
+    ck_assert_int_eq(store_attempt_placed(st, id, 1, "n2:2", "0,1", "RUNNING",
+                                          "attempt 1 runs on n2:2 (planned: n1:2)", &err),
+                     0);
+    {
+        json_t *ev, *last;
+        ck_assert_int_eq(store_events(st, id, 0, 100, &ev, &err), 0);
+        last = json_array_get(ev, json_array_size(ev) - 1);
+        ck_assert_str_eq(json_string_value(json_object_get(last, "type")), "placed");
+        ck_assert_str_eq(json_string_value(json_object_get(last, "state")), "RUNNING");
+        ck_assert_str_eq(json_string_value(json_object_get(last, "message")),
+                         "attempt 1 runs on n2:2 (planned: n1:2)");
+        json_decref(ev);
+    }
     ck_assert_int_eq(store_attempt_progress(st, id, 1, 2.5, 1234.5, &err), 0);
     ck_assert_int_eq(store_attempt_end(st, id, 1, 3, 1.25, "exit 3", "FAILED", "failed", &sc, &err),
                      0);
@@ -296,6 +310,8 @@ START_TEST(render)
     free(text);
     a = json_array_get(json_object_get(got, "attempts"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(a, "exit_status")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "hosts")), "n2:2");
+    ck_assert_str_eq(json_string_value(json_object_get(a, "gpus")), "0,1");
     ck_assert_str_eq(json_string_value(json_object_get(a, "reason")), "exit 3");
     ck_assert(json_real_value(json_object_get(a, "start_overhead_s")) == 2.5);
     ck_assert(json_real_value(json_object_get(a, "stop_overhead_s")) == 1.25);
