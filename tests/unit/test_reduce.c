@@ -153,6 +153,57 @@ START_TEST(op_validation)
 }
 END_TEST
 
+/* The fused last step gives bitwise what reduce then scale give, for every dtype, at
+ * lengths on both sides of its block boundaries, in place and not, and with factor 1. */
+START_TEST(reduce_scale_matches_two_passes)
+{
+    static const size_t lens[] = {0, 1, 7, 511, 512, 513, 1023, 1024, 1025, 4096, 5003};
+    static const double factors[] = {1.0, 0.5, 1.0 / 3.0, 3.0};
+    enum { MAXN = 5003 };
+    static char a[MAXN * 8], b[MAXN * 8], want[MAXN * 8], got[MAXN * 8 + 1], inplace[MAXN * 8];
+
+    for (int dt = 0; dt < RING_DTYPE_COUNT; dt++) {
+        size_t es = ring_dtype_size((ring_dtype_t)dt);
+        for (size_t i = 0; i < sizeof(a); i++) { /* values that are valid in every dtype */
+            a[i] = (char)((i * 7) % 61);
+            b[i] = (char)((i * 13) % 53);
+        }
+        if (dt == RING_FLOAT32 || dt == RING_FLOAT64) {
+            for (size_t i = 0; i < MAXN; i++) {
+                if (dt == RING_FLOAT32) {
+                    ((float *)a)[i] = (float)i * 0.37f - 100.0f;
+                    ((float *)b)[i] = 1.0f / (float)(i + 1);
+                } else {
+                    ((double *)a)[i] = (double)i * 0.37 - 100.0;
+                    ((double *)b)[i] = 1.0 / (double)(i + 1);
+                }
+            }
+        }
+        for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+            size_t n = lens[l];
+            for (size_t f = 0; f < sizeof(factors) / sizeof(factors[0]); f++) {
+                for (int op = RING_SUM; op <= RING_PRODUCT; op++) {
+                    if (op == RING_AVERAGE)
+                        continue;
+                    ring__reduce(want, a, b, n, (ring_dtype_t)dt, (ring_op_t)op);
+                    ring__scale(want, want, n, (ring_dtype_t)dt, factors[f]);
+                    memset(got, 0x5a, sizeof(got));
+                    ring__reduce_scale(got, a, b, n, (ring_dtype_t)dt, (ring_op_t)op, factors[f]);
+                    ck_assert_msg(memcmp(want, got, n * es) == 0, "dtype %d op %d n %zu f %g", dt,
+                                  op, n, factors[f]);
+                    ck_assert_msg((unsigned char)got[n * es] == 0x5a,
+                                  "past n: dtype %d op %d n %zu", dt, op, n);
+                    memcpy(inplace, a, n * es);
+                    ring__reduce_scale(inplace, inplace, b, n, (ring_dtype_t)dt, (ring_op_t)op,
+                                       factors[f]);
+                    ck_assert(memcmp(want, inplace, n * es) == 0);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -164,6 +215,7 @@ int main(void)
         float_kernels_alias_and_half_precision,
         scale_truncates_and_saturates,
         op_validation,
+        reduce_scale_matches_two_passes,
         NULL,
     };
     return unit_main("reduce", tests, 30);

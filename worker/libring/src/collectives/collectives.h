@@ -31,6 +31,10 @@ void ring__reduce(void *dst, const void *a, const void *b, size_t n, ring_dtype_
                   ring_op_t op);
 /* dst[i] = src[i] * factor (dst may alias src); a no-op copy when factor is 1. */
 void ring__scale(void *dst, const void *src, size_t n, ring_dtype_t dtype, double factor);
+/* ring__reduce, then ring__scale of dst by factor, in one pass over memory (bitwise the
+ * same result as the two calls). */
+void ring__reduce_scale(void *dst, const void *a, const void *b, size_t n, ring_dtype_t dtype,
+                        ring_op_t op, double factor);
 /*
  * Fills n elements with op's neutral element (0 for SUM and AVERAGE, 1 for PRODUCT, the
  * largest or smallest value for MIN or MAX): what a joined rank contributes.

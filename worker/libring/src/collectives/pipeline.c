@@ -114,9 +114,8 @@ static void reduce_span(struct ring__pipe_state *r, size_t at, size_t n, int fin
         size_t len;
         char *dst = locate(p->bv, at, 0, n, &len);
         const char *mine = locate(p->bv, at, 1, n, &len);
-        ring__reduce(dst, mine, in, len / r->esize, p->dtype, p->op);
-        if (finish && p->postscale != 1.0)
-            ring__scale(dst, dst, len / r->esize, p->dtype, p->postscale);
+        ring__reduce_scale(dst, mine, in, len / r->esize, p->dtype, p->op,
+                           finish ? p->postscale : 1.0);
         at += len;
         in += len;
         n -= len;
