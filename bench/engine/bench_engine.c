@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     float *bufs[NT], *big;
     double *t;
     struct ring_engine_stats s0, s1;
-    uint64_t cycles = 0, neg_us = 0, names = 0; /* over the timed part of the steps only */
+    uint64_t cycles = 0, neg_us = 0, names = 0, rode = 0; /* over the timed steps only */
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc)
@@ -175,6 +175,7 @@ int main(int argc, char **argv)
             cycles += s1.cycles - s0.cycles;
             neg_us += s1.negotiation_us - s0.negotiation_us;
             names += s1.coordinator_names - s0.coordinator_names;
+            rode += s1.fast_path - s0.fast_path;
             /* Named, so that it does not evict a blocking step's entry from the response
              * cache (blocking calls share one name per kind). */
             ring_handle_t *h;
@@ -189,7 +190,7 @@ int main(int argc, char **argv)
         /* Per step, between the barrier and the last wait: not the barrier's own cycle, nor
          * the timing allreduce's. */
         double neg = (double)neg_us / steps, cyc = (double)cycles / steps;
-        double nam = (double)names / steps;
+        double nam = (double)names / steps, ride = (double)rode / steps;
         const char *impl = label                         ? label
                            : strcmp(mode, "single") == 0 ? "single-allreduce"
                            : strcmp(mode, "tiny") == 0   ? "engine-tiny"
@@ -200,14 +201,16 @@ int main(int argc, char **argv)
         if (json)
             printf("{\"bench\":\"engine\",\"impl\":\"%s\",\"np\":%d,\"tensors\":%d,\"bytes\":%zu,"
                    "\"steps\":%d,\"median_us\":%.1f,\"negotiation_us_per_step\":%.1f,"
-                   "\"cycles_per_step\":%.2f,\"coordinator_names_per_step\":%.1f}\n",
+                   "\"cycles_per_step\":%.2f,\"coordinator_names_per_step\":%.1f,"
+                   "\"control_round_tensors_per_step\":%.1f}\n",
                    impl, size, strcmp(mode, "single") == 0 || bare ? 1 : NT, total * sizeof(float),
-                   steps, med, neg, cyc, nam);
+                   steps, med, neg, cyc, nam, ride);
         else
             printf("%-18s np %d: %3d tensors, %zu bytes, median step %.1f us, negotiation %.1f "
-                   "us/step over %.2f cycles/step, %.1f names/step to the coordinator\n",
+                   "us/step over %.2f cycles/step, %.1f names/step to the coordinator, %.1f "
+                   "tensors/step done in the control round\n",
                    impl, size, strcmp(mode, "single") == 0 || bare ? 1 : NT, total * sizeof(float),
-                   med, neg, cyc, nam);
+                   med, neg, cyc, nam, ride);
     }
     for (int i = 0; i < NT; i++)
         free(bufs[i]);

@@ -3,7 +3,7 @@
 # The engine, end to end: out-of-order submission, every mismatch, stalls, join, process
 # sets, the timeline, the response cache, grouped allreduce.
 . "$(dirname "$0")/lib.sh"
-: "${ENGINE_CHECK:?}" "${FAULT_CHECK:?}"
+: "${ENGINE_CHECK:?}" "${FAULT_CHECK:?}" "${RIDE_CHECK:?}"
 
 run() { expect_rc 0 "$RINGRUN" --kill-grace 2 "$@"; }
 
@@ -83,6 +83,16 @@ else
     ok "blocking barriers ride in the control round (np 2, 3, 4) among engine-path tensors and" \
         "fast allreduces: nobody leaves before the last rank entered; a mismatch fails everywhere"
 fi
+
+for np in 2 3 4; do
+    run -np $np "$RIDE_CHECK"
+    expect_in out "ride_check: ok"
+    [ "$(grep -c 'mismatch: RING_EMISMATCH: .*ride/3' "$WORK/out")" = $np ] ||
+        { cat "$WORK/out" "$WORK/err"; fail "ride_check at np $np: not every rank got the mismatch"; }
+    grep 'done in the control round' "$WORK/out"
+done
+ok "steps of small cached tensors (mixed dtypes, ops, scales; uneven sets; too big to ride)" \
+    "give the right results at np 2, 3, 4; a mismatch in a cached step fails on every rank"
 
 run -np 4 "$ENGINE_CHECK" cache
 expect_in out "after warm-up: 0 names to the coordinator"

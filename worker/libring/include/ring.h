@@ -367,7 +367,8 @@ struct ring_engine_stats {
     uint64_t tensors;           /* tensors executed */
     uint64_t collectives;       /* collectives run (a fused batch counts once) */
     uint64_t negotiation_us;    /* time spent agreeing, summed over cycles */
-    uint64_t fast_path;         /* blocking allreduces and barriers done in the control round */
+    uint64_t fast_path;         /* tensors done in the control round: blocking allreduces and
+                                   barriers, and small cached tensors that rode along */
 };
 RING_API int ring_engine_stats(struct ring_engine_stats *out);
 

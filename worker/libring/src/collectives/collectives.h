@@ -258,15 +258,19 @@ int ring__bcast_bytes(const struct ring__comm *c, char **buf, size_t *len);
 #define RING__ATTACH_MAX (64 * 1024)
 
 /*
- * A small allreduce riding on the control round. data holds this rank's input (prescaled)
- * and receives the result; count elements of dtype (bytes in all, at most
- * RING__ATTACH_MAX), reduced with op (SUM, MIN, MAX, PRODUCT; postscale is the caller's).
- * bit names the tensor (its cache bit; -1: no attachment). On return valid is 1 when every
- * rank attached the same bit and bytes, and data holds the reduction of all of them; 0
- * when the attachment did not go through, on every rank alike, and data is undefined.
+ * Small allreduces riding on the control round. data holds this rank's input (prescaled,
+ * the tensors one after the other) and receives the result; count elements of dtype
+ * (bytes in all, at most RING__ATTACH_MAX), reduced with op (SUM, MIN, MAX, PRODUCT;
+ * postscales are the caller's). key (key_bytes, at most the control words' size) names
+ * the tensors and their layout: ranks reduce their data only when their keys are equal
+ * byte for byte. on = 0: no attachment. On return valid is 1 when every rank attached the
+ * same key and bytes, and data holds the reduction of all of them; 0 when the attachment
+ * did not go through, on every rank alike, and data is undefined.
  */
 struct ring__attach {
-    int bit;
+    int on;
+    const void *key;
+    size_t key_bytes;
     void *data;
     size_t count, bytes;
     ring_dtype_t dtype;

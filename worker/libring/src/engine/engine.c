@@ -9,7 +9,9 @@
  *
  *   1. take the new submissions; look each up in the response cache;
  *   2. one allreduce (bitwise AND) of a control vector: flags, which ranks have not joined,
- *      and per cached tensor "ready here" (and its complement, which yields the OR);
+ *      and per cached tensor "ready here" (and its complement, which yields the OR); the
+ *      data of the small cached tensors ready here rides along (control.c), so that when
+ *      every rank has the same ones ready, they are done in this one exchange;
  *   3. cached tensors ready everywhere fire at once, in bit order, with no names sent;
  *   4. if any rank holds an uncached request (or rank 0 asks, to inspect a stall), every
  *      rank sends its unfired requests to rank 0, which matches and validates them
@@ -422,10 +424,12 @@ int ring__engine_start(struct ring__ctx *ctx, struct ring__engine **out)
     e->bit_entry = calloc((size_t)cache + 1, sizeof(*e->bit_entry));
     e->fent = calloc((size_t)cache + 1, sizeof(*e->fent));
     e->fast_buf = malloc(RING__ATTACH_MAX);
-    if (e->ctl == NULL || e->joined_ranks == NULL || e->prev_joined == NULL ||
-        e->bit_since == NULL || e->absent == NULL || e->fired == NULL || e->fresp == NULL ||
-        e->bit_entry == NULL || e->fent == NULL || e->fast_buf == NULL || e->ctl_scratch == NULL ||
-        ring__cache_init(&e->cache, (int)cache) < 0 ||
+    e->att_key = calloc((size_t)e->cw + 1, sizeof(uint64_t));
+    e->att_ent = calloc((size_t)cache + 1, sizeof(*e->att_ent));
+    if (e->att_key == NULL || e->att_ent == NULL || e->ctl == NULL || e->joined_ranks == NULL ||
+        e->prev_joined == NULL || e->bit_since == NULL || e->absent == NULL || e->fired == NULL ||
+        e->fresp == NULL || e->bit_entry == NULL || e->fent == NULL || e->fast_buf == NULL ||
+        e->ctl_scratch == NULL || ring__cache_init(&e->cache, (int)cache) < 0 ||
         ring__psets_init(&e->psets, ctx->size, ctx->rank) < 0) {
         rc = RING_ENOMEM;
         goto error;
@@ -498,6 +502,8 @@ int ring__engine_stop(struct ring__engine *e)
     free(e->fent);
     free(e->fusion);
     free(e->fast_buf);
+    free(e->att_key);
+    free(e->att_ent);
     free(e->ctl_scratch);
     pthread_mutex_destroy(&e->mu);
     pthread_mutex_destroy(&e->cycle_mu);
@@ -652,7 +658,6 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
 static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, int *status)
 {
     const struct ring__request *r = &sub->req;
-    size_t es = ring_dtype_size((ring_dtype_t)r->dtype), bytes = (size_t)r->count * es;
     struct ring__mesh *m = e->ctx->mesh;
     struct solo *s;
     struct ring_handle *h;
@@ -660,13 +665,7 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     struct ring__fast f;
     int bit, ok, idle, rc, done;
 
-    /* GPU buffers (the host cannot touch them) and RING_CPU_OPERATIONS=mpi (whose point is
-     * that MPI moves the data) take the backend's path (backend.h). */
-    if (!e->fast || (r->type != RING__ALLREDUCE && r->type != RING__BARRIER) ||
-        r->process_set != RING_GLOBAL || r->group_size > 1 || bytes > RING__ATTACH_MAX ||
-        r->device >= 0 || ring__backend_for(e->ctx, r->device) != &ring__backend_ring ||
-        (e->compression >= 0 && r->dtype == RING_FLOAT32 &&
-         (r->op == RING_SUM || r->op == RING_AVERAGE)))
+    if ((r->type != RING__ALLREDUCE && r->type != RING__BARRIER) || !ring__eng_attachable(e, r))
         return 0;
     if ((s = malloc(sizeof(*s))) == NULL)
         return 0;
@@ -699,19 +698,8 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     ring__eng_pending_add(e, en);
     ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1, en->submit_us, NULL);
 
-    f = (struct ring__fast){.en = en, .post = r->postscale};
-    f.at = (struct ring__attach){
-        .bit = bit,
-        .data = e->fast_buf,
-        .count = (size_t)r->count,
-        .bytes = bytes,
-        .dtype = (ring_dtype_t)r->dtype,
-        .op = r->op == RING_AVERAGE ? RING_SUM : (ring_op_t)r->op,
-    };
-    if (r->op == RING_AVERAGE)
-        f.post /= e->ctx->size; /* nobody has joined: the fast path requires it */
-    if (bytes > 0)              /* a barrier has no buffers */
-        ring__scale(e->fast_buf, sub->sendbuf, (size_t)r->count, f.at.dtype, r->prescale);
+    /* The cycle attaches the tensor (with anything else cached that was submitted since). */
+    f = (struct ring__fast){.en = en};
     /* The engine thread sleeps with the peers asked to wake it when a cycle starts: this
      * thread runs the cycle, so lower the flags for it, and raise them again after. */
     if (idle)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "engine_impl.h"
 
 static void ctl_set(uint64_t *w, int bit)
@@ -327,27 +328,127 @@ static void take_queue(struct ring__engine *e)
     }
 }
 
-/*
- * The fast path's tensor, done in the control round: its result goes to the caller's
- * buffer (a barrier has none: the round was the barrier), and its entry completes
- * without running a collective of its own.
- */
-static void finish_fast(struct ring__engine *e, struct ring__fast *f)
+int ring__eng_attachable(const struct ring__engine *e, const struct ring__request *r)
 {
-    struct entry *en = f->en;
-    const char *phase = en->req.type == RING__BARRIER ? "BARRIER" : "ALLREDUCE";
-    if (f->at.count > 0) /* a barrier has no buffers */
-        ring__scale(en->recvbuf, f->at.data, f->at.count, f->at.dtype, f->post);
-    TL_PHASE(e, en->req.name, "NEGOTIATE", 0, NULL);
-    TL_PHASE(e, en->req.name, phase, 1, "\"fast\":true");
-    TL_PHASE(e, en->req.name, phase, 0, NULL);
+    /* GPU buffers (the host cannot touch them), RING_CPU_OPERATIONS=mpi (whose point is that
+     * MPI moves the data) and compression (16 bits on the wire) take their own paths. */
+    if (!e->fast || r->process_set != RING_GLOBAL || r->device >= 0 ||
+        ring__backend_for(e->ctx, -1) != &ring__backend_ring)
+        return 0;
+    if (r->type == RING__BARRIER)
+        return 1;
+    return r->type == RING__ALLREDUCE && r->group_size <= 1 &&
+           r->count <= RING__ATTACH_MAX / ring_dtype_size((ring_dtype_t)r->dtype) &&
+           !(e->compression >= 0 && r->dtype == RING_FLOAT32 &&
+             (r->op == RING_SUM || r->op == RING_AVERAGE));
+}
+
+/*
+ * Step 2's attachment: every cached tensor pending here that may ride in the control round
+ * (ring__eng_attachable), in bit order, as long as their data fits in RING__ATTACH_MAX:
+ * barriers, and the allreduces of the kind (dtype, and op with AVERAGE as SUM) of the
+ * lowest such bit. The key is the bitmap of their bits, so ranks reduce their data into
+ * each other's only when they attached the very same tensors (control.c). When they did,
+ * every one of those tensors is pending on every rank, and so fires in this cycle: its
+ * result is in the attachment, and it needs no collective of its own (complete_attached).
+ * A rank that has joined attaches nothing: it holds no tensors, so no attachment of that
+ * cycle goes through, and AVERAGE may divide by the world's size. Returns the number of
+ * tensors attached; at is zeroed when none.
+ */
+static int build_attach(struct ring__engine *e, int hwm, int cw, int join_local,
+                        struct ring__attach *at)
+{
+    int n = 0, dtype = -1, op = -1;
+    size_t es = 1, total = 0, off = 0;
+
+    memset(at, 0, sizeof(*at));
+    if (!e->fast || join_local)
+        return 0;
+    memset(e->att_key, 0, (size_t)cw * sizeof(uint64_t));
+    for (int b = 0; b < hwm; b++) {
+        struct entry *en = e->bit_entry[b];
+        const struct ring__request *r;
+        if (en == NULL || !ring__eng_attachable(e, r = &en->req))
+            continue;
+        if (r->type == RING__ALLREDUCE) {
+            int rop = r->op == RING_AVERAGE ? RING_SUM : r->op;
+            if (dtype < 0) {
+                dtype = r->dtype;
+                op = rop;
+                es = ring_dtype_size((ring_dtype_t)dtype);
+            } else if (r->dtype != dtype || rop != op) {
+                continue;
+            }
+            total += (size_t)r->count * es;
+            if (total > RING__ATTACH_MAX)
+                return 0; /* too much for one round: the usual way, fused */
+        }
+        ctl_set(e->att_key, b);
+        e->att_ent[n++] = en;
+    }
+    if (n == 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        const struct entry *en = e->att_ent[i];
+        if (en->req.type == RING__ALLREDUCE) {
+            ring__scale(e->fast_buf + off, en->sendbuf, (size_t)en->req.count, (ring_dtype_t)dtype,
+                        en->req.prescale);
+            off += (size_t)en->req.count * es;
+        }
+    }
+    *at = (struct ring__attach){
+        .on = 1,
+        .key = e->att_key,
+        .key_bytes = (size_t)cw * sizeof(uint64_t),
+        .data = e->fast_buf,
+        .count = total / es,
+        .bytes = total,
+        .dtype = dtype >= 0 ? (ring_dtype_t)dtype : RING_UINT8,
+        .op = op >= 0 ? (ring_op_t)op : RING_SUM,
+    };
+    return n;
+}
+
+/*
+ * The n tensors whose reduced data came back in the control round: their results go to
+ * the callers' buffers (a barrier has none: the round was the barrier), and they complete
+ * without a collective of their own, as one batch.
+ */
+static void complete_attached(struct ring__engine *e, const struct ring__attach *at, int n,
+                              struct ring__fast *f)
+{
+    size_t es = ring_dtype_size(at->dtype), off = 0;
+
+    for (int i = 0; i < n; i++) {
+        struct entry *en = e->att_ent[i];
+        const struct ring__request *r = &en->req;
+        const char *phase = r->type == RING__BARRIER ? "BARRIER" : "ALLREDUCE";
+        if (r->type == RING__ALLREDUCE) {
+            double post = r->postscale;
+            if (r->op == RING_AVERAGE)
+                post /= e->ctx->size; /* nobody has joined (build_attach) */
+            ring__scale(en->recvbuf, (char *)at->data + off, (size_t)r->count, at->dtype, post);
+            off += (size_t)r->count * es;
+        }
+        TL_PHASE(e, r->name, "NEGOTIATE", 0, NULL);
+        TL_PHASE(e, r->name, phase, 1, "\"fast\":true");
+        TL_PHASE(e, r->name, phase, 0, NULL);
+        if (e->ctx->rank == 0 && e->stalls.count > 0) {
+            struct stall *s = ring__strmap_del(&e->stalls, r->name);
+            if (s != NULL) {
+                free(s->seen);
+                free(s);
+            }
+        }
+        if (f != NULL && en == f->en)
+            f->done = 1;
+    }
     pthread_mutex_lock(&e->mu);
     e->stats.collectives++;
-    e->stats.cache_hits++; /* agreed by the cache's bit like the others */
-    e->stats.fast_path++;
+    e->stats.cache_hits += (uint64_t)n; /* agreed by the cache's bits like the others */
+    e->stats.fast_path += (uint64_t)n;
     pthread_mutex_unlock(&e->mu);
-    ring__eng_complete(e, en, 0, NULL);
-    f->done = 1;
+    ring__eng_complete_batch(e, e->att_ent, n); /* the entries may be gone after this */
 }
 
 /* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. Called
@@ -358,10 +459,11 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
     /* Only the cache's used bits travel; every rank's cache is the same, so is its size. */
     int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw + RING__TUNE_WORDS;
-    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, uncached = 0;
+    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, uncached = 0, natt;
     uint64_t *w = e->ctl, or_flags, and_flags;
     unsigned char *fired = NULL;
     struct ring__response *resp = NULL, *fresp = NULL;
+    struct ring__attach at;
     char msg[384] = "";
     int64_t t0;
 
@@ -417,12 +519,14 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     }
     /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */
     ring__autotune_put(e->autotune, w + words - RING__TUNE_WORDS);
+    natt = build_attach(e, hwm, cw, join_local, &at);
     /* Always recursive doubling (control.c): the algorithm must not follow tunables a
      * program may change between its own calls, or ranks could disagree on it. */
-    rc =
-        ring__ctl_allreduce(&e->world, w, (size_t)words, f != NULL ? &f->at : NULL, e->ctl_scratch);
+    rc = ring__ctl_allreduce(&e->world, w, (size_t)words, &at, e->ctl_scratch);
     if (rc < 0)
         return rc;
+    if (!at.valid)
+        natt = 0;
     ring__autotune_take(e, w + words - RING__TUNE_WORDS, t0);
     or_flags = ~w[0];
     and_flags = w[1];
@@ -440,10 +544,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
         if (!e->cache.entries[b].used || !ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b))
             continue;
         fired[b] = 1;
-        if (f != NULL && f->at.valid && b == f->at.bit) {
-            finish_fast(e, f); /* every rank attached it: done already, on every rank */
-            continue;
-        }
+        if (natt > 0 && ctl_get(e->att_key, b))
+            continue; /* every rank attached it: done already, on every rank */
         memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
         fresp[nfired].req = e->cache.entries[b].req; /* shallow: cacheable has no counts */
         fresp[nfired].req.counts = NULL;
@@ -452,6 +554,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     }
     if (rank == 0)
         watch_bits(e, hwm, w + 2 + jw, w + 2 + jw + cw, t0);
+    if (natt > 0)
+        complete_attached(e, &at, natt, f);
 
     /* Step 4. */
     if (or_flags & (F_UNCACHED | F_FORCE_FULL)) {
@@ -482,7 +586,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     for (int i = 0; i < nfired; i++) {
         TL_PHASE(e, fresp[i].req.name, "NEGOTIATE", 0, NULL);
         TL_PHASE(e, fresp[i].req.name, "QUEUE", 1, NULL);
-        if (rank == 0) {
+        if (rank == 0 && e->stalls.count > 0) {
             struct stall *s = ring__strmap_del(&e->stalls, fresp[i].req.name);
             if (s != NULL) {
                 free(s->seen);
@@ -541,8 +645,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
             memset(e->prev_joined, 0, (size_t)size);
         }
     }
-    ring__autotune_cycle_end(e, fresp, nfired, resp, nresp,
-                             f != NULL && f->done ? (uint64_t)f->at.bytes : 0, ring__now_us());
+    ring__autotune_cycle_end(e, fresp, nfired, resp, nresp, natt > 0 ? (uint64_t)at.bytes : 0,
+                             ring__now_us());
     ring__timeline_flush(e->timeline);
     rc = (and_flags & F_SHUTDOWN) ? 1 : 0;
 out:

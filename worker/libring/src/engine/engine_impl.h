@@ -77,9 +77,11 @@ struct ring__engine {
     int started;
     int wake_fd;
     pthread_mutex_t cycle_mu;
-    int fast;          /* the fast path is on (RING_FAST_PATH) */
-    char *fast_buf;    /* cycle: the fast path's working copy, RING__ATTACH_MAX bytes */
-    void *ctl_scratch; /* cycle: the control round's messages (ring__ctl_scratch_bytes) */
+    int fast;               /* the fast path is on (RING_FAST_PATH), and with it attachments */
+    char *fast_buf;         /* cycle: the attachment's data, RING__ATTACH_MAX bytes */
+    uint64_t *att_key;      /* cycle: the attachment's key, a bitmap of cw words */
+    struct entry **att_ent; /* cycle: the attached entries, in bit order */
+    void *ctl_scratch;      /* cycle: the control round's messages (ring__ctl_scratch_bytes) */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -180,17 +182,24 @@ int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n
 
 /* ---- engine_cycle.c ---- */
 
-/* A blocking allreduce taken on the fast path: its entry and the data riding along. */
+/* A blocking allreduce or barrier taken on the fast path: its entry. */
 struct ring__fast {
     struct entry *en;
-    struct ring__attach at; /* at.data is the engine's fast_buf */
-    double post;            /* postscale, AVERAGE included */
-    int done;               /* out: the cycle completed en */
+    int done; /* out: the cycle completed en */
 };
 
 /*
+ * Whether a cached request may ride in the control round (an attachment, control.c): an
+ * allreduce of host memory on the global set, of at most RING__ATTACH_MAX bytes, that the
+ * ring backend runs uncompressed; or a barrier on the global set. Nonzero only with
+ * RING_FAST_PATH on. Depends on the request alone, so it is the same on every rank.
+ */
+int ring__eng_attachable(const struct ring__engine *e, const struct ring__request *r);
+
+/*
  * One negotiation cycle, under cycle_mu: 1 when the ranks agreed to shut down, 0 to go on,
- * or an error. f (may be NULL) rides along in the control round (control.c).
+ * or an error. Cached small tensors ready here ride in the control round (control.c); f
+ * (may be NULL) is a fast-path call's, and learns whether it was done there.
  */
 int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f);
 

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ride_check - steps of many small cached tensors, whose data may ride in the engine's
+ * control round (control.c, engine_cycle.c): results must be right whether they ride or
+ * not, for mixed dtypes, ops and scales, in a different order on every rank, with steps
+ * whose tensors do not fit in one round, with ranks that hold different sets of tensors
+ * when a cycle starts, and with a mismatch in a cached step, which must fail on every rank
+ * for that tensor alone while the rest of the step completes.
+ *
+ *   ringrun -np N ride_check
+ *
+ * How many tensors rode is printed, not checked: it depends on how the ranks' cycles meet.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ring.h"
+
+static int rank, size;
+
+#include "rank_check.h"
+
+enum { NT = 40, STEPS = 24, BIG = 20000 };
+
+struct tensor {
+    char name[32];
+    ring_dtype_t dtype;
+    ring_op_t op;
+    double pre, post;
+    size_t count;
+    union {
+        float f[3];
+        double d[3];
+        int32_t i[3];
+    } v;
+    ring_handle_t *h;
+};
+
+static struct tensor t[NT];
+static float big[BIG];
+
+/* Tensor k's kind: mostly float32 (average, sum with scales), some float64 and int32. */
+static void describe(int k)
+{
+    struct tensor *x = &t[k];
+    snprintf(x->name, sizeof(x->name), "ride/%d", k);
+    x->count = 1 + (size_t)(k % 3);
+    x->pre = x->post = 1.0;
+    if (k % 8 == 5) {
+        x->dtype = RING_FLOAT64;
+        x->op = RING_SUM;
+    } else if (k % 8 == 7) {
+        x->dtype = RING_INT32;
+        x->op = RING_MAX;
+    } else if (k % 4 == 1) {
+        x->dtype = RING_FLOAT32;
+        x->op = RING_SUM;
+        x->pre = 2.0;
+        x->post = 0.25;
+    } else {
+        x->dtype = RING_FLOAT32;
+        x->op = RING_AVERAGE;
+    }
+}
+
+/* This rank's input for element e of tensor k at step s. */
+static double input(int r, int k, int e, int s)
+{
+    return (double)(r + 1) * (k + 1) + e + s;
+}
+
+static void fill(int k, int s)
+{
+    struct tensor *x = &t[k];
+    for (size_t e = 0; e < x->count; e++) {
+        double v = input(rank, k, (int)e, s);
+        if (x->dtype == RING_FLOAT32)
+            x->v.f[e] = (float)v;
+        else if (x->dtype == RING_FLOAT64)
+            x->v.d[e] = v;
+        else
+            x->v.i[e] = (int32_t)v;
+    }
+}
+
+static void check(int k, int s)
+{
+    struct tensor *x = &t[k];
+    for (size_t e = 0; e < x->count; e++) {
+        double want = 0, got;
+        for (int r = 0; r < size; r++) {
+            double v = input(r, k, (int)e, s);
+            want = x->op == RING_MAX ? (r == 0 || v > want ? v : want) : want + v * x->pre;
+        }
+        if (x->op == RING_AVERAGE)
+            want /= size;
+        if (x->op != RING_MAX)
+            want *= x->post;
+        got = x->dtype == RING_FLOAT32   ? x->v.f[e]
+              : x->dtype == RING_FLOAT64 ? x->v.d[e]
+                                         : x->v.i[e];
+        CHECK(fabs(got - want) <= 1e-5 * fabs(want), "step %d: %s[%zu] is %g, not %g", s, x->name,
+              e, got, want);
+    }
+}
+
+static int submit(int k, size_t count)
+{
+    struct tensor *x = &t[k];
+    return ring_allreduce_async(x->name, RING_IN_PLACE, &x->v, count, x->dtype, x->op, x->pre,
+                                x->post, RING_GLOBAL, &x->h);
+}
+
+/*
+ * One step: every rank submits the NT tensors, starting at a different one; on steps where
+ * with_big, one more tensor too large to ride along; with late (>= 0), rank 0 submits that
+ * tensor only after it waited for another, so the ranks' sets differ when cycles start.
+ */
+static void step(int s, int with_big, int late)
+{
+    ring_handle_t *hb = NULL;
+    for (int k = 0; k < NT; k++)
+        fill(k, s);
+    for (int j = 0; j < NT; j++) {
+        int k = (j + rank * 7) % NT;
+        if (k != late || rank != 0)
+            OK(submit(k, t[k].count), t[k].name);
+    }
+    if (with_big) {
+        for (int i = 0; i < BIG; i++)
+            big[i] = 1.0f;
+        OK(ring_allreduce_async("ride/big", RING_IN_PLACE, big, BIG, RING_FLOAT32, RING_SUM, 1, 1,
+                                RING_GLOBAL, &hb),
+           "ride/big");
+    }
+    if (late >= 0 && rank == 0) {
+        int first = (late + 1) % NT;
+        OK(ring_wait(t[first].h), "the first wait");
+        t[first].h = NULL;
+        OK(submit(late, t[late].count), "the late tensor");
+    }
+    for (int k = 0; k < NT; k++) {
+        if (t[k].h != NULL)
+            OK(ring_wait(t[k].h), t[k].name);
+        t[k].h = NULL;
+    }
+    if (hb != NULL) {
+        OK(ring_wait(hb), "ride/big");
+        CHECK(big[0] == (float)size && big[BIG - 1] == (float)size, "big %g", big[0]);
+    }
+    for (int k = 0; k < NT; k++)
+        check(k, s);
+}
+
+int main(void)
+{
+    struct ring_engine_stats s0, s1;
+    int rc, bad = 3;
+
+    if ((rc = ring_init()) != 0) {
+        fprintf(stderr, "ring_init: %s (%s)\n", ring_strerror(rc), ring_last_error());
+        return 1;
+    }
+    rank = ring_rank();
+    size = ring_size();
+    for (int k = 0; k < NT; k++)
+        describe(k);
+    step(-1, 1, -1); /* negotiated: fills the cache */
+    OK(ring_engine_stats(&s0), "stats");
+    for (int s = 0; s < STEPS; s++)
+        step(s, s % 6 == 5, s % 6 == 2 ? 11 : -1);
+    OK(ring_engine_stats(&s1), "stats");
+    printf("rank %d: %llu of %d cached tensors done in the control round\n", rank,
+           (unsigned long long)(s1.fast_path - s0.fast_path), STEPS * NT);
+    CHECK(s1.coordinator_names == s0.coordinator_names, "cached steps were negotiated");
+
+    /* A count mismatch in a cached step: the last rank's tensor no longer matches its cache
+     * entry. Every rank gets the usual error for it, and the rest of the step is right. */
+    for (int k = 0; k < NT; k++)
+        fill(k, 100);
+    for (int k = 0; k < NT; k++)
+        OK(submit(k, k == bad && rank == size - 1 ? t[k].count + 1 : t[k].count), t[k].name);
+    for (int k = 0; k < NT; k++) {
+        rc = ring_wait(t[k].h);
+        if (k == bad) {
+            CHECK(rc == RING_EMISMATCH && strstr(ring_last_error(), "ride/3"),
+                  "the mismatch gave %s: %s", ring_err_name(rc), ring_last_error());
+            printf("rank %d: mismatch: RING_EMISMATCH: %s\n", rank, ring_last_error());
+        } else {
+            OK(rc, t[k].name);
+            check(k, 100);
+        }
+    }
+    step(101, 0, -1); /* and the engine goes on */
+    OK(ring_barrier(), "final barrier");
+    if (rank == 0)
+        printf("ride_check: ok\n");
+    fflush(stdout);
+    ring_finalize();
+    return 0;
+}
