@@ -52,6 +52,7 @@ struct setup {
 
 struct run {
     struct workload *w;
+    const struct setup *su;
     int elastic; /* the model counts progress at a per-GPU batch (see model_speed) */
     void *sim;
     int finished, failed;
@@ -176,12 +177,13 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* The loop's log lines are ringd's; ringsim reports errors, and with --verbose every
- * decision. */
+ * decision, each at its virtual time: a job's resizes can then be read as a history. */
 static void say(void *arg, const char *level, const char *job, const char *msg)
 {
-    const struct setup *su = arg;
-    if (su->verbose || strcmp(level, "error") == 0)
-        fprintf(stderr, "ringsim: %s job %s: %s\n", level, job ? job : "-", msg);
+    const struct run *r = arg;
+    if (r->su->verbose || strcmp(level, "error") == 0)
+        fprintf(stderr, "ringsim: %.0f s: %s job %s: %s\n",
+                r->sim != NULL ? backend_sim_ops.now(r->sim) : 0.0, level, job ? job : "-", msg);
 }
 
 /* Replays w under policy; fills res. Returns 0 or -1. */
@@ -189,7 +191,7 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
                     struct result *res)
 {
     int nodes = su->nodes, gpn = su->gpn;
-    struct run r = {.w = w, .elastic = policy->elastic && su->per_gpu_batch};
+    struct run r = {.w = w, .su = su, .elastic = policy->elastic && su->per_gpu_batch};
     struct sim_model model = {model_speed, &r};
     struct policy_params params;
     struct sim_loop_config sc = {
@@ -203,7 +205,7 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
         .kill_grace_s = 3600,
         .speed_mode = SPEED_STRONG,
         .log = say,
-        .log_arg = (void *)su,
+        .log_arg = &r,
     };
     struct journal_ops stats_journal = sim_journal_null;
     struct sim_loop sl;
@@ -335,7 +337,7 @@ static void usage(FILE *f)
                "                     (progress then follows the statistical efficiency)\n"
                "  --jobs FILE        append policy,name,application,num_replicas,batch_size,\n"
                "                     submit_s,jct_s,attempts per job to FILE\n"
-               "  --verbose          every scheduling decision, on stderr\n"
+               "  --verbose          every scheduling decision, at its virtual time, on stderr\n"
                "  --json             one JSON object per policy instead of a table\n"
                "  --synthesize N     write a workload of N jobs sampled from DIR/philly.csv,\n"
                "                     arriving so that they ask for --load (0.7) of the GPUs\n"

@@ -60,7 +60,10 @@ grep -qx 'fifo,a,flat,4,128,0,286.0,1' "$WORK/jobs.csv" &&
 expect_rc 0 sim --workload "$W" --policy fifo
 expect_in out "avg_jct_s"
 expect_in out "fifo "
-ok "fifo queues, dynamic shares the node; table, --json and --jobs agree"
+# --verbose: each decision at its virtual time (b arrives at 10 s and a makes room).
+expect_rc 0 sim --workload "$W" --policy dynamic --verbose
+expect_in err "ringsim: 10 s: info job w0: dynamic: shrink 4 -> 2 workers"
+ok "fifo queues, dynamic shares the node; table, --json and --jobs agree; --verbose dates each decision"
 
 # --synthesize: jobs of under a GPU-hour in the log become cifar10 or ncf.
 cp -r "$tr/flat" "$tr/cifar10"
