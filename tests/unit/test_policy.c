@@ -558,6 +558,34 @@ START_TEST(dynamic_keeps_an_unmeasured_size)
 }
 END_TEST
 
+/*
+ * Free GPUs go where they raise the completion rate 1/T the most per GPU, not where they
+ * save the most seconds (Capes' rule). A short job that scales poorly (1.4x on 2 workers,
+ * 1.8x on 4) against a long one that scales perfectly, on 6 GPUs: the short one's steps
+ * raise 1/T by 4e-3 and 2e-3 per GPU, the long one's by 1e-5, so the short one gets 4
+ * and the long one the 2 left. Most seconds per GPU would have given the long one 4.
+ */
+START_TEST(dynamic_grows_what_raises_the_completion_rate)
+{
+    struct world w;
+    int a, b;
+    world_init(&w, 1, 8, 6);
+    a = queued(&w, 1, 4, 1, 1);
+    speed_observe(&w.speed[a], 1, 1.0);
+    speed_observe(&w.speed[a], 2, 1.4);
+    speed_observe(&w.speed[a], 4, 1.8);
+    w.job[a].work_left = 100; /* 100 s on 1, 71 s on 2, 56 s on 4 */
+    b = queued(&w, 1, 8, 1, 2);
+    linear_speed(&w, b);
+    w.job[b].work_left = 100000;
+    plan(&w, &policy_dynamic);
+    check_invariants(&w, "dynamic");
+    ck_assert_int_eq(w.out[a].workers, 4);
+    ck_assert_int_eq(w.out[b].workers, 2);
+    world_free(&w);
+}
+END_TEST
+
 /* ---- every policy: random snapshots ---- */
 
 static unsigned lcg(unsigned *s)
@@ -735,6 +763,7 @@ int main(void)
                             dynamic_does_not_grow_what_does_not_scale,
                             dynamic_never_shrinks_on_a_prediction,
                             dynamic_keeps_an_unmeasured_size,
+                            dynamic_grows_what_raises_the_completion_rate,
                             invariants_and_fixed_point_for_every_policy,
                             pinned_is_left_alone,
                             lookup_by_name,
