@@ -113,11 +113,14 @@ void policy_targets_clear(struct policy_target *out, int n);
 
 /*
  * Turns sizes into placements: size[i] workers for job i (0: none). Jobs keep the part of
- * their current placement they still use; the rest are placed in the order given (order[]
- * lists every job index once). Where fragmentation leaves no room for a size, the size
- * shrinks (halving, not below min) and a running job keeps its current size instead; what
- * still does not fit gets 0. Fills out[i].workers and out[i].placement, and appends to
- * out[i].reason when a size had to change. Returns 0 or -1 (ENOMEM).
+ * their current placement they still use (a shrink keeps its largest parts); the rest are
+ * placed in the order given (order[] lists every job index once), a grow on a fresh
+ * placement where that spans fewer nodes than growing around the old one (a resize
+ * restarts the job anyway, and every node more puts more of its step on the network). Where
+ * fragmentation leaves no room for a size, the size shrinks (halving, not below min) and a running
+ * job keeps its current size instead; what still does not fit gets 0. Fills out[i].workers and
+ * out[i].placement, and appends to out[i].reason when a size had to change. Returns 0 or -1
+ * (ENOMEM).
  */
 int policy_place(const struct policy_snapshot *s, const int *size, const int *order,
                  struct policy_target *out);

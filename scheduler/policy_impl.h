@@ -61,12 +61,13 @@ struct placer {
 /* Returns 0 or -1 (ENOMEM). */
 int placer_init(struct placer *p, const struct policy_snapshot *s, struct policy_target *out);
 void placer_fini(struct placer *p);
-/* Keeps the first keep workers of running job i where they are. Returns the workers kept
- * (0 only when the snapshot is inconsistent: a placement off the cluster or on a GPU
- * already taken). */
+/* Keeps keep workers of running job i where they are, from its largest parts on (as few
+ * nodes as it can). Returns the workers kept (0 only when the snapshot is inconsistent: a
+ * placement off the cluster or on a GPU already taken). */
 int placer_keep(struct placer *p, int i, int keep);
 /*
- * Grows job i to want workers (a running job around what it kept, a queued one anywhere).
+ * Grows job i to want workers (a running job around what it kept, or afresh where that
+ * spans fewer nodes; a queued one anywhere).
  * Where there is no room, tries half the growth, then half again; a start never goes below
  * the job's min. Returns the workers job i has now (maybe unchanged), or -1 (ENOMEM).
  */

@@ -586,6 +586,74 @@ START_TEST(dynamic_grows_what_raises_the_completion_rate)
 }
 END_TEST
 
+/* ---- placement: a resize restarts the job, so it packs onto as few nodes as it can ---- */
+
+/* Places sizes size[0 .. w->n - 1] in job order (policy_place). */
+static void place_sizes(struct world *w, const int *size)
+{
+    int order[MAXJ];
+    for (int i = 0; i < w->n; i++)
+        order[i] = i;
+    policy_targets_clear(w->out, w->n);
+    memset(w->out, 0, sizeof(w->out));
+    w->s.job = w->job;
+    w->s.njobs = w->n;
+    ck_assert_int_eq(policy_place(&w->s, size, order, w->out), 0);
+}
+
+/* A shrink keeps the job's largest parts: 4 workers on node0:1 + node1:3 shrunk to 3 stay
+ * on node1 alone (keeping the first workers in rank order would span both nodes). */
+START_TEST(place_shrink_keeps_the_largest_parts)
+{
+    struct world w;
+    struct placement grown = {0};
+    int a, c, size[2];
+    world_init(&w, 2, 8, 4);
+    c = running(&w, 3, 3, 1, 3, 5000); /* node0: 3 of 4 GPUs */
+    a = running(&w, 1, 4, 1, 1, 5000); /* node0's last GPU */
+    ck_assert_int_eq(w.place[a].part[0].node, 0);
+    ck_assert_int_eq(usage_resize(&w.taken, &w.place[a], 4, 1, 1, &grown), 0);
+    ck_assert_int_eq(grown.nparts, 2); /* node0:1, then node1:3 */
+    ck_assert_int_eq(grown.part[0].node, 0);
+    ck_assert_int_eq(usage_apply(&w.taken, &w.place[a], 1, -1), 0);
+    placement_clear(&w.place[a]);
+    w.place[a] = grown;
+    ck_assert_int_eq(usage_apply(&w.taken, &w.place[a], 1, 1), 0);
+    w.job[a].workers = 4;
+    size[c] = 3;
+    size[a] = 3;
+    place_sizes(&w, size);
+    check_invariants(&w, "place");
+    ck_assert_int_eq(w.out[a].workers, 3);
+    ck_assert_int_eq(w.out[a].placement.nparts, 1);
+    ck_assert_int_eq(w.out[a].placement.part[0].node, 1);
+    world_free(&w);
+}
+END_TEST
+
+/* A grow takes a fresh placement where that spans fewer nodes: 2 workers on node0 (1 GPU
+ * left there) grown to 4 move to the empty node1, rather than node0:3 + node1:1. */
+START_TEST(place_grow_moves_to_fewer_nodes)
+{
+    struct world w;
+    int a, c, size[2];
+    world_init(&w, 2, 8, 4);
+    c = running(&w, 1, 1, 1, 1, 5000); /* node0 */
+    a = running(&w, 1, 4, 1, 2, 5000); /* node0: the fullest node that fits */
+    ck_assert_int_eq(w.place[a].nparts, 1);
+    ck_assert_int_eq(w.place[a].part[0].node, 0);
+    size[c] = 1;
+    size[a] = 4;
+    place_sizes(&w, size);
+    check_invariants(&w, "place");
+    ck_assert_int_eq(w.out[a].workers, 4);
+    ck_assert_int_eq(w.out[a].placement.nparts, 1);
+    ck_assert_int_eq(w.out[a].placement.part[0].node, 1);
+    ck_assert(w.out[c].unchanged);
+    world_free(&w);
+}
+END_TEST
+
 /* ---- every policy: random snapshots ---- */
 
 static unsigned lcg(unsigned *s)
@@ -764,6 +832,8 @@ int main(void)
                             dynamic_never_shrinks_on_a_prediction,
                             dynamic_keeps_an_unmeasured_size,
                             dynamic_grows_what_raises_the_completion_rate,
+                            place_shrink_keeps_the_largest_parts,
+                            place_grow_moves_to_fewer_nodes,
                             invariants_and_fixed_point_for_every_policy,
                             pinned_is_left_alone,
                             lookup_by_name,
