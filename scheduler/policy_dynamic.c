@@ -219,8 +219,10 @@ static void describe(const struct dyn *d, int i, struct policy_target *t, int fo
 static double rate_gain(const struct dyn *d, int i, int from, int to)
 {
     double a = -value(d, i, from), b = -value(d, i, to);
-    if (!(a > b) || !(b > 0))
+    if (!(a > b))
         return 0;
+    if (!(b > 0)) /* nothing left at `to` (the size it runs at): it is about to end there */
+        return INFINITY;
     return (a - b) / (a * b) / ((double)(to - from) * policy_unit(&d->s->job[i]));
 }
 
@@ -279,11 +281,62 @@ static void offer(const struct dyn *d, struct cand *h, int *nh, int i, int back)
         heap_push(h, nh, best);
 }
 
+/*
+ * Would a running job, free to climb, get back to the size it runs at? Yes when that is
+ * above its size now and no size below it was measured faster: predictions below it are
+ * held under its measured speed (speed.h), so the way back always gains the restart, and
+ * doublings on the way gain too. Then the climb can start there: most jobs in a pass
+ * stay where they are, and this skips their climb.
+ */
+static int back_is_best(const struct dyn *d, int i)
+{
+    const struct policy_job *j = &d->s->job[i];
+    double at;
+    int c = j->workers;
+    if (c <= d->size[i] || c > max_of(d, i) || j->speed == NULL || !(restart_of(d->s, j) > 0) ||
+        !speed_observed(j->speed, c, &at))
+        return 0;
+    for (int k = 0; k < j->speed->nobs; k++)
+        if (j->speed->obs[k].workers < c && j->speed->obs[k].thr > at)
+            return 0;
+    return 1;
+}
+
 /* Step 3 over what is left in *slots and *gpus. Room only shrinks as steps are granted,
  * so a step that does not fit now never will. h has room for n entries. */
 static void grow(struct dyn *d, struct cand *h, long *slots, long *gpus)
 {
     int nh = 0, n = d->s->njobs;
+    long want_slots = 0, want_gpus = 0;
+
+    /* Room for every job at its max (a quiet cluster, where most passes run): the order of
+     * the steps does not matter then, and each job climbs on its own, without the heap. */
+    for (int i = 0; i < n; i++) {
+        if (d->size[i] > 0) {
+            const struct policy_job *j = &d->s->job[i];
+            want_slots += (long)(max_of(d, i) - d->size[i]) * j->cpw;
+            want_gpus += (long)(max_of(d, i) - d->size[i]) * j->gpw;
+        }
+    }
+    if (want_slots <= *slots && want_gpus <= *gpus) {
+        for (int i = 0; i < n; i++) {
+            const struct policy_job *j = &d->s->job[i];
+            int from = d->size[i];
+            if (from == 0)
+                continue;
+            if (back_is_best(d, i))
+                d->size[i] = j->workers;
+            for (;;) {
+                offer(d, h, &nh, i, 1);
+                if (nh == 0)
+                    break;
+                d->size[i] = h[--nh].to;
+            }
+            *slots -= (long)(d->size[i] - from) * j->cpw;
+            *gpus -= (long)(d->size[i] - from) * j->gpw;
+        }
+        return;
+    }
     for (int i = 0; i < n; i++)
         if (d->size[i] > 0)
             offer(d, h, &nh, i, 1);
