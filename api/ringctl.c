@@ -588,10 +588,11 @@ static int cmd_cluster(void)
     {
         json_t *jobs = json_object_get(n, "jobs"), *j;
         size_t k;
-        printf("%-20s %6lld %6lld %5zu", str(n, "name"),
+        printf("%-20s %6lld %6lld %5zu%s", str(n, "name"),
                json_integer_value(json_object_get(n, "slots")),
                json_integer_value(json_object_get(n, "slots_free")),
-               json_array_size(json_object_get(n, "gpus")));
+               json_array_size(json_object_get(n, "gpus")),
+               json_is_true(json_object_get(n, "offline")) ? " offline" : "");
         json_array_foreach(jobs, k, j)
             printf(" %s(%lld)", str(j, "id"), json_integer_value(json_object_get(j, "workers")));
         printf("\n");

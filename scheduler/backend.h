@@ -141,8 +141,8 @@ struct backend_ops {
     void (*fini)(void *ctx);
     /*
      * The cluster this backend runs on, as a new struct the caller frees (cluster_free):
-     * its nodes, each with slots and GPUs. Called after init and whenever the loop wants a
-     * fresh view. Returns 0 or -1 with err.
+     * its nodes, each with slots and GPUs, and offline set on those out of service now.
+     * Called once, when the loop is created. Returns 0 or -1 with err.
      */
     int (*describe)(void *ctx, struct cluster **out, struct error *err);
     /*
@@ -178,6 +178,13 @@ struct backend_ops {
      * backend that reports BACKEND_PLACED.
      */
     int (*placement_of)(void *ctx, const char *id, const struct cluster *c, struct placement *out);
+    /*
+     * Optional, for a cluster whose nodes go in and out of service (Slurm: down, drained,
+     * resumed). Sets offline on each node of c (the cluster describe() gave, by name) as
+     * the backend sees it now; a node the backend no longer knows is offline. Returns 0,
+     * or -1 with err (c is then unchanged). The loop asks every NODE_CHECK_S.
+     */
+    int (*node_states)(void *ctx, struct cluster *c, struct error *err);
     /* Optional. The backend's own view of its cluster for GET /v1/cluster, as a new
      * reference (Slurm: its nodes, GPUs and which jobs hold them, ringd's or not). */
     json_t *(*cluster_json)(void *ctx);

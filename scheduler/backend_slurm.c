@@ -19,8 +19,10 @@
  *   mpirun job gets MPIRUN_STOP_SIGNAL through its batch script. SIGKILL cancels the job.
  * - recover: a job Slurm still knows is adopted again, running or ended (its end is then
  *   reported by the next poll); one Slurm forgot is gone.
- * - describe: slurm_load_node, the nodes of the partition that are up, with their CPUs and
- *   GPUs (gres gpu); cluster_json adds which jobs, ringd's or not, hold which GPUs.
+ * - describe: slurm_load_node, the nodes of the partition with their CPUs and GPUs (gres
+ *   gpu), those down, drained or not responding offline; node_states follows them as they
+ *   go out of service and come back; cluster_json adds which jobs, ringd's or not, hold
+ *   which GPUs.
  *
  * Every call runs on the scheduler's thread (backend.h), never on an HTTP thread.
  */
@@ -180,7 +182,7 @@ static int slurm_describe(void *ctx, struct cluster **out, struct error *err)
     for (uint32_t i = 0; i < msg->record_count; i++) {
         const node_info_t *n = &msg->node_array[i];
         int gpus;
-        if (n->name == NULL || !in_partition(c, n) || !node_usable(n))
+        if (n->name == NULL || !in_partition(c, n))
             continue;
         gpus = slurm_gres_count(n->gres, "gpu");
         if (cluster_add_node(cl, n->name, n->cpus, gpus) < 0) {
@@ -188,6 +190,7 @@ static int slurm_describe(void *ctx, struct cluster **out, struct error *err)
             slurm_free_node_info_msg(msg);
             return errno = ENOMEM, errprintf(err, "out of memory");
         }
+        cl->node[cl->nnodes - 1].offline = !node_usable(n);
         if (n->cpus > max_cpus)
             max_cpus = n->cpus;
         if (gpus > max_gpus)
@@ -197,6 +200,37 @@ static int slurm_describe(void *ctx, struct cluster **out, struct error *err)
     c->node_cpus = max_cpus;
     c->node_gpus = max_gpus;
     *out = cl;
+    return 0;
+}
+
+static int slurm_node_states(void *ctx, struct cluster *cl, struct error *err)
+{
+    struct sctx *c = ctx;
+    node_info_msg_t *msg = NULL;
+    unsigned char *seen = calloc((size_t)cl->nnodes + 1, 1);
+
+    if (seen == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    if (load_nodes(c, &msg) < 0) {
+        free(seen);
+        return errno = EIO, errprintf(err, "slurm_load_node: %s", slurm_err());
+    }
+    for (uint32_t i = 0; i < msg->record_count; i++) {
+        const node_info_t *n = &msg->node_array[i];
+        if (n->name == NULL || !in_partition(c, n))
+            continue;
+        for (int k = 0; k < cl->nnodes; k++) {
+            if (strcmp(cl->node[k].name, n->name) == 0) {
+                seen[k] = 1 + node_usable(n);
+                break;
+            }
+        }
+    }
+    slurm_free_node_info_msg(msg);
+    /* A node gone from the partition is out of service as far as ringd is concerned. */
+    for (int k = 0; k < cl->nnodes; k++)
+        cl->node[k].offline = seen[k] != 2;
+    free(seen);
     return 0;
 }
 
@@ -221,7 +255,7 @@ static int slurm_init_backend(const struct backend_config *cfg, void **ctx, stru
         return errprintf(err, "Slurm is not reachable (%s); is SLURM_CONF right?", why.text);
     }
     if (cl->nnodes == 0) {
-        errprintf(err, "Slurm has no usable node%s%s", c->partition[0] ? " in partition " : "",
+        errprintf(err, "Slurm has no node%s%s", c->partition[0] ? " in partition " : "",
                   c->partition);
         cluster_free(cl);
         free(c);
@@ -800,5 +834,6 @@ const struct backend_ops backend_slurm_ops = {
     .recover = slurm_recover,
     .now = slurm_now,
     .placement_of = slurm_placement_of,
+    .node_states = slurm_node_states,
     .cluster_json = slurm_cluster_json,
 };

@@ -37,6 +37,7 @@ int cluster_add_node(struct cluster *c, const char *name, int slots, int gpus)
     snprintf(c->node[c->nnodes].name, sizeof(c->node[c->nnodes].name), "%s", name);
     c->node[c->nnodes].slots = slots;
     c->node[c->nnodes].gpus = gpus;
+    c->node[c->nnodes].offline = 0;
     c->gpu_base[c->nnodes] = (int)c->gpus;
     c->nnodes++;
     c->slots += slots;
@@ -259,8 +260,46 @@ void usage_take(struct usage *u, const struct placement *p, int cpw, int add)
     u->gpus_left -= (long)sign * p->ngpus;
 }
 
+int placement_offline(const struct cluster *c, const struct placement *p)
+{
+    for (int i = 0; i < p->nparts; i++)
+        if (p->part[i].node >= 0 && p->part[i].node < c->nnodes && c->node[p->part[i].node].offline)
+            return 1;
+    return 0;
+}
+
+void usage_block_offline(struct usage *u, struct usage *also)
+{
+    const struct cluster *c = u->c;
+    for (int n = 0; n < c->nnodes; n++) {
+        int slots = u->slots_free[n], gpus = u->gpus_free[n];
+        if (!c->node[n].offline)
+            continue;
+        for (int g = 0; g < c->node[n].gpus; g++) {
+            int bit = c->gpu_base[n] + g;
+            if (u->gpu_busy[bit])
+                continue;
+            u->gpu_busy[bit] = 1;
+            if (also != NULL)
+                also->gpu_busy[bit] = 1;
+        }
+        u->slots_free[n] -= slots;
+        u->slots_left -= slots;
+        u->gpus_free[n] -= gpus;
+        u->gpus_left -= gpus;
+        if (also != NULL) {
+            also->slots_free[n] -= slots;
+            also->slots_left -= slots;
+            also->gpus_free[n] -= gpus;
+            also->gpus_left -= gpus;
+        }
+    }
+}
+
 int usage_node_room(const struct usage *u, int n, int cpw, int gpw)
 {
+    if (u->c->node[n].offline)
+        return 0;
     int room = cpw > 0 ? u->slots_free[n] / cpw : u->c->node[n].slots > 0 ? 1 << 30 : 0;
     if (gpw > 0 && u->gpus_free[n] / gpw < room)
         room = u->gpus_free[n] / gpw;
@@ -308,6 +347,8 @@ static int per(int n, int d)
 static int room_left(const struct usage *u, const struct placement *out, int n, int cpw, int gpw)
 {
     int slots = u->slots_free[n], gpus = u->gpus_free[n], room;
+    if (u->c->node[n].offline)
+        return 0;
     for (int q = 0; q < out->nparts; q++) {
         if (out->part[q].node == n) {
             slots -= out->part[q].workers * cpw;
@@ -417,10 +458,14 @@ int usage_resize(const struct usage *u, const struct placement *p, int workers, 
         return errno = EINVAL, -1;
     if (placement_alloc(out, nodes + p->nparts, workers * gpw + p->ngpus) < 0)
         return -1;
-    /* The first workers of p, in rank order. */
+    /* The first workers of p, in rank order, except those on an offline node (a restart
+     * could not start there). */
     for (int i = 0; i < p->nparts && left > 0; i++) {
-        struct placement_part *pp = &out->part[out->nparts++];
+        struct placement_part *pp;
         int k = p->part[i].workers < left ? p->part[i].workers : left;
+        if (u->c->node[p->part[i].node].offline)
+            continue;
+        pp = &out->part[out->nparts++];
         *pp = p->part[i];
         pp->workers = k;
         pp->ngpus = k * gpw;

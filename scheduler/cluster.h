@@ -19,6 +19,8 @@ struct cluster_node {
     char name[64]; /* host name (local), or the Slurm node name */
     int slots;     /* worker slots: CPUs */
     int gpus;      /* GPUs, with ids 0 .. gpus-1 on this node */
+    int offline;   /* out of service (Slurm: down, drained, not responding): nothing new is
+                    * placed there, while what runs there stays accounted for until it ends */
 };
 
 struct cluster {
@@ -89,17 +91,24 @@ int usage_apply(struct usage *u, const struct placement *p, int cpw, int add);
 /* usage_apply without the check, for placements known to be consistent with u (a running
  * job's own, on a usage built from disjoint ones): a pass over thousands of jobs. */
 void usage_take(struct usage *u, const struct placement *p, int cpw, int add);
+/* 1 when p uses a node that is offline. */
+int placement_offline(const struct cluster *c, const struct placement *p);
+/* Takes every slot and GPU still free in u on the offline nodes of its cluster, in u and in
+ * also (NULL: none), so that plans made on either leave them alone. For a pass's scratch
+ * usages: there is no undoing it. */
+void usage_block_offline(struct usage *u, struct usage *also);
+
 /* 1 when p's slots and GPUs are all free in u. */
 int usage_fits(const struct usage *u, const struct placement *p, int cpw);
 
-/* How many workers of (cpw, gpw) could run on node n as u leaves it. */
+/* How many workers of (cpw, gpw) could run on node n as u leaves it (0 when offline). */
 int usage_node_room(const struct usage *u, int n, int cpw, int gpw);
 
 /*
  * Finds room for workers workers of cpw slots and gpw GPUs each, on as few nodes as it can:
  * the fullest single node that fits them all (best fit, which keeps large holes for large
- * jobs), otherwise the nodes with the most room first. Fills *out (cleared first) without
- * taking anything. Returns 0, or -1 with errno ENOSPC (no room) or ENOMEM.
+ * jobs), otherwise the nodes with the most room first; never on an offline node. Fills *out
+ * (cleared first) without taking anything. Returns 0, or -1 with errno ENOSPC (no room) or ENOMEM.
  */
 int usage_place(const struct usage *u, int workers, int cpw, int gpw, struct placement *out);
 /*

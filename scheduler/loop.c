@@ -22,6 +22,10 @@
 
 #include "loop_impl.h"
 
+/* How often the loop asks a backend whose nodes come and go (node_states) which are in
+ * service: a drained node is seen within this, and Slurm answers in about a millisecond. */
+#define NODE_CHECK_S 5.0
+
 void loop__say(struct loop *l, const char *level, const char *job, const char *fmt, ...)
 {
     char msg[600];
@@ -360,6 +364,8 @@ int loop_pass(struct loop *l)
         }
         n++;
     }
+    /* Nothing new goes to a node out of service: what is free there is taken for the pass. */
+    usage_block_offline(&l->occupied, pinned);
     s = (struct policy_snapshot){now, l->cluster, pinned, &l->occupied, l->pj, n, l->cfg.params};
     for (int i = 0; i < n; i++) {
         l->out[i].workers = l->out[i].unchanged = 0;
@@ -477,11 +483,64 @@ done:
     return rc;
 }
 
+/*
+ * Every NODE_CHECK_S, the backend's word on which nodes are in service. A node that goes
+ * out of service (drained, down) takes no new work: the reservations on it are dropped, and
+ * the next pass plans without it, while what runs there goes on until it ends (Slurm ends
+ * the jobs of a node that is down, and the loop restarts them elsewhere). A node that comes
+ * back is planned on again.
+ */
+static void check_nodes(struct loop *l, double now)
+{
+    struct cluster *c = l->cluster;
+    unsigned char *was;
+    struct error err;
+    int changed = 0;
+
+    if (l->b->node_states == NULL || now < l->next_nodes)
+        return;
+    l->next_nodes = now + NODE_CHECK_S;
+    if ((was = malloc((size_t)c->nnodes + 1)) == NULL)
+        return;
+    for (int n = 0; n < c->nnodes; n++)
+        was[n] = (unsigned char)c->node[n].offline;
+    if (l->b->node_states(l->bctx, c, &err) < 0) {
+        loop__say(l, "warning", NULL, "cannot tell which nodes are in service: %s", err.text);
+        free(was);
+        return;
+    }
+    for (int n = 0; n < c->nnodes; n++) {
+        if (c->node[n].offline == was[n])
+            continue;
+        changed++;
+        if (c->node[n].offline)
+            loop__say(l, "warning", NULL,
+                      "node %s is out of service in %s: nothing new is placed there",
+                      c->node[n].name, l->b->name);
+        else
+            loop__say(l, "info", NULL, "node %s is back in service in %s", c->node[n].name,
+                      l->b->name);
+    }
+    free(was);
+    if (changed == 0)
+        return;
+    for (int i = 0; l->any_reserved && i < l->njobs; i++) {
+        struct loop_job *j = l->job[i];
+        if (j == NULL || !j->has_reserved || !placement_offline(c, &j->reserved))
+            continue;
+        loop__say(l, "info", j->id, "its reserved place is on a node out of service; replanned");
+        placement_clear(&j->reserved);
+        j->has_reserved = 0;
+    }
+    l->dirty = 1;
+}
+
 int loop_step(struct loop *l)
 {
     double now;
     int changed = loop__read_events(l);
     now = l->b->now(l->bctx);
+    check_nodes(l, now);
     loop__enforce_kills(l, now);
     if (changed)
         changed += loop__start_reserved(l);
@@ -615,10 +674,11 @@ json_t *loop_describe(const struct loop *l)
                               "state", j->state == LOOP_STOPPING ? "STOPPING" : "RUNNING"));
             }
         }
-        json_array_append_new(nodes, json_pack("{s:s, s:i, s:i, s:i, s:o, s:o}", "name",
-                                               c->node[n].name, "slots", c->node[n].slots,
-                                               "slots_free", l->used.slots_free[n], "gpus_free",
-                                               l->used.gpus_free[n], "gpus", gpus, "jobs", jobs));
+        json_array_append_new(
+            nodes, json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:b}", "name", c->node[n].name,
+                             "slots", c->node[n].slots, "slots_free", l->used.slots_free[n],
+                             "gpus_free", l->used.gpus_free[n], "gpus", gpus, "jobs", jobs,
+                             "offline", c->node[n].offline));
     }
     out = json_pack("{s:o, s:s, s:s}", "nodes", nodes, "policy", l->cfg.policy->name, "backend",
                     l->b->name);

@@ -66,12 +66,18 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
     double now = l->b->now(l->bctx);
     int attempt = j->attempts + 1;
 
-    if (!usage_fits(&l->used, p, j->cpw)) {
-        loop__say(l, "error", j->id, "internal: its place is taken; it waits for the next pass");
+    if (!usage_fits(&l->used, p, j->cpw) || placement_offline(l->cluster, p)) {
+        int offline = placement_offline(l->cluster, p);
+        loop__say(l, offline ? "info" : "error", j->id, "%s; it waits for the next pass",
+                  offline ? "its place is on a node out of service"
+                          : "internal: its place is taken");
         if (journaled) {
             sched = loop__sched_of(j);
             l->jo->transition(l->jctx, j, "QUEUED", "requeued",
-                              "its place was taken before it could start; it waits", &sched, &err);
+                              offline ? "its place went out of service before it could start; "
+                                        "it waits"
+                                      : "its place was taken before it could start; it waits",
+                              &sched, &err);
         }
         l->dirty = 1;
         return -1;

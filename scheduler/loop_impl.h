@@ -26,6 +26,7 @@ struct loop {
     int any_reserved, any_stopping; /* 0: no job has a reservation / is stopping (scans skip) */
     int nmisplaced;                 /* jobs with misplaced set */
     double last_pass, next_backoff;
+    double next_nodes; /* when to ask the backend which nodes are in service */
     struct loop_stats stats;
     /* scratch for passes, kept between them */
     struct usage pinned, check, occupied;

@@ -4,7 +4,8 @@
 # 2-node x 2-GPU job runs as one Slurm batch job for its token's Unix user, wires up
 # through PMIx and trains to the right loss; cancel; stop and resume; an scancel outside
 # ringd is reported with Slurm's reason; a restarted ringd re-adopts the Slurm jobs that
-# still run; a job Slurm places elsewhere than ringd planned is recorded where it ran; an
+# still run; a job Slurm places elsewhere than ringd planned is recorded where it ran; a
+# drained node takes nothing new, and is used again when it returns; an
 # mpirun job runs inside the Slurm allocation, stops and resumes at another
 # size; GET /v1/cluster shows Slurm's nodes and who holds each GPU; a job whose step could not
 # start on one node fails, naming the ranks that never ran. The dynamic policy on
@@ -86,6 +87,25 @@ curl -s -H "$AUTH" "$URL/v1/jobs/$id/events" |
     jq -e '[.events[] | select(.type == "placed" and (.message | contains("runs on n2:2") and contains("planned: n1:2")))] | length == 1' >/dev/null ||
     { curl -s -H "$AUTH" "$URL/v1/jobs/$id/events" | jq .; fail "no placed event saying where Slurm ran the job"; }
 ok "a job Slurm ran on n2 (ringd planned n1, taken from outside): its attempt shows n2, with a placed event"
+
+# ---- a node out of service ----
+# n2 drained while ringd runs: nothing new goes there. A job of up to 4 workers runs on n1's
+# two GPUs (planned over both nodes, its n2 half would never start); when n2 is back in
+# service, a job of 4 runs over both again.
+scontrol update nodename=n2 state=drain reason=ringtest-drain
+offline() { curl -s -H "$ADMIN" "$URL/v1/cluster" | jq -e --arg n "$1" --argjson o "$2" '.nodes[] | select(.name == $n) | .offline == $o' >/dev/null; }
+wait_until 20 "ringd does not show n2 offline" offline n2 true
+id=$(submit drained '{"min": 1, "max": 4}' 1 '{}' -- /bin/sh -c 'echo "$SLURMD_NODENAME"; sleep 2')
+wait_state "$id" SUCCEEDED 60
+job "$id" | jq -e '.attempts | length == 1 and .[0].world_size == 2 and .[0].hosts == "n1:2"' >/dev/null ||
+    { job "$id" | jq .attempts; fail "with n2 drained, the job did not run on n1's 2 GPUs alone"; }
+grep -q 'node n2 is out of service in slurm' "$WORK/ringd.log" || fail "ringd did not log n2 going out of service"
+scontrol update nodename=n2 state=resume
+wait_until 20 "ringd does not show n2 back in service" offline n2 false
+id=$(submit back 4 1 '{}' -- /bin/sh -c 'echo "$SLURMD_NODENAME"')
+wait_state "$id" SUCCEEDED 60
+[ "$(sort "$(run_dir "$id")"/rank.*/stdout | tr '\n' ' ')" = "n1 n1 n2 n2 " ] || fail "the job after n2's return ran on $(cat "$(run_dir "$id")"/rank.*/stdout)"
+ok "n2 drained: ringd places nothing new there (a job of up to 4 ran on n1's 2); back in service, used again"
 
 # ---- stop and resume ----
 id=$(submit pausable 4 1 '{"max_restarts": 0}' -- "$TRAIN" --epochs 40 --step-sleep-ms 5)

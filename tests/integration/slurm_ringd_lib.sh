@@ -26,6 +26,10 @@ cleanup() {
     wait "$PID" 2>/dev/null || true
     # the test's own Slurm jobs (named ringtest-*), whatever state they were left in
     for j in $(squeue -h -o '%i %j' | awk '$2 ~ /^ringtest-/ { print $1 }'); do scancel "$j"; done
+    # a node the test took out of service
+    for n in $(sinfo -h -R -o '%N %E' | awk '$2 == "ringtest-drain" { print $1 }'); do
+        scontrol update nodename="$n" state=resume
+    done
     rm -rf "$WORK"
 }
 trap cleanup EXIT

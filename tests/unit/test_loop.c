@@ -3,7 +3,8 @@
  * test_loop.c - the scheduler loop's diff-and-apply on the sim backend: starts, resizes
  * (stop, then restart at the new size), preemption, cancels and stops while stopping, kill
  * deadlines, failed starts, attempts that a resource manager placed elsewhere than planned,
- * and the rule that every change is journaled before the backend sees it.
+ * nodes going out of service and back, and the rule that every change is journaled before the
+ * backend sees it.
  */
 #include <errno.h>
 #include <math.h>
@@ -230,6 +231,16 @@ static void manager_places(const char *job, int node, int release)
     nplaced++;
 }
 
+/* Which nodes the backend says are out of service (node_states). */
+static int node_down[4];
+
+static int m_node_states(void *ctx, struct cluster *c, struct error *err)
+{
+    for (int n = 0; n < c->nnodes && n < 4; n++)
+        c->node[n].offline = node_down[n];
+    return 0;
+}
+
 static void manager_release(const char *job)
 {
     for (int i = 0; i < nplaced; i++)
@@ -255,6 +266,7 @@ static void world_init(struct world *w, const char *policy, const char *options,
     logged.start = b_start;
     logged.signal = b_signal;
     nplaced = 0;
+    memset(node_down, 0, sizeof(node_down));
     ck_assert_int_eq(backend_sim_ops.init(&bc, &w->sim, &err), 0);
     lc.policy = policy_find(policy);
     policy_params_default(&lc.params);
@@ -605,6 +617,85 @@ START_TEST(attempts_that_traded_places_move_together)
 }
 END_TEST
 
+/* An offline node takes nothing new: placements go around it, a resize leaves it, and a
+ * pass's scratch usages see its free slots and GPUs as taken. */
+START_TEST(nothing_new_is_placed_on_an_offline_node)
+{
+    struct cluster *c = cluster_create(2, 4, 4);
+    struct usage u, also;
+    struct placement p = {0}, q = {0};
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(usage_init(&u, c), 0);
+    ck_assert_int_eq(usage_init(&also, c), 0);
+    ck_assert_int_eq(usage_place(&u, 2, 1, 1, &p), 0); /* best fit: node 0 */
+    ck_assert_int_eq(p.part[0].node, 0);
+    usage_take(&u, &p, 1, 1);
+    usage_take(&also, &p, 1, 1);
+    c->node[0].offline = 1;
+    ck_assert(placement_offline(c, &p));
+    ck_assert_int_eq(usage_node_room(&u, 0, 1, 1), 0);
+    ck_assert_int_eq(usage_place(&u, 1, 1, 1, &q), 0); /* not in node 0's free half */
+    ck_assert_int_eq(q.part[0].node, 1);
+    placement_clear(&q);
+    ck_assert_int_eq(usage_resize(&u, &p, 3, 1, 1, &q), 0); /* restarts go elsewhere */
+    ck_assert_int_eq(q.nparts, 1);
+    ck_assert_int_eq(q.part[0].node, 1);
+    ck_assert_int_eq(q.workers, 3);
+    placement_clear(&q);
+    usage_block_offline(&u, &also);
+    ck_assert_int_eq(u.slots_free[0], 0);
+    ck_assert_int_eq(u.gpus_free[0], 0);
+    ck_assert_int_eq(u.gpus_left, 4);
+    ck_assert_int_eq(also.gpus_left, 4);
+    ck_assert_int_eq(also.slots_free[0], 0);
+    usage_take(&u, &p, 1, -1); /* what ran there is given back as before */
+    ck_assert_int_eq(u.slots_free[0], 2);
+    c->node[0].offline = 0;
+    ck_assert(!placement_offline(c, &p));
+    placement_clear(&p);
+    usage_clear(&also);
+    usage_clear(&u);
+    cluster_free(c);
+}
+END_TEST
+
+/* Node 1 is out of service at first: a job of up to 8 workers runs on node 0's 4; when node 1
+ * comes back, a waiting job runs there. Then node 0 goes out of service: its job runs on to
+ * its end, and a new job waits for node 1 rather than start on node 0. */
+START_TEST(loop_follows_nodes_in_and_out_of_service)
+{
+    struct world w;
+    world_init(&w, "fifo", "nodes=2,gpus=4,slots=4,start_s=1,stop_s=1", 5);
+    logged.node_states = m_node_states;
+    node_down[1] = 1;
+    submit(&w, "a", 1, 8, 1);
+    submit(&w, "b", 4, 4, 1);
+    run_until(&w, 3);
+    ck_assert_int_eq(loop_job(w.l, "a")->placement.workers, 4);
+    ck_assert_int_eq(node_of(&w, "a"), 0);
+    ck_assert_int_eq(loop_job(w.l, "b")->state, LOOP_QUEUED);
+    node_down[1] = 0;
+    run_until(&w, 10);
+    ck_assert_int_eq(loop_job(w.l, "b")->state, LOOP_RUNNING);
+    ck_assert_int_eq(node_of(&w, "b"), 1);
+    node_down[0] = 1;
+    submit(&w, "c", 1, 1, 1);
+    run_until(&w, 20);
+    ck_assert_int_eq(loop_job(w.l, "a")->state, LOOP_RUNNING); /* drained, not killed */
+    ck_assert_int_eq(loop_job(w.l, "c")->state, LOOP_QUEUED);
+    /* a (600 steps at 4 workers) ends first; c still waits for node 1, where b runs. */
+    while (loop_job(w.l, "a") != NULL)
+        run_until(&w, backend_sim_ops.now(w.sim) + 10);
+    ck_assert_int_eq(loop_job(w.l, "c")->state, LOOP_QUEUED);
+    while (loop_job(w.l, "b") != NULL)
+        run_until(&w, backend_sim_ops.now(w.sim) + 10);
+    run_until(&w, backend_sim_ops.now(w.sim) + 1);
+    ck_assert_int_eq(loop_job(w.l, "c")->state, LOOP_RUNNING);
+    ck_assert_int_eq(node_of(&w, "c"), 1);
+    world_free(&w);
+}
+END_TEST
+
 /* When the journal cannot record a pass, nothing of it is carried out. */
 START_TEST(unrecorded_pass_changes_nothing)
 {
@@ -650,6 +741,8 @@ int main(void)
                             sim_model_gets_the_placement_after_the_attempts_grow,
                             loop_follows_where_the_manager_placed_attempts,
                             attempts_that_traded_places_move_together,
+                            nothing_new_is_placed_on_an_offline_node,
+                            loop_follows_nodes_in_and_out_of_service,
                             NULL};
     return unit_main("loop", tests, 60);
 }
