@@ -9,8 +9,9 @@
  *   fifo      first come, first served with backfill; never stops a running job
  *   priority  fifo by priority, and a higher-priority job preempts lower ones
  *   tiresias  2D-LAS: least attained GPU-service first, in discretised queues
- *   dynamic   Capes et al.: every job at its minimum, then repeatedly double the job whose
- *             doubling saves the most time per GPU, restart cost counted, with hysteresis
+ *   dynamic   after Capes et al.: every job at its minimum, then repeatedly double the job
+ *             whose doubling raises its completion rate (1/remaining time) the most per
+ *             GPU, restart cost counted, with hysteresis (policy_dynamic.c says why)
  *
  * Invariants every policy keeps (tests/unit/test_policy.c checks them on hand-made
  * snapshots): the targets fit the cluster together with what is pinned; a target is 0 or in
