@@ -29,6 +29,9 @@
 #define NT 161
 
 static size_t sizes[NT];
+/* The tensors' names, made once: a framework's gradient names are fixed strings, and
+ * formatting 161 of them every step was 9% of the tiny step at np 2 (perf). */
+static char tnames[NT][32];
 
 /* torchvision resnet50: conv weights and batch-norm weight/bias, in forward order. */
 static int resnet50(void)
@@ -130,6 +133,7 @@ int main(int argc, char **argv)
             sizes[i] = 1;
     }
     for (int i = 0; i < NT; i++) {
+        snprintf(tnames[i], sizeof(tnames[i]), "grad/%d", i);
         total += sizes[i];
         if ((bufs[i] = malloc(sizes[i] * sizeof(float))) == NULL)
             die(RING_ENOMEM, "malloc");
@@ -156,8 +160,7 @@ int main(int argc, char **argv)
         } else {
             ring_handle_t *h[NT];
             for (int i = NT - 1; i >= 0; i--) { /* backward: the classifier's gradient first */
-                char name[32];
-                snprintf(name, sizeof(name), "grad/%d", i);
+                const char *name = tnames[i];
                 rc = ring_allreduce_async(name, RING_IN_PLACE, bufs[i], sizes[i], RING_FLOAT32,
                                           RING_AVERAGE, 1.0, 1.0, RING_GLOBAL, &h[i]);
                 if (rc != 0)
