@@ -351,6 +351,8 @@ int main(void)
                 check_allreduce(n, t, op, 0, RING__ALGO_RING, 1.0, 1.0);
                 check_allreduce(n, t, op, 1, RING__ALGO_RING, 1.0, 1.0);
                 check_allreduce(n, t, op, 0, RING__ALGO_RD, 1.0, 1.0);
+                check_allreduce(n, t, op, 0, RING__ALGO_RHD, 1.0, 1.0);
+                check_allreduce(n, t, op, 1, RING__ALGO_RHD, 1.0, 1.0);
                 check_allreduce(n, t, op, 1, RING__ALGO_AUTO, 1.0, 1.0);
                 check_reducescatter(n, t, op, 0, 1.0, 1.0);
                 check_reducescatter(n, t, op, 1, 1.0, 1.0);
@@ -359,6 +361,8 @@ int main(void)
                     check_reducescatter(n, t, op, 1, 0.5, 2.0);
                     check_allreduce(n, t, op, 0, RING__ALGO_RING, 0.5, 2.0);
                     check_allreduce(n, t, op, 0, RING__ALGO_RD, 0.5, 2.0);
+                    check_allreduce(n, t, op, 0, RING__ALGO_RHD, 0.5, 2.0);
+                    check_allreduce(n, t, op, 1, RING__ALGO_RHD, 0.5, 2.0);
                 }
             }
         }
@@ -381,6 +385,7 @@ int main(void)
     for (size_t n = 0; n <= (size_t)size + 1; n++) {
         check_allreduce(n, RING_INT32, RING_SUM, 0, RING__ALGO_RING, 1.0, 1.0);
         check_allreduce(n, RING_FLOAT32, RING_MAX, 0, RING__ALGO_RD, 1.0, 1.0);
+        check_allreduce(n, RING_INT32, RING_SUM, 0, RING__ALGO_RHD, 1.0, 1.0);
         check_reducescatter(n, RING_INT64, RING_SUM, 0, 1.0, 1.0);
         check_reducescatter(n, RING_INT64, RING_SUM, 1, 1.0, 1.0);
         check_reducescatter(n, RING_FLOAT64, RING_AVERAGE, 1, 1.0, 1.0);

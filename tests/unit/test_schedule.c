@@ -133,6 +133,61 @@ START_TEST(recursive_doubling_pairs)
 }
 END_TEST
 
+/*
+ * Recursive halving: at each level the owned regions of the p ranks partition the count;
+ * the partners of step k (rank ^ 2^k) share their level-k region and split it between
+ * them at level k+1, as evenly as the count allows.
+ */
+START_TEST(halving_regions_partition_every_count)
+{
+    for (int p = 1; p <= MAX_SIZE; p *= 2) {
+        for (size_t count = 0; count <= 200; count++) {
+            for (int level = 0; (1 << level) <= p; level++) {
+                size_t covered = 0;
+                for (int r = 0; r < p; r++) {
+                    size_t lo, hi;
+                    ring__rhd_region(count, r, level, &lo, &hi);
+                    ck_assert_uint_le(lo, hi);
+                    ck_assert_uint_le(hi, count);
+                    /* ranks that agree on the low level bits share the region */
+                    if (r >= (1 << level)) {
+                        size_t lo2, hi2;
+                        ring__rhd_region(count, r & ((1 << level) - 1), level, &lo2, &hi2);
+                        ck_assert_uint_eq(lo, lo2);
+                        ck_assert_uint_eq(hi, hi2);
+                    } else {
+                        covered += hi - lo;
+                    }
+                    if ((1 << level) < p) {
+                        int q = r ^ (1 << level);
+                        size_t plo, phi, mlo, mhi, qlo, qhi;
+                        ring__rhd_region(count, q, level, &plo, &phi);
+                        ck_assert_uint_eq(plo, lo);
+                        ck_assert_uint_eq(phi, hi);
+                        ring__rhd_region(count, r, level + 1, &mlo, &mhi);
+                        ring__rhd_region(count, q, level + 1, &qlo, &qhi);
+                        /* the rank whose bit is 0 takes the lower half, the partner the
+                           upper one: adjacent, and together the whole region */
+                        if ((r >> level) & 1) {
+                            ck_assert_uint_eq(qlo, lo);
+                            ck_assert_uint_eq(qhi, mlo);
+                            ck_assert_uint_eq(mhi, hi);
+                        } else {
+                            ck_assert_uint_eq(mlo, lo);
+                            ck_assert_uint_eq(mhi, qlo);
+                            ck_assert_uint_eq(qhi, hi);
+                        }
+                        ck_assert_uint_le((hi - lo) / 2, mhi - mlo);
+                        ck_assert_uint_le(mhi - mlo, (hi - lo + 1) / 2);
+                    }
+                }
+                ck_assert_uint_eq(covered, count);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(broadcast_tree_reaches_everyone_once)
 {
     for (int size = 1; size <= MAX_SIZE; size++) {
@@ -174,9 +229,16 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {
-        chunks_partition_every_count,         chunks_large_counts,     ring_allreduce_schedule,
-        ring_reducescatter_schedule,          ring_allgather_schedule, recursive_doubling_pairs,
-        broadcast_tree_reaches_everyone_once, modulo_is_euclidean,     NULL,
+        chunks_partition_every_count,
+        chunks_large_counts,
+        ring_allreduce_schedule,
+        ring_reducescatter_schedule,
+        ring_allgather_schedule,
+        recursive_doubling_pairs,
+        broadcast_tree_reaches_everyone_once,
+        modulo_is_euclidean,
+        halving_regions_partition_every_count,
+        NULL,
     };
     return unit_main("schedule", tests, 30);
 }

@@ -137,7 +137,7 @@ START_TEST(bad_choices_list_the_choices)
     struct ring__tuning t;
     static const char *const cases[][3] = {
         {"RING_ALLREDUCE_ALGO", "fastest",
-         "RING_ALLREDUCE_ALGO='fastest' must be auto, ring or rd"},
+         "RING_ALLREDUCE_ALGO='fastest' must be auto, ring, rd or rhd"},
         {"RING_HIERARCHICAL", "yes", "RING_HIERARCHICAL='yes' must be 0, auto or 1"},
         {"RING_COMPRESSION", "fp8", "RING_COMPRESSION='fp8' must be none, fp16 or bf16"},
     };

@@ -137,6 +137,7 @@ static void read_tuning(struct ring__ctx *c)
     /* a whole number of elements of any dtype */
     c->segment_bytes = (size_t)v[RING__K_SEGMENT_BYTES] & ~(size_t)7;
     c->algo = (int)v[RING__K_ALLREDUCE_ALGO];
+    c->rhd_bytes = (size_t)v[RING__K_RHD_ALLREDUCE_BYTES];
     c->hier = (int)v[RING__K_HIERARCHICAL];
 }
 

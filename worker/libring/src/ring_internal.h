@@ -61,6 +61,7 @@ struct ring__ctx {
     int hier;                     /* RING__HIER_*: RING_HIERARCHICAL */
     int hier_logged;              /* the first hierarchical allreduce was logged */
     size_t small_bytes;           /* auto: recursive doubling at or below this */
+    size_t rhd_bytes;             /* auto: halving-doubling above small_bytes, up to this */
     size_t segment_bytes;         /* pipeline reduction granularity */
     char *scratch;                /* one segment, allocated on first use by the engine thread */
     struct ring__bootstrap *boot; /* how the ranks met (bootstrap/bootstrap.h) */
@@ -75,7 +76,7 @@ struct ring__ctx {
     struct ring__backends *backends; /* what moves the data of each request (backend.h) */
 };
 
-enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD };
+enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD, RING__ALGO_RHD };
 enum { RING__HIER_OFF, RING__HIER_AUTO, RING__HIER_ON };
 
 /* Returns the context, or NULL when libring is not initialized. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * allreduce.c - the data plane of allreduce: a pipelined ring for large messages and
- * recursive doubling for small ones.
+ * allreduce.c - the data plane of allreduce: a pipelined ring for large messages,
+ * recursive doubling for small ones and, on worlds of 4, 8, 16... ranks, recursive
+ * halving-doubling (halving.c) in between (tuning.c says where each threshold comes from).
  *
  * The ring moves 2(n-1)/n of the data per rank, which is bandwidth-optimal, but takes
  * 2(n-1) latency steps. Recursive doubling moves the whole message log2(n) times in
@@ -162,9 +163,17 @@ int ring__allreduce(const struct ring__comm *c, const void *sendbuf, void *recvb
         ring__hier_free(&h);
         return rc;
     }
-    if (algo == RING__ALGO_AUTO)
-        algo = bytes <= c->ctx->small_bytes ? RING__ALGO_RD : RING__ALGO_RING;
+    if (algo == RING__ALGO_AUTO) {
+        if (bytes <= c->ctx->small_bytes)
+            algo = RING__ALGO_RD;
+        else if (bytes <= c->ctx->rhd_bytes && c->size > 2 && (c->size & (c->size - 1)) == 0)
+            algo = RING__ALGO_RHD;
+        else
+            algo = RING__ALGO_RING;
+    }
     if (algo == RING__ALGO_RD)
         return ring__allreduce_rd(c, sendbuf, recvbuf, count, dtype, op, prescale, postscale);
+    if (algo == RING__ALGO_RHD)
+        return ring__allreduce_rhd(c, sendbuf, recvbuf, count, dtype, op, prescale, postscale);
     return ring__allreduce_ring(c, sendbuf, recvbuf, count, dtype, op, prescale, postscale);
 }

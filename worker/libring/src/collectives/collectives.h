@@ -77,6 +77,13 @@ int ring__pow2_floor(int n);
 int ring__rd_partner(int rank, int round);
 
 /*
+ * Recursive halving (halving.c), among p ranks, p a power of two: the elements [*lo, *hi)
+ * of count that rank owns after level halving steps (level 0: all of them). At step k the
+ * partner is rank ^ 2^k: it owns the same region at level k, and the other half at k+1.
+ */
+void ring__rhd_region(size_t count, int rank, int level, size_t *lo, size_t *hi);
+
+/*
  * Binomial-tree broadcast relative to root. Sets *parent (-1 for the root) and fills
  * children[] (at most 32), returning how many, in the order they must be sent to.
  */
@@ -221,10 +228,14 @@ int ring__allreduce_bufv(const struct ring__comm *c, const struct ring__bufv *bv
 /* The flat ring allreduce over a buffer vector. */
 int ring__allreduce_ringv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
                           ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
-/* The two allreduce algorithms, exposed so tests can run each at every size. */
+/* The allreduce algorithms, exposed so tests can run each at every size. */
 int ring__allreduce_ring(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
                          size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
                          double postscale);
+/* Recursive halving, then doubling (halving.c); sizes that are not powers of two fold. */
+int ring__allreduce_rhd(const struct ring__comm *c, const void *sendbuf, void *recvbuf,
+                        size_t count, ring_dtype_t dtype, ring_op_t op, double prescale,
+                        double postscale);
 int ring__allreduce_rd(const struct ring__comm *c, const void *sendbuf, void *recvbuf, size_t count,
                        ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
 /* counts == NULL: every rank contributes sendcount. sendbuf == NULL: own block in place. */
