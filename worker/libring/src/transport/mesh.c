@@ -11,7 +11,8 @@
  *
  * Streams: the loop tries send and recv directly and sleeps only when neither can move:
  * first it keeps trying for spin_us (waking a sleeping process costs tens of microseconds,
- * most of a small message), then it arms the pairs and sleeps in poll() on their wake-up
+ * most of a small message; RING_TCP_SPIN_US instead where a try is a system call, see
+ * tuning.c), then it arms the pairs and sleeps in poll() on their wake-up
  * fds, bounded by the operation timeout. Before it sleeps it kicks the pair it sends to,
  * which wakes a peer's lazily idle engine (transport.h, RING__IDLE_LAZY).
  */
@@ -56,7 +57,8 @@ struct blob_header {
 struct ring__mesh {
     int rank, size;
     int op_timeout_ms, spin_us;
-    int yield; /* oversubscribed: the spin yields the CPU, which a peer may need to answer */
+    int tcp_spin_us; /* the spin of a stream with a pair whose tries are system calls */
+    int yield;       /* oversubscribed: the spin yields the CPU, which a peer may need to answer */
     int broken;
     int nhosts;
     int *host;                /* host index of each rank */
@@ -224,6 +226,7 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
     m->size = n;
     m->op_timeout_ms = cfg->op_timeout_ms;
     m->spin_us = spin_us;
+    m->tcp_spin_us = (int)cfg->tune->v[RING__K_TCP_SPIN_US];
     m->yield = cfg->oversubscribed;
     m->host = calloc((size_t)n, sizeof(int));
     m->pair = calloc((size_t)n, sizeof(*m->pair));
@@ -421,6 +424,9 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s)
     struct ring__pair *rx = s->rx_total > 0 ? m->pair[s->rx_peer] : NULL;
     size_t txo = 0, rxo = 0;
     int64_t idle_since = -1, spin_until = 0;
+    int spin_us = (tx != NULL && tx->ops->syscall_tries) || (rx != NULL && rx->ops->syscall_tries)
+                      ? m->tcp_spin_us
+                      : m->spin_us;
 
     if (m->broken)
         return ring__err(RING_EBROKEN, "rank %d: the communicator is broken", m->rank);
@@ -472,7 +478,7 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s)
             int txw = 0, rxw = 0, rc;
             if (idle_since < 0) {
                 idle_since = now_us;
-                spin_until = now_us + m->spin_us;
+                spin_until = now_us + spin_us;
             }
             if (now_us < spin_until) {
                 if (m->yield)

@@ -52,6 +52,11 @@ struct ring__pair;
 struct ring__pair_ops {
     const char *name; /* "tcp", "shm" */
     /*
+     * 1 when each try of send or recv is a system call on a socket (tcp): a stream then
+     * busy-polls for RING_TCP_SPIN_US, not RING_SPIN_US, before it sleeps (mesh.c).
+     */
+    int syscall_tries;
+    /*
      * Offers len > 0 bytes to the peer. Returns how many the transport took (0 when it has
      * no room now). A transport may take bytes by reference and let the peer copy them
      * later (shm's single-copy mode): the caller keeps them valid and unchanged until

@@ -124,6 +124,7 @@ static void tcp_destroy(struct ring__pair *p)
 
 static const struct ring__pair_ops tcp_pair_ops = {
     .name = "tcp",
+    .syscall_tries = 1,
     .send = tcp_send,
     .recv = tcp_recv,
     .flushed = tcp_flushed,
