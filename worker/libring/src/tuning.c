@@ -43,13 +43,14 @@ static const char *const compression_names[] = {"none", "fp16", "bf16", NULL};
  *   at every turn (mesh.c) so that a peer that needs it to answer gets it. Without the
  *   spin every wait there slept: a 4 KiB allreduce at np 4 on 2 cores took ~150 us
  *   against ~55 us with it (bench/allreduce, RING_SPIN_US 0 and 100).
- * - TCP spins apart (RING_TCP_SPIN_US): not at all, or 50 us when oversubscribed. Each
- *   turn of a TCP spin is a send() and a recv(); at np 2, with the other processes a
- *   shared machine runs, 50 us of it left most runs bimodal, ~10 us or ~135 us for
- *   4 KiB and ~1.4 ms for 1 MiB, against ~33 us and ~1.0 ms sleeping in poll() at once
- *   (bench/allreduce, medians of 5 interleaved runs; a spin on poll() instead of the
- *   tries did no better). Oversubscribed, where each turn yields, 50 us still won by
- *   4-25% at np 4.
+ * - TCP streams that move more than 128 KiB spin apart (RING_TCP_SPIN_US): not at all,
+ *   or 50 us when oversubscribed. Each turn of a TCP spin is a send() and a recv(); at
+ *   np 2, 50 us of it made 256 KiB take ~450 us and 1 MiB ~1.15-1.4 ms, against ~240 us
+ *   and ~1.0 ms sleeping in poll() at once (bench/allreduce, medians of 5-7 interleaved
+ *   runs; a spin on poll() instead of the tries did no better). Up to 64 KiB the spin
+ *   still pays when the machine is quiet (4 KiB: ~10 us against ~35 us), so small
+ *   streams, the engine's control rounds among them, keep RING_SPIN_US. Oversubscribed,
+ *   where each turn yields, 50 us still won by 4-25% at np 4.
  * - Shared memory: 1 MiB per direction holds four 256 KiB segments, enough to keep both
  *   sides busy while copying. Sends from 256 KiB on go by CMA: at np 2 (RING_SHM_CMA_BYTES
  *   swept over 1 B, 64 KiB, 256 KiB, 1 MiB and off) the ring's second copy wins below that,
@@ -108,7 +109,12 @@ const struct ring__knob_def ring__knobs[RING__K_COUNT + 1] = {
                              .ctx = RING__KC_OVERSUB,
                              .dflt_alt = 50,
                              .doc = "`RING_SPIN_US` for a stream that sends or receives over TCP, "
-                                    "where every try is a system call"},
+                                    "where every try is a system call, and moves more than "
+                                    "`RING_TCP_SPIN_BYTES`"},
+    [RING__K_TCP_SPIN_BYTES] =
+        INT_KNOB("RING_TCP_SPIN_BYTES", 128 * KIB, 0, 1L << 40, "bytes",
+                 "a stream over TCP that moves at most this much (sent plus received) spins for "
+                 "`RING_SPIN_US`, a larger one for `RING_TCP_SPIN_US`"),
     [RING__K_SOCKET_BUFFER_BYTES] =
         INT_KNOB("RING_SOCKET_BUFFER_BYTES", 4 * MIB, 0, 1L << 30, "bytes",
                  "SO_SNDBUF/SO_RCVBUF; 0 leaves it to the kernel"),

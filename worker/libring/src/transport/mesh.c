@@ -57,8 +57,9 @@ struct blob_header {
 struct ring__mesh {
     int rank, size;
     int op_timeout_ms, spin_us;
-    int tcp_spin_us; /* the spin of a stream with a pair whose tries are system calls */
-    int yield;       /* oversubscribed: the spin yields the CPU, which a peer may need to answer */
+    int tcp_spin_us;       /* the spin of a large stream with a pair whose tries are system calls */
+    size_t tcp_spin_bytes; /* what a stream over such a pair moves at most to spin as usual */
+    int yield; /* oversubscribed: the spin yields the CPU, which a peer may need to answer */
     int broken;
     int nhosts;
     int *host;                /* host index of each rank */
@@ -227,6 +228,7 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
     m->op_timeout_ms = cfg->op_timeout_ms;
     m->spin_us = spin_us;
     m->tcp_spin_us = (int)cfg->tune->v[RING__K_TCP_SPIN_US];
+    m->tcp_spin_bytes = (size_t)cfg->tune->v[RING__K_TCP_SPIN_BYTES];
     m->yield = cfg->oversubscribed;
     m->host = calloc((size_t)n, sizeof(int));
     m->pair = calloc((size_t)n, sizeof(*m->pair));
@@ -424,9 +426,11 @@ int ring__mesh_stream(struct ring__mesh *m, const struct ring__stream *s)
     struct ring__pair *rx = s->rx_total > 0 ? m->pair[s->rx_peer] : NULL;
     size_t txo = 0, rxo = 0;
     int64_t idle_since = -1, spin_until = 0;
-    int spin_us = (tx != NULL && tx->ops->syscall_tries) || (rx != NULL && rx->ops->syscall_tries)
-                      ? m->tcp_spin_us
-                      : m->spin_us;
+    int spin_us =
+        ((tx != NULL && tx->ops->syscall_tries) || (rx != NULL && rx->ops->syscall_tries)) &&
+                s->tx_total + s->rx_total > m->tcp_spin_bytes
+            ? m->tcp_spin_us
+            : m->spin_us;
 
     if (m->broken)
         return ring__err(RING_EBROKEN, "rank %d: the communicator is broken", m->rank);
