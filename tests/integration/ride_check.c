@@ -5,7 +5,8 @@
  * not, for mixed dtypes, ops and scales, in a different order on every rank, with steps
  * whose tensors do not fit in one round, with ranks that hold different sets of tensors
  * when a cycle starts, and with a mismatch in a cached step, which must fail on every rank
- * for that tensor alone while the rest of the step completes.
+ * for that tensor alone while the rest of the step completes; and a large batch while a
+ * rank has joined.
  *
  *   ringrun -np N ride_check
  *
@@ -193,6 +194,35 @@ int main(void)
         }
     }
     step(101, 0, -1); /* and the engine goes on */
+
+    /* Rank 0 joins while the others run steps of two large tensors (a batch run tensor by
+     * tensor: engine_exec.c): it contributes neutral elements to each, in the same calls. */
+    if (rank == 0) {
+        rc = ring_join();
+        CHECK(rc == size - 1, "ring_join returned %d (%s)", rc, ring_last_error());
+    } else {
+        static float l1[BIG], l2[BIG];
+        for (int s = 0; s < 2; s++) {
+            ring_handle_t *h1, *h2;
+            for (int i = 0; i < BIG; i++) {
+                l1[i] = (float)rank;
+                l2[i] = 1.0f;
+            }
+            OK(ring_allreduce_async("join/a", RING_IN_PLACE, l1, BIG, RING_FLOAT32, RING_SUM, 1, 1,
+                                    RING_GLOBAL, &h1),
+               "join/a");
+            OK(ring_allreduce_async("join/b", RING_IN_PLACE, l2, BIG, RING_FLOAT32, RING_AVERAGE, 1,
+                                    1, RING_GLOBAL, &h2),
+               "join/b");
+            OK(ring_wait(h1), "join/a");
+            OK(ring_wait(h2), "join/b");
+            CHECK(l1[0] == (float)(size * (size - 1) / 2) && l1[BIG - 1] == l1[0],
+                  "joined step %d: sum %g", s, l1[0]);
+            CHECK(l2[0] == 1.0f && l2[BIG - 1] == 1.0f, "joined step %d: average %g", s, l2[0]);
+        }
+        rc = ring_join();
+        CHECK(rc == size - 1, "ring_join returned %d (%s)", rc, ring_last_error());
+    }
     OK(ring_barrier(), "final barrier");
     if (rank == 0)
         printf("ride_check: ok\n");
