@@ -674,11 +674,11 @@ json_t *loop_describe(const struct loop *l)
                               "state", j->state == LOOP_STOPPING ? "STOPPING" : "RUNNING"));
             }
         }
-        json_array_append_new(
-            nodes, json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:b}", "name", c->node[n].name,
-                             "slots", c->node[n].slots, "slots_free", l->used.slots_free[n],
-                             "gpus_free", l->used.gpus_free[n], "gpus", gpus, "jobs", jobs,
-                             "offline", c->node[n].offline));
+        json_array_append_new(nodes,
+                              json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:b}", "name",
+                                        c->node[n].name, "slots", c->node[n].slots, "slots_free",
+                                        l->used.slots_free[n], "gpus_free", l->used.gpus_free[n],
+                                        "gpus", gpus, "jobs", jobs, "offline", c->node[n].offline));
     }
     out = json_pack("{s:o, s:s, s:s}", "nodes", nodes, "policy", l->cfg.policy->name, "backend",
                     l->b->name);
