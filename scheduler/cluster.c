@@ -272,26 +272,20 @@ void usage_block_offline(struct usage *u, struct usage *also)
 {
     const struct cluster *c = u->c;
     for (int n = 0; n < c->nnodes; n++) {
+        /* What is free in u, taken in both: u last, as its free counts say how much. */
+        struct usage *both[2] = {also, u};
         int slots = u->slots_free[n], gpus = u->gpus_free[n];
         if (!c->node[n].offline)
             continue;
-        for (int g = 0; g < c->node[n].gpus; g++) {
-            int bit = c->gpu_base[n] + g;
-            if (u->gpu_busy[bit])
+        for (int k = 0; k < 2; k++) {
+            if (both[k] == NULL)
                 continue;
-            u->gpu_busy[bit] = 1;
-            if (also != NULL)
-                also->gpu_busy[bit] = 1;
-        }
-        u->slots_free[n] -= slots;
-        u->slots_left -= slots;
-        u->gpus_free[n] -= gpus;
-        u->gpus_left -= gpus;
-        if (also != NULL) {
-            also->slots_free[n] -= slots;
-            also->slots_left -= slots;
-            also->gpus_free[n] -= gpus;
-            also->gpus_left -= gpus;
+            for (int g = 0, base = c->gpu_base[n]; g < c->node[n].gpus; g++)
+                both[k]->gpu_busy[base + g] |= !u->gpu_busy[base + g];
+            both[k]->slots_free[n] -= slots;
+            both[k]->slots_left -= slots;
+            both[k]->gpus_free[n] -= gpus;
+            both[k]->gpus_left -= gpus;
         }
     }
 }

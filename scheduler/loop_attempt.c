@@ -64,10 +64,9 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
     json_t *spec = NULL;
     char run[4200], ckpt[4200], id[64], why[400], user[64] = "";
     double now = l->b->now(l->bctx);
-    int attempt = j->attempts + 1;
+    int attempt = j->attempts + 1, offline = placement_offline(l->cluster, p);
 
-    if (!usage_fits(&l->used, p, j->cpw) || placement_offline(l->cluster, p)) {
-        int offline = placement_offline(l->cluster, p);
+    if (offline || !usage_fits(&l->used, p, j->cpw)) {
         loop__say(l, offline ? "info" : "error", j->id, "%s; it waits for the next pass",
                   offline ? "its place is on a node out of service"
                           : "internal: its place is taken");
@@ -382,6 +381,15 @@ static void take_place(struct loop *l, struct moved *m)
     l->dirty = 1;
 }
 
+/* j's place p in used, and in running while j runs (not while it is being stopped). */
+static void hold(struct usage *used, struct usage *running, const struct loop_job *j,
+                 const struct placement *p, int add)
+{
+    usage_take(used, p, j->cpw, add);
+    if (j->state == LOOP_RUNNING)
+        usage_take(running, p, j->cpw, add);
+}
+
 /*
  * The loop's model follows where the backend's resource manager put its attempts (Slurm
  * chooses nodes and GPUs itself, and may choose others than the loop planned, after a
@@ -422,9 +430,7 @@ static void reconcile(struct loop *l)
             continue;
         }
         m[n].j = j;
-        usage_take(&used, &j->placement, j->cpw, -1);
-        if (j->state == LOOP_RUNNING)
-            usage_take(&running, &j->placement, j->cpw, -1);
+        hold(&used, &running, j, &j->placement, -1);
         n++;
     }
     while (progress) {
@@ -432,9 +438,7 @@ static void reconcile(struct loop *l)
         for (int i = 0; i < n; i++) {
             if (m[i].done || !usage_fits(&used, &m[i].where, m[i].j->cpw))
                 continue;
-            usage_take(&used, &m[i].where, m[i].j->cpw, 1);
-            if (m[i].j->state == LOOP_RUNNING)
-                usage_take(&running, &m[i].where, m[i].j->cpw, 1);
+            hold(&used, &running, m[i].j, &m[i].where, 1);
             m[i].done = progress = 1;
         }
     }
@@ -442,11 +446,8 @@ static void reconcile(struct loop *l)
         if (m[i].done)
             continue;
         ok = usage_fits(&used, &m[i].j->placement, m[i].j->cpw);
-        if (ok) {
-            usage_take(&used, &m[i].j->placement, m[i].j->cpw, 1);
-            if (m[i].j->state == LOOP_RUNNING)
-                usage_take(&running, &m[i].j->placement, m[i].j->cpw, 1);
-        }
+        if (ok)
+            hold(&used, &running, m[i].j, &m[i].j->placement, 1);
     }
     if (ok) {
         usage_copy(&l->used, &used);
