@@ -25,11 +25,18 @@
 # started with --rest; otherwise the run starts one of its own and stops it at the end.
 # --only picks parts (ringd, sbatch, slurmrestd, start; default all), so that a long run
 # can be split into several short ones on a shared machine.
+# --batch-sched-delay S sets slurmctld's SchedulerParameters=batch_sched_delay=S for the run
+# (and puts the cluster's slurm.conf back at the end). Slurm's default is 3 s: slurmctld may
+# hold a newly submitted batch job that long to schedule many submissions at once. On an
+# empty cluster a batch job then waits 1.5-2 s in PD, against 0.2-0.8 s with 0. sbatch's
+# queue of N jobs pays it about once; ringd, which submits only what fits its model of the
+# cluster, pays it with every wave of jobs it starts. Each row says which setting it ran with.
 #
 #   bench/slurm/run.sh [--json] [--jobs N] [--runs R] [--build DIR] [--cluster DIR]
-#                      [--only ringd,sbatch,slurmrestd,start]
+#                      [--only ringd,sbatch,slurmrestd,start] [--batch-sched-delay S]
 set -euo pipefail
 json=0 jobs=1000 runs=5 build=build cluster=${RING_SLURM_CLUSTER:-} only=ringd,sbatch,slurmrestd,start
+delay=
 while [ $# -gt 0 ]; do
     case $1 in
     --json) json=1 ;;
@@ -38,11 +45,17 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift ;;
     --cluster) cluster=$2; shift ;;
     --only) only=$2; shift ;;
+    --batch-sched-delay) delay=$2; shift ;;
     --version) echo "bench/slurm 1"; exit 0 ;;
-    *) echo "usage: $0 [--json] [--jobs N] [--runs R] [--build DIR] [--cluster DIR] [--only PARTS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--json] [--jobs N] [--runs R] [--build DIR] [--cluster DIR] [--only PARTS]"
+        echo "       [--batch-sched-delay S]" >&2; exit 2 ;;
     esac
     shift
 done
+if [ -n "$delay" ] && ! [[ $delay =~ ^[0-9]+$ ]]; then
+    echo "bench/slurm: --batch-sched-delay wants whole seconds, not '$delay'" >&2
+    exit 2
+fi
 [ "$(id -u)" = 0 ] || { echo "bench/slurm: the test cluster runs as root; run this as root" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$build" && pwd)
@@ -54,8 +67,12 @@ own=0
 [ -n "$cluster" ] || { cluster=$work/cluster; own=1; }
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 pid=
+conf_saved=
 cleanup() {
     [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
+    if [ -n "$conf_saved" ]; then
+        cp "$conf_saved" "$SLURM_CONF" && scontrol reconfigure >/dev/null 2>&1 || true
+    fi
     [ "$own" = 0 ] || "$here/../../contrib/slurm/testcluster.sh" stop "$cluster" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
@@ -68,6 +85,16 @@ else
 fi
 # shellcheck disable=SC1091
 . "$cluster/env"
+if [ -n "$delay" ]; then
+    grep -q '^SchedulerParameters=' "$SLURM_CONF" &&
+        { echo "bench/slurm: $SLURM_CONF already sets SchedulerParameters; not touching it" >&2; exit 1; }
+    conf_saved=$work/slurm.conf.saved
+    cp "$SLURM_CONF" "$conf_saved"
+    echo "SchedulerParameters=batch_sched_delay=$delay" >>"$SLURM_CONF"
+    scontrol reconfigure
+    sleep 1
+fi
+sched_delay=${delay:-default}
 rows=$work/rows
 : >"$rows"
 
@@ -88,8 +115,8 @@ row() { # row IMPL WALL_S N LATFILE DRAIN_S
     local p
     p=$(stats "$4")
     jq -n -c --arg impl "$1" --argjson n "$3" --argjson wall "$2" --argjson drain "$5" \
-        --argjson p50 "${p% *}" --argjson p99 "${p#* }" \
-        '{bench: "slurm", impl: $impl, metric: "submit", jobs: $n,
+        --argjson p50 "${p% *}" --argjson p99 "${p#* }" --arg delay "$sched_delay" \
+        '{bench: "slurm", impl: $impl, metric: "submit", jobs: $n, batch_sched_delay: $delay,
           submit_per_s: (($n / $wall) * 10 | round / 10), submit_p50_ms: $p50, submit_p99_ms: $p99,
           all_done_s: ($drain * 100 | round / 100), done_per_s: (($n / $drain) * 10 | round / 10)}' >>"$rows"
 }
@@ -197,7 +224,8 @@ for impl in ringd sbatch; do
     : >"$work/start.$impl"
     for _ in $(seq "$runs"); do startup "$impl" >>"$work/start.$impl"; done
     jq -n -c --arg impl "$impl" --argjson runs "$runs" --argjson m "$(median <"$work/start.$impl")" \
-        '{bench: "slurm", impl: $impl, metric: "start", np: 4, nodes: 2, runs: $runs,
+        --arg delay "$sched_delay" \
+        '{bench: "slurm", impl: $impl, metric: "start", np: 4, nodes: 2, runs: $runs, batch_sched_delay: $delay,
           submit_to_all_ranks_median_s: $m}' >>"$rows"
 done
 fi
@@ -207,7 +235,8 @@ if [ "$json" = 1 ]; then
     exit 0
 fi
 echo
-echo "Submissions ($jobs jobs each, one client, one after the other; /bin/true, 1 task):"
+echo "Submissions ($jobs jobs each, one client, one after the other; /bin/true, 1 task;"
+echo "slurmctld batch_sched_delay: $sched_delay):"
 printf '%-11s %12s %10s %10s %12s %10s\n' impl submit/s p50_ms p99_ms all_done_s done/s
 jq -r 'select(.metric == "submit") | [.impl, .submit_per_s, .submit_p50_ms, .submit_p99_ms,
     .all_done_s, .done_per_s] | @tsv' "$rows" |
