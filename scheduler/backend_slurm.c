@@ -10,9 +10,11 @@
  *   of ringd's configuration, the worker contract in the environment, the command as the
  *   script's arguments, the attempt's run directory as working directory and for the
  *   output, and the job's Unix user (user_id, group_id) when ringd runs as root.
- * - poll: slurm_load_jobs, at most every POLL_INTERVAL_S and only when something changed
- *   (update_time), mapped by slurm_outcome() (job_state & JOB_STATE_BASE). A job that ends
- *   outside ringd (scancel, node failure, time limit) is reported with Slurm's reason.
+ * - poll: slurm_load_jobs, at most every POLL_INTERVAL_S, or every END_POLL_S while an
+ *   attempt is about to end (it was asked to stop, or reported its last step), and only
+ *   when something changed (update_time), mapped by slurm_outcome() (job_state &
+ *   JOB_STATE_BASE). A job that ends outside ringd (scancel, node failure, time limit) is
+ *   reported with Slurm's reason.
  * - signal: a stop goes to the job's steps only (KILL_STEPS_ONLY) as SLURM_STOP_SIGNAL,
  *   which each rank's wrapper turns into SIGTERM (slurm_job.h says why not SIGTERM itself):
  *   the ranks agree on a stop and exit 75 while the batch script stays to report it. An
@@ -53,14 +55,24 @@
  */
 #define POLL_INTERVAL_S 1.0
 
+/*
+ * An attempt that was asked to stop, or whose rank 0 reported its last step, ends within
+ * seconds, and every tenth of a second before ringd sees it delays its restart (a resize on
+ * Slurm is a stop and a new submission). Until it ends, or END_WAIT_S passes, the poll runs
+ * every END_POLL_S; with update_time most of those polls cost slurmctld only a "no change".
+ */
+#define END_POLL_S 0.2
+#define END_WAIT_S 30.0
+
 struct sjob {
     uint32_t id;
     char sid[16]; /* id as text: the attempt's backend id */
     char run_dir[4200];
     struct timespec progress_mtime;
-    int pending; /* last seen PENDING: a SIGTERM cancels it */
-    int placed;  /* BACKEND_PLACED was reported (or it was adopted, placed already) */
-    int mpirun;  /* launcher "mpirun": its stop is MPIRUN_STOP_SIGNAL to the batch script */
+    int pending;         /* last seen PENDING: a SIGTERM cancels it */
+    int placed;          /* BACKEND_PLACED was reported (or it was adopted, placed already) */
+    int mpirun;          /* launcher "mpirun": its stop is MPIRUN_STOP_SIGNAL to the batch script */
+    double ending_until; /* about to end (END_POLL_S) until this time */
     struct sjob *next;
 };
 
@@ -69,9 +81,9 @@ struct sctx {
     char partition[128], account[128], qos[128];
     int time_limit_min;       /* 0: the partition's */
     int node_cpus, node_gpus; /* the largest node, from the last describe() */
-    time_t jobs_updated;      /* slurm_load_jobs' update_time */
-    double next_poll;
-    int dirty; /* a tracked job was added: the next poll must look */
+    time_t jobs_updated;      /* last_update of the last full answer: the next update_time */
+    double last_poll;
+    int dirty; /* a tracked job was added or signalled: the next poll must look */
     struct sjob *jobs;
 };
 
@@ -434,6 +446,8 @@ static int slurm_signal(void *ctx, const char *id, int sig)
             return errno = ESRCH, -1;
         return errno = EIO, -1;
     }
+    if (j != NULL)
+        j->ending_until = now_s() + END_WAIT_S;
     c->dirty = 1;
     return 0;
 }
@@ -462,6 +476,8 @@ static int read_progress(struct sjob *j, struct backend_event *ev)
     ev->samples = p.samples;
     ev->total_samples = p.total_samples;
     ev->world_size = p.world_size;
+    if (p.total_steps > 0 && p.step >= p.total_steps)
+        j->ending_until = ev->time + END_WAIT_S;
     return 1;
 }
 
@@ -481,18 +497,27 @@ static int slurm_poll(void *ctx, struct backend_event *out, int max)
     double now = now_s();
     int n = 0;
 
-    for (struct sjob *j = c->jobs; j && n < max; j = j->next)
+    double interval = POLL_INTERVAL_S;
+
+    for (struct sjob *j = c->jobs; j && n < max; j = j->next) {
         n += read_progress(j, &out[n]);
-    if (c->jobs == NULL || n >= max || (now < c->next_poll && !c->dirty))
+        if (now < j->ending_until)
+            interval = END_POLL_S;
+    }
+    if (c->jobs == NULL || n >= max || (now < c->last_poll + interval && !c->dirty))
         return n;
-    c->next_poll = now + POLL_INTERVAL_S;
-    /* Everything, not only the changes since jobs_updated: the answer must hold the jobs it
-     * does not mention to tell "unchanged" from "purged". */
-    if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+    c->last_poll = now;
+    /* With update_time, slurmctld answers "no change" or every job, never only the changed
+     * ones: a tracked job the full answer lacks is purged, not unchanged. A new or
+     * signalled job asks for the full answer at once. */
+    if (slurm_load_jobs(c->dirty ? 0 : c->jobs_updated, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+        if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA)
+            return n;
         fprintf(stderr, "level=warning job=- msg=\"slurm_load_jobs: %s; will retry\"\n",
                 slurm_err());
         return n;
     }
+    c->jobs_updated = msg->last_update;
     c->dirty = 0;
     for (struct sjob **pp = &c->jobs; *pp && n < max;) {
         struct sjob *j = *pp;
