@@ -447,6 +447,24 @@ START_TEST(strmap_basics)
 }
 END_TEST
 
+/* With the hash given: an add does not replace a present key, and says it was there. */
+START_TEST(strmap_hashed_add_keeps_present_key)
+{
+    struct ring__strmap m = {0};
+    size_t h = ring__strmap_hash("grad/7");
+    ck_assert_int_eq(ring__strmap_add_h(&m, "grad/7", h, (void *)(intptr_t)1), 0);
+    ck_assert_int_eq(ring__strmap_add_h(&m, "grad/7", h, (void *)(intptr_t)2), 1);
+    ck_assert_ptr_eq(ring__strmap_get(&m, "grad/7"), (void *)(intptr_t)1);
+    ck_assert_ptr_eq(ring__strmap_get_h(&m, "grad/7", h), (void *)(intptr_t)1);
+    ck_assert_uint_eq(m.count, 1);
+    ck_assert_ptr_eq(ring__strmap_del_h(&m, "grad/7", h), (void *)(intptr_t)1);
+    ck_assert_ptr_null(ring__strmap_get_h(&m, "grad/7", h));
+    ck_assert_int_eq(ring__strmap_add_h(&m, "grad/7", h, (void *)(intptr_t)3), 0);
+    ck_assert_ptr_eq(ring__strmap_get(&m, "grad/7"), (void *)(intptr_t)3);
+    ring__strmap_free(&m);
+}
+END_TEST
+
 /* Deleted nodes are reused by later puts: keys of every length still come back intact. */
 START_TEST(strmap_reuses_deleted_nodes)
 {
@@ -507,6 +525,7 @@ int main(void)
         wire_format_refuses_absurd_group_sizes,
         strmap_basics,
         strmap_reuses_deleted_nodes,
+        strmap_hashed_add_keeps_present_key,
         process_set_registry,
         NULL,
     };

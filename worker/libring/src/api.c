@@ -89,7 +89,13 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
     const char *what = ring__optype_name(type);
     int rc;
 
-    memset(r, 0, sizeof(*r));
+    /* Field by field: zeroing the whole request (its name buffer is 256 bytes) and then
+     * copying the name was a tenth of a small tensor's submission. */
+    r->name[0] = '\0';
+    r->op = r->root = 0;
+    r->count = 0;
+    r->counts = NULL;
+    r->ncounts = 0;
     if ((rc = check_name(what, name)) < 0 || (rc = check_dtype(what, dtype)) < 0)
         return rc;
     if (ring__engine_pset_info(e, ps, set_rank, set_size) < 0)
@@ -103,7 +109,7 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
         (size_t)snprintf(r->name, sizeof(r->name), "set%d:%s", ps, name) >= sizeof(r->name))
         return ring__err(RING_EINVAL, "%s '%s': name too long", what, name);
     if (ps == RING_GLOBAL) /* check_name bounded its length */
-        memcpy(r->name, name, strlen(name) + 1);
+        strcpy(r->name, name);
     r->type = type;
     r->dtype = (int)dtype;
     r->process_set = ps;

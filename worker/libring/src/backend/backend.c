@@ -137,7 +137,7 @@ static int device_of(const void *p)
 int ring__buffer_device(struct ring__ctx *ctx, const char *what, const char *name, const void *a,
                         const void *b, int *device)
 {
-    int da = device_of(a), db = device_of(b), first = -1;
+    int da = device_of(a), db = b == a ? da : device_of(b), first = -1; /* in place: once */
 
     *device = -1;
     if (a == NULL || a == RING_IN_PLACE)

@@ -35,8 +35,14 @@ static int bit_of(const struct ring__cache *c, const char *name)
 
 int ring__cache_lookup(const struct ring__cache *c, const struct ring__request *req)
 {
-    int bit = bit_of(c, req->name);
-    if (bit < 0 || !ring__request_same(&c->entries[bit].req, req))
+    return ring__cache_lookup_h(c, req, ring__strmap_hash(req->name));
+}
+
+int ring__cache_lookup_h(const struct ring__cache *c, const struct ring__request *req, size_t h)
+{
+    int bit = (int)(intptr_t)ring__strmap_get_h(&c->index, req->name, h) - 1;
+    /* The index matched the name already. */
+    if (bit < 0 || !ring__request_same_params(&c->entries[bit].req, req))
         return -1;
     return bit;
 }

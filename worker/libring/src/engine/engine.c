@@ -142,8 +142,9 @@ static struct entry *finish_entry(struct ring__engine *e, struct entry *en, int 
     struct ring_handle *h = en->handle;
     int embedded = en->embedded;
 
-    ring__strmap_del(&e->inflight, en->req.name);
-    ring__request_clear(&en->req);
+    ring__strmap_del_h(&e->inflight, en->req.name, en->hash);
+    if (en->req.counts != NULL)
+        ring__request_clear(&en->req);
     ring__eng_finish_handle(e, h, status, msg);
     return embedded ? NULL : en;
 }
@@ -488,6 +489,13 @@ int ring__engine_stop(struct ring__engine *e)
     ring__strmap_free(&e->inflight);
     ring__cache_free(&e->cache);
     ring__psets_free(&e->psets);
+    for (int i = 0; i < 2; i++) {
+        struct solo *sp = i == 0 ? e->pool : atomic_load(&e->freed), *next;
+        for (; sp != NULL; sp = next) {
+            next = (struct solo *)sp->en.next;
+            free(sp);
+        }
+    }
     if (e->wake_fd >= 0)
         close(e->wake_fd);
     free(e->join_handle);
@@ -525,28 +533,54 @@ static int refuse(struct ring__engine *e)
     return ring__err(RING_EBROKEN, "%s; the communicator stays broken", e->failed_msg);
 }
 
-/* Fills every field of en but req (the caller copies that in). */
+/* Fills every field of en but req (the caller copies that in) and hash. */
 static void entry_init(struct entry *en, const struct ring__submit *sub, struct ring_handle *h,
-                       int64_t now, int embedded)
+                       int embedded)
 {
     en->sendbuf = sub->sendbuf;
     en->recvbuf = sub->recvbuf;
     en->handle = h;
-    en->submit_us = now;
+    en->submit_us = 0;
     en->bit = -1;
     en->taken = 0;
     en->embedded = embedded;
     en->next = en->pprev = en->pnext = NULL;
 }
 
-static void handle_init(struct ring_handle *h, int n)
+static void handle_init(struct ring_handle *h, int n, int solo)
 {
     atomic_init(&h->done, 0);
     h->status = 0;
     h->remaining = n;
     h->stop_seen = 0;
     h->join_last = 0;
+    h->solo = solo;
     h->message[0] = '\0';
+}
+
+/* A struct solo from the pool, or a new one (NULL when out of memory). Under mu. */
+static struct solo *solo_take(struct ring__engine *e)
+{
+    struct solo *s = e->pool;
+    if (s == NULL && (s = atomic_exchange(&e->freed, NULL)) == NULL)
+        return malloc(sizeof(*s));
+    e->pool = (struct solo *)s->en.next;
+    return s;
+}
+
+/* Gives a waited-for handle back: a solo to the pool, anything else to free(). */
+static void handle_free(struct ring__engine *e, struct ring_handle *h)
+{
+    struct solo *s = (struct solo *)h, *head; /* the handle comes first (struct solo) */
+    if (!h->solo) {
+        free(h);
+        return;
+    }
+    head = atomic_load_explicit(&e->freed, memory_order_relaxed);
+    do
+        s->en.next = (struct entry *)head;
+    while (!atomic_compare_exchange_weak_explicit(&e->freed, &head, s, memory_order_release,
+                                                  memory_order_relaxed));
 }
 
 /* Frees a list of entries that were never queued, and their handle. */
@@ -565,29 +599,18 @@ static void free_unqueued(struct entry *first, struct ring_handle *h)
 int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs, int n,
                         struct ring_handle **handle)
 {
-    struct ring_handle *h;
+    struct ring_handle *h = NULL;
     struct entry *first = NULL, **tail = &first;
-    int64_t now = ring__now_us();
+    size_t hash1 = n == 1 ? ring__strmap_hash(subs[0].req.name) : 0;
     int rc = 0, wake;
 
-    /* A step submits each of its tensors on its own: one allocation for handle and entry,
-     * and no zeroing of the handle's message buffer. */
-    if (n == 1) {
-        struct solo *s = malloc(sizeof(*s));
-        if (s == NULL)
+    /* A step submits each of its tensors on its own: handle and entry in one block, from the
+     * pool (below, under mu), with no zeroing of the handle's message buffer. */
+    if (n > 1) {
+        if ((h = malloc(sizeof(*h))) == NULL)
             return ring__err(RING_ENOMEM, "out of memory for a handle");
-        h = &s->h;
-        entry_init(&s->en, &subs[0], h, now, 1);
-        if (ring__request_copy(&s->en.req, &subs[0].req) < 0) {
-            free(s);
-            return ring__err(RING_ENOMEM, "out of memory queuing '%s'", subs[0].req.name);
-        }
-        first = &s->en;
-        tail = &s->en.next;
-    } else if ((h = malloc(sizeof(*h))) == NULL) {
-        return ring__err(RING_ENOMEM, "out of memory for a handle");
+        handle_init(h, n, 0);
     }
-    handle_init(h, n);
     for (int i = 0; n > 1 && i < n; i++) {
         struct entry *en = malloc(sizeof(*en));
         if (en == NULL || ring__request_copy(&en->req, &subs[i].req) < 0) {
@@ -595,23 +618,44 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
             rc = ring__err(RING_ENOMEM, "out of memory queuing '%s'", subs[i].req.name);
             break;
         }
-        entry_init(en, &subs[i], h, now, 0);
+        entry_init(en, &subs[i], h, 0);
+        en->hash = ring__strmap_hash(en->req.name);
         *tail = en;
         tail = &en->next;
     }
     pthread_mutex_lock(&e->mu);
     if (rc == 0 && e->failed != 0)
         rc = refuse(e);
+    if (rc == 0 && n == 1) {
+        struct solo *s = solo_take(e);
+        if (s == NULL || ring__request_copy(&s->en.req, &subs[0].req) < 0) {
+            free(s);
+            rc = ring__err(RING_ENOMEM, "out of memory queuing '%s'", subs[0].req.name);
+        } else {
+            h = &s->h;
+            handle_init(h, 1, 1);
+            entry_init(&s->en, &subs[0], h, 1);
+            s->en.hash = hash1;
+            first = &s->en;
+            tail = &s->en.next;
+        }
+    }
+    /* One lookup per name: in the table unless a request of that name is in flight. */
     for (struct entry *en = first; rc == 0 && en != NULL; en = en->next) {
-        if (ring__strmap_get(&e->inflight, en->req.name) != NULL)
+        int had = ring__strmap_add_h(&e->inflight, en->req.name, en->hash, en);
+        if (had == 1)
             rc = ring__err(RING_EINVAL,
                            "%s '%s': a request of this name is already in flight on rank %d; "
                            "names must be unique until their operation completes",
                            ring__optype_name(en->req.type), en->req.name, e->ctx->rank);
-    }
-    for (struct entry *en = first; rc == 0 && en != NULL; en = en->next) {
-        if (ring__strmap_put(&e->inflight, en->req.name, en) < 0)
+        else if (had < 0)
             rc = RING_ENOMEM;
+    }
+    /* The clock only for the timeline's NEGOTIATE phase (take_queue). */
+    if (rc == 0 && (e->timeline != NULL || e->timeline_swapping)) {
+        int64_t now = ring__now_us();
+        for (struct entry *en = first; en != NULL; en = en->next)
+            en->submit_us = now;
     }
     if (rc == 0) {
         *e->qtail = first;
@@ -623,8 +667,8 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
         next_blocking = 0;
     } else {
         for (struct entry *en = first; en != NULL; en = en->next)
-            if (ring__strmap_get(&e->inflight, en->req.name) == en)
-                ring__strmap_del(&e->inflight, en->req.name);
+            if (ring__strmap_get_h(&e->inflight, en->req.name, en->hash) == en)
+                ring__strmap_del_h(&e->inflight, en->req.name, en->hash);
     }
     /* The first submission to find the thread asleep wakes it; the rest of the burst need
      * not, since it sees the queue when it wakes (sleep_for_work checks it under mu). */
@@ -667,23 +711,27 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
 
     if ((r->type != RING__ALLREDUCE && r->type != RING__BARRIER) || !ring__eng_attachable(e, r))
         return 0;
-    if ((s = malloc(sizeof(*s))) == NULL)
+    pthread_mutex_lock(&e->mu);
+    s = solo_take(e);
+    pthread_mutex_unlock(&e->mu);
+    if (s == NULL)
         return 0;
     h = &s->h;
     en = &s->en;
-    handle_init(h, 1);
-    entry_init(en, sub, h, 0, 1);
+    handle_init(h, 1, 1);
+    entry_init(en, sub, h, 1);
     if (ring__request_copy(&en->req, r) < 0) {
         free(s);
         return 0;
     }
+    en->hash = ring__strmap_hash(en->req.name);
     pthread_mutex_lock(&e->cycle_mu);
     pthread_mutex_lock(&e->mu);
     ok = !e->failed && !e->shutdown && e->qhead == NULL && !e->join_pending && !e->joined &&
-         !e->timeline_swapping && e->npending == 0 &&
-         ring__strmap_get(&e->inflight, r->name) == NULL;
-    bit = ok ? ring__cache_lookup(&e->cache, r) : -1;
-    if (bit >= 0 && ring__strmap_put(&e->inflight, en->req.name, en) < 0)
+         !e->timeline_swapping && e->npending == 0;
+    bit = ok ? ring__cache_lookup_h(&e->cache, r, en->hash) : -1;
+    /* Absent from the in-flight table, or another thread's call of this name is. */
+    if (bit >= 0 && ring__strmap_add_h(&e->inflight, en->req.name, en->hash, en) != 0)
         bit = -1;
     idle = e->idle_waiting;
     pthread_mutex_unlock(&e->mu);
@@ -693,10 +741,12 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
         free(s);
         return 0;
     }
-    en->submit_us = ring__now_us();
     en->bit = bit;
     ring__eng_pending_add(e, en);
-    ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1, en->submit_us, NULL);
+    if (e->timeline != NULL) {
+        en->submit_us = ring__now_us();
+        ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1, en->submit_us, NULL);
+    }
 
     /* The cycle attaches the tensor (with anything else cached that was submitted since). */
     f = (struct ring__fast){.en = en};
@@ -833,7 +883,7 @@ int ring_wait(ring_handle_t *h)
         atomic_store(&stop_visible, 1);
     if (status != 0)
         ring__err(status, "%s", h->message);
-    free(h);
+    handle_free(e, h);
     return status;
 }
 

@@ -58,6 +58,8 @@ void ring__request_clear(struct ring__request *r);
 int ring__request_copy(struct ring__request *dst, const struct ring__request *src);
 /* 1 when two requests agree on everything that must match across ranks. */
 int ring__request_same(const struct ring__request *a, const struct ring__request *b);
+/* The same but for the names (the caller knows they are equal). */
+int ring__request_same_params(const struct ring__request *a, const struct ring__request *b);
 
 /*
  * What every rank executes: the request as agreed (the lowest submitting rank's), or an
@@ -121,6 +123,16 @@ void *ring__strmap_del(struct ring__strmap *m, const char *key);
 void ring__strmap_each(const struct ring__strmap *m,
                        void (*fn)(const char *key, void *value, void *arg), void *arg);
 void ring__strmap_free(struct ring__strmap *m);
+/*
+ * The same with the key's hash given, for callers that look one name up several times
+ * (the engine, per tensor): h must be ring__strmap_hash(key). ring__strmap_add_h puts key
+ * only when it is absent: returns 0 when it put it, 1 when key was there already (its value
+ * unchanged), or RING_ENOMEM.
+ */
+size_t ring__strmap_hash(const char *key);
+void *ring__strmap_get_h(const struct ring__strmap *m, const char *key, size_t h);
+int ring__strmap_add_h(struct ring__strmap *m, const char *key, size_t h, void *value);
+void *ring__strmap_del_h(struct ring__strmap *m, const char *key, size_t h);
 
 /* ---- response cache (cache.c) ----
  *
@@ -143,8 +155,10 @@ struct ring__cache {
 /* Returns 0 or RING_ENOMEM. capacity 0 makes a cache that never holds anything. */
 int ring__cache_init(struct ring__cache *c, int capacity);
 void ring__cache_free(struct ring__cache *c);
-/* The bit of a cached entry equal to req, or -1 (absent, or cached with other parameters). */
+/* The bit of a cached entry equal to req, or -1 (absent, or cached with other parameters).
+ * The _h form takes the name's ring__strmap_hash. */
 int ring__cache_lookup(const struct ring__cache *c, const struct ring__request *req);
+int ring__cache_lookup_h(const struct ring__cache *c, const struct ring__request *req, size_t h);
 /* Returns 1 when req's kind of operation may be cached (uniform sizes, not grouped). */
 int ring__cache_cacheable(const struct ring__request *req);
 /* Inserts or refreshes req (evicting the LRU entry when full). Returns its bit or -1. */

@@ -322,9 +322,11 @@ static void take_queue(struct ring__engine *e)
     pthread_mutex_unlock(&e->mu);
     for (; en != NULL; en = next) {
         next = en->next;
-        en->bit = ring__cache_lookup(&e->cache, &en->req);
+        en->bit = ring__cache_lookup_h(&e->cache, &en->req, en->hash);
         ring__eng_pending_add(e, en);
-        ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1, en->submit_us, NULL);
+        if (e->timeline != NULL) /* submitted before the timeline opened: from now */
+            ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1,
+                                 en->submit_us != 0 ? en->submit_us : ring__now_us(), NULL);
     }
 }
 
@@ -618,7 +620,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     /* A cache entry may have been replaced: pending entries look their bits up again. */
     if (nresp > 0) {
         for (struct entry *en = e->phead; en != NULL; en = en->pnext)
-            en->bit = ring__cache_lookup(&e->cache, &en->req);
+            en->bit = ring__cache_lookup_h(&e->cache, &en->req, en->hash);
     }
 
     /* Join: complete when nobody is left working; the last to join is the highest rank

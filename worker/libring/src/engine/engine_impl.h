@@ -29,6 +29,7 @@ struct ring_handle {
     int remaining; /* tensors of this handle not yet completed */
     int stop_seen; /* the stop was agreed before this completed */
     int join_last;
+    int solo; /* the head of a struct solo: ring_wait gives it back to the engine's pool */
     char message[384];
 };
 
@@ -42,11 +43,12 @@ struct entry {
     const void *sendbuf;
     void *recvbuf;
     struct ring_handle *handle;
-    int64_t submit_us;
-    int bit;                     /* cache bit, or -1 */
-    int taken;                   /* cycle: in the pending list */
-    int embedded;                /* allocated with its handle (struct solo): ring_wait frees both */
-    struct entry *next;          /* the queue; then a cycle's scratch lists */
+    size_t hash;        /* ring__strmap_hash(req.name), for the in-flight table and the cache */
+    int64_t submit_us;  /* only with a timeline open, else 0 */
+    int bit;            /* cache bit, or -1 */
+    int taken;          /* cycle: in the pending list */
+    int embedded;       /* allocated with its handle (struct solo): ring_wait frees both */
+    struct entry *next; /* the queue; then a cycle's scratch lists */
     struct entry *pprev, *pnext; /* cycle: the pending list, in submission order */
 };
 
@@ -83,9 +85,18 @@ struct ring__engine {
     struct entry **att_ent; /* cycle: the attached entries, in bit order */
     void *ctl_scratch;      /* cycle: the control round's messages (ring__ctl_scratch_bytes) */
 
+    /* Spare struct solo, linked through en.next, so that a step of many small tensors costs
+     * no malloc or free per tensor (glibc keeps only 7 blocks of a size per thread): ring_wait
+     * pushes what it is done with onto freed without a lock; submissions take from pool,
+     * under mu, and move all of freed there when it runs dry. Taking the whole list at once
+     * (one exchange) is what makes the lock-free push safe. There are never more than were
+     * in flight at once. */
+    _Atomic(struct solo *) freed;
+
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* under mu */
+    struct solo *pool;
     struct entry *qhead, **qtail;
     int nqueued;
     /* The last submission was a blocking call, or the program now waits. Written under mu;

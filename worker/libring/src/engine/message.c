@@ -48,11 +48,15 @@ int ring__request_copy(struct ring__request *dst, const struct ring__request *sr
 
 int ring__request_same(const struct ring__request *a, const struct ring__request *b)
 {
-    return strcmp(a->name, b->name) == 0 && a->type == b->type && a->dtype == b->dtype &&
-           a->op == b->op && a->root == b->root && a->process_set == b->process_set &&
-           (a->device >= 0) == (b->device >= 0) && a->group_size == b->group_size &&
-           a->count == b->count && a->prescale == b->prescale && a->postscale == b->postscale &&
-           a->ncounts == b->ncounts &&
+    return strcmp(a->name, b->name) == 0 && ring__request_same_params(a, b);
+}
+
+int ring__request_same_params(const struct ring__request *a, const struct ring__request *b)
+{
+    return a->type == b->type && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
+           a->process_set == b->process_set && (a->device >= 0) == (b->device >= 0) &&
+           a->group_size == b->group_size && a->count == b->count && a->prescale == b->prescale &&
+           a->postscale == b->postscale && a->ncounts == b->ncounts &&
            (a->ncounts == 0 || memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) == 0);
 }
 

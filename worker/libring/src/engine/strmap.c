@@ -24,7 +24,7 @@ struct ring__strmap_node {
 #define KEY_CAP_MIN 64
 
 /* FNV-1a: short keys, no adversary (names come from this job's own ranks). */
-static size_t hash(const char *s)
+size_t ring__strmap_hash(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (; *s; s++)
@@ -34,11 +34,14 @@ static size_t hash(const char *s)
 
 void *ring__strmap_get(const struct ring__strmap *m, const char *key)
 {
+    return ring__strmap_get_h(m, key, ring__strmap_hash(key));
+}
+
+void *ring__strmap_get_h(const struct ring__strmap *m, const char *key, size_t h)
+{
     struct ring__strmap_node *n;
-    size_t h;
     if (m->nbuckets == 0)
         return NULL;
-    h = hash(key);
     for (n = m->buckets[h % m->nbuckets]; n != NULL; n = n->next) {
         if (n->hash == h && strcmp(n->key, key) == 0)
             return n->value;
@@ -67,18 +70,21 @@ static int grow(struct ring__strmap *m)
     return 0;
 }
 
-int ring__strmap_put(struct ring__strmap *m, const char *key, void *value)
+/* Puts key (of hash h); an existing key keeps its value unless replace. Returns 0 when
+ * key was absent, 1 when present, or RING_ENOMEM. */
+static int put(struct ring__strmap *m, const char *key, size_t h, void *value, int replace)
 {
     struct ring__strmap_node *n;
-    size_t len = strlen(key), h = hash(key), k;
+    size_t len = strlen(key), k;
 
     if (m->count >= m->nbuckets && grow(m) < 0)
         return RING_ENOMEM;
     k = h % m->nbuckets;
     for (n = m->buckets[k]; n != NULL; n = n->next) {
         if (n->hash == h && strcmp(n->key, key) == 0) {
-            n->value = value;
-            return 0;
+            if (replace)
+                n->value = value;
+            return 1;
         }
     }
     if (m->spare != NULL && m->spare->cap > len) {
@@ -100,13 +106,27 @@ int ring__strmap_put(struct ring__strmap *m, const char *key, void *value)
     return 0;
 }
 
+int ring__strmap_put(struct ring__strmap *m, const char *key, void *value)
+{
+    int rc = put(m, key, ring__strmap_hash(key), value, 1);
+    return rc < 0 ? rc : 0;
+}
+
+int ring__strmap_add_h(struct ring__strmap *m, const char *key, size_t h, void *value)
+{
+    return put(m, key, h, value, 0);
+}
+
 void *ring__strmap_del(struct ring__strmap *m, const char *key)
 {
+    return ring__strmap_del_h(m, key, ring__strmap_hash(key));
+}
+
+void *ring__strmap_del_h(struct ring__strmap *m, const char *key, size_t h)
+{
     struct ring__strmap_node **pp;
-    size_t h;
     if (m->nbuckets == 0)
         return NULL;
-    h = hash(key);
     for (pp = &m->buckets[h % m->nbuckets]; *pp != NULL; pp = &(*pp)->next) {
         if ((*pp)->hash == h && strcmp((*pp)->key, key) == 0) {
             struct ring__strmap_node *n = *pp;
