@@ -5,8 +5,8 @@
  * with weight and bias, the classifier), each scaled to a quarter of its elements so the
  * step moves about 25 MB of float32 on a 2-core machine.
  *
- *   ringrun -np 4 bench_engine [--mode step|single|tiny|bare] [--steps N] [--warmup N] [--json]
- *                              [--label L]
+ *   ringrun -np 4 bench_engine [--mode step|single|tiny|tiny-grouped|bare] [--steps N]
+ *                              [--warmup N] [--json] [--label L]
  *
  * step:   submit all 161 tensors in backward order (classifier first), then wait for all;
  *         fusion and cache as the environment sets them (RING_FUSION_THRESHOLD=0 turns
@@ -14,6 +14,8 @@
  * single: one allreduce of the same total bytes: the bound a fused step approaches.
  * tiny:   the same 161 names with one element each: the step is then the engine's own
  *         cost (negotiation through the cache, one fused allreduce of 644 bytes).
+ * tiny-grouped: the same 161 one-element tensors as one grouped allreduce "grad" (whose
+ *         members are named grad/0 .. grad/160, as in tiny), one handle to wait for.
  * bare:   one blocking allreduce of those 644 bytes: what the tiny step is held against.
  *
  * --warmup N untimed steps first (2, which fill the cache); with RING_AUTOTUNE=1, enough
@@ -89,9 +91,10 @@ static void die(int rc, const char *what)
 int main(int argc, char **argv)
 {
     const char *mode = "step", *label = NULL;
-    int steps = 20, warmup = 2, json = 0, rc, rank, size, bare, n = resnet50();
+    int steps = 20, warmup = 2, json = 0, rc, rank, size, bare, grouped, n = resnet50();
     size_t total = 0;
     float *bufs[NT], *big;
+    const void *gsend[NT];
     double *t;
     struct ring_engine_stats s0, s1;
     uint64_t cycles = 0, neg_us = 0, names = 0, rode = 0; /* over the timed steps only */
@@ -111,15 +114,17 @@ int main(int argc, char **argv)
             printf("bench_engine %s\n", RING_VERSION_STRING);
             return 0;
         } else {
-            fprintf(stderr, "usage: bench_engine [--mode step|single|tiny|bare] [--steps N] "
+            fprintf(stderr, "usage: bench_engine [--mode step|single|tiny|tiny-grouped|bare] "
+                            "[--steps N] "
                             "[--warmup N] [--json] "
                             "[--label L]\n");
             return 2;
         }
     }
+    grouped = strcmp(mode, "tiny-grouped") == 0;
     if (n != NT || steps < 5 || warmup < 1 ||
         (strcmp(mode, "step") != 0 && strcmp(mode, "single") != 0 && strcmp(mode, "tiny") != 0 &&
-         strcmp(mode, "bare") != 0)) {
+         strcmp(mode, "bare") != 0 && !grouped)) {
         fprintf(stderr, "bench_engine: bad mode, fewer than 5 steps or no warm-up step\n");
         return 2;
     }
@@ -128,12 +133,13 @@ int main(int argc, char **argv)
     rank = ring_rank();
     size = ring_size();
     bare = strcmp(mode, "bare") == 0;
-    if (strcmp(mode, "tiny") == 0 || bare) {
+    if (strcmp(mode, "tiny") == 0 || bare || grouped) {
         for (int i = 0; i < NT; i++)
             sizes[i] = 1;
     }
     for (int i = 0; i < NT; i++) {
         snprintf(tnames[i], sizeof(tnames[i]), "grad/%d", i);
+        gsend[i] = RING_IN_PLACE;
         total += sizes[i];
         if ((bufs[i] = malloc(sizes[i] * sizeof(float))) == NULL)
             die(RING_ENOMEM, "malloc");
@@ -157,6 +163,13 @@ int main(int argc, char **argv)
         if (strcmp(mode, "single") == 0 || bare) {
             if ((rc = ring_allreduce(RING_IN_PLACE, big, total, RING_FLOAT32, RING_SUM)) != 0)
                 die(rc, "allreduce");
+        } else if (grouped) {
+            ring_handle_t *h;
+            if ((rc = ring_grouped_allreduce_async("grad", NT, gsend, (void *const *)bufs, sizes,
+                                                   RING_FLOAT32, RING_AVERAGE, RING_GLOBAL, &h)) !=
+                    0 ||
+                (rc = ring_wait(h)) != 0)
+                die(rc, "grouped allreduce");
         } else {
             ring_handle_t *h[NT];
             for (int i = NT - 1; i >= 0; i--) { /* backward: the classifier's gradient first */
@@ -197,6 +210,7 @@ int main(int argc, char **argv)
         const char *impl = label                         ? label
                            : strcmp(mode, "single") == 0 ? "single-allreduce"
                            : strcmp(mode, "tiny") == 0   ? "engine-tiny"
+                           : grouped                     ? "engine-tiny-grouped"
                            : bare                        ? "bare-allreduce"
                                                          : "engine";
         qsort(t, (size_t)steps, sizeof(double), cmp);

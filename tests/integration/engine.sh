@@ -89,10 +89,20 @@ for np in 2 3 4; do
     expect_in out "ride_check: ok"
     [ "$(grep -c 'mismatch: RING_EMISMATCH: .*ride/3' "$WORK/out")" = $np ] ||
         { cat "$WORK/out" "$WORK/err"; fail "ride_check at np $np: not every rank got the mismatch"; }
+    [ "$(grep -c 'group mismatch: RING_EMISMATCH: .*rgroup/' "$WORK/out")" = $np ] ||
+        { cat "$WORK/out" "$WORK/err"; fail "ride_check at np $np: not every rank got the group's mismatch"; }
     grep 'done in the control round' "$WORK/out"
 done
-ok "steps of small cached tensors (mixed dtypes, ops, scales; uneven sets; too big to ride)" \
-    "give the right results at np 2, 3, 4; a mismatch in a cached step fails on every rank"
+ok "steps of small cached tensors and a grouped allreduce (mixed dtypes, ops, scales; uneven" \
+    "sets; too big to ride) give the right results at np 2, 3, 4; a mismatch in a cached step" \
+    "fails on every rank, in a group for the whole group"
+
+RING_CACHE_CAPACITY=8 run -np 3 "$RIDE_CHECK" small-cache
+expect_in out "ride_check: ok"
+[ "$(grep -c 'group mismatch: RING_EMISMATCH: .*rgroup/' "$WORK/out")" = 3 ] ||
+    { cat "$WORK/out" "$WORK/err"; fail "ride_check small-cache: not every rank got the group's mismatch"; }
+ok "with a cache smaller than a step (some of a group's members evicted), groups still run" \
+    "whole and right"
 
 run -np 4 "$ENGINE_CHECK" cache
 expect_in out "after warm-up: 0 names to the coordinator"

@@ -6,9 +6,15 @@
  * whose tensors do not fit in one round, with ranks that hold different sets of tensors
  * when a cycle starts, and with a mismatch in a cached step, which must fail on every rank
  * for that tensor alone while the rest of the step completes; and a large batch while a
- * rank has joined.
+ * rank has joined. Each step also has a grouped allreduce, whose members are cached and
+ * ride like single tensors, and fire only together; a mismatch in one member fails the
+ * whole group on every rank.
  *
- *   ringrun -np N ride_check
+ *   ringrun -np N ride_check [small-cache]
+ *
+ * small-cache: run with a cache too small for a step (RING_CACHE_CAPACITY=8): the cache
+ * evicts some of the group's members and not others, and the group must still run whole,
+ * through the coordinator. Then steps are negotiated, which is not checked against.
  *
  * How many tensors rode is printed, not checked: it depends on how the ranks' cycles meet.
  */
@@ -22,7 +28,7 @@ static int rank, size;
 
 #include "rank_check.h"
 
-enum { NT = 40, STEPS = 24, BIG = 20000 };
+enum { NT = 40, STEPS = 24, BIG = 20000, NG = 6 };
 
 struct tensor {
     char name[32];
@@ -40,7 +46,6 @@ struct tensor {
 
 static struct tensor t[NT];
 static float big[BIG];
-
 /* Tensor k's kind: mostly float32 (average, sum with scales), some float64 and int32. */
 static void describe(int k)
 {
@@ -106,6 +111,50 @@ static void check(int k, int s)
     }
 }
 
+/* The group: member m has 1 + m % 3 float32 elements, summed. */
+static float gv[NG][3];
+static ring_handle_t *gh;
+
+static size_t gcount(int m)
+{
+    return 1 + (size_t)(m % 3);
+}
+
+/* Submits the group; with bad, member 2 has one element more on the last rank. */
+static int submit_group(int bad)
+{
+    const void *sb[NG];
+    void *rb[NG];
+    size_t n[NG];
+    for (int m = 0; m < NG; m++) {
+        sb[m] = RING_IN_PLACE;
+        rb[m] = gv[m];
+        n[m] = gcount(m) + (bad && m == 2 && rank == size - 1 ? 1 : 0);
+    }
+    return ring_grouped_allreduce_async("rgroup", NG, sb, rb, n, RING_FLOAT32, RING_SUM,
+                                        RING_GLOBAL, &gh);
+}
+
+static void fill_group(int s)
+{
+    for (int m = 0; m < NG; m++)
+        for (size_t e = 0; e < gcount(m); e++)
+            gv[m][e] = (float)input(rank, 100 + m, (int)e, s);
+}
+
+static void check_group(int s)
+{
+    for (int m = 0; m < NG; m++) {
+        for (size_t e = 0; e < gcount(m); e++) {
+            double want = 0;
+            for (int r = 0; r < size; r++)
+                want += input(r, 100 + m, (int)e, s);
+            CHECK(fabs(gv[m][e] - want) <= 1e-5 * want, "step %d: rgroup/%d[%zu] is %g, not %g", s,
+                  m, e, gv[m][e], want);
+        }
+    }
+}
+
 static int submit(int k, size_t count)
 {
     struct tensor *x = &t[k];
@@ -123,10 +172,13 @@ static void step(int s, int with_big, int late)
     ring_handle_t *hb = NULL;
     for (int k = 0; k < NT; k++)
         fill(k, s);
+    fill_group(s);
     for (int j = 0; j < NT; j++) {
         int k = (j + rank * 7) % NT;
         if (k != late || rank != 0)
             OK(submit(k, t[k].count), t[k].name);
+        if (j == (rank * 13) % NT) /* the group somewhere else on every rank */
+            OK(submit_group(0), "rgroup");
     }
     if (with_big) {
         for (int i = 0; i < BIG; i++)
@@ -150,14 +202,16 @@ static void step(int s, int with_big, int late)
         OK(ring_wait(hb), "ride/big");
         CHECK(big[0] == (float)size && big[BIG - 1] == (float)size, "big %g", big[0]);
     }
+    OK(ring_wait(gh), "rgroup");
     for (int k = 0; k < NT; k++)
         check(k, s);
+    check_group(s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     struct ring_engine_stats s0, s1;
-    int rc, bad = 3;
+    int rc, bad = 3, small = argc > 1 && strcmp(argv[1], "small-cache") == 0;
 
     if ((rc = ring_init()) != 0) {
         fprintf(stderr, "ring_init: %s (%s)\n", ring_strerror(rc), ring_last_error());
@@ -173,8 +227,8 @@ int main(void)
         step(s, s % 6 == 5, s % 6 == 2 ? 11 : -1);
     OK(ring_engine_stats(&s1), "stats");
     printf("rank %d: %llu of %d cached tensors done in the control round\n", rank,
-           (unsigned long long)(s1.fast_path - s0.fast_path), STEPS * NT);
-    CHECK(s1.coordinator_names == s0.coordinator_names, "cached steps were negotiated");
+           (unsigned long long)(s1.fast_path - s0.fast_path), STEPS * (NT + NG));
+    CHECK(small || s1.coordinator_names == s0.coordinator_names, "cached steps were negotiated");
 
     /* A count mismatch in a cached step: the last rank's tensor no longer matches its cache
      * entry. Every rank gets the usual error for it, and the rest of the step is right. */
@@ -182,6 +236,11 @@ int main(void)
         fill(k, 100);
     for (int k = 0; k < NT; k++)
         OK(submit(k, k == bad && rank == size - 1 ? t[k].count + 1 : t[k].count), t[k].name);
+    OK(submit_group(1), "rgroup");
+    rc = ring_wait(gh);
+    CHECK(rc == RING_EMISMATCH && strstr(ring_last_error(), "rgroup/"),
+          "the group's mismatch gave %s: %s", ring_err_name(rc), ring_last_error());
+    printf("rank %d: group mismatch: RING_EMISMATCH: %s\n", rank, ring_last_error());
     for (int k = 0; k < NT; k++) {
         rc = ring_wait(t[k].h);
         if (k == bad) {

@@ -82,6 +82,22 @@ static int check_counts(const char *what, const char *name, const size_t *counts
     return check_bytes(what, name, sum, 1, dtype);
 }
 
+/* Writes i in decimal at p, with its NUL (snprintf was a fifth of a grouped submission).
+ * Returns the number of digits. */
+static size_t member_index(char *p, unsigned i)
+{
+    char d[12];
+    size_t n = 0, len;
+    do
+        d[n++] = (char)('0' + i % 10);
+    while ((i /= 10) > 0);
+    len = n;
+    while (n > 0)
+        *p++ = d[--n];
+    *p = '\0';
+    return len;
+}
+
 /* Fills the fields every request has and checks the process set; sets *set_rank/size. */
 static int base_request(struct ring__engine *e, struct ring__request *r, int type, const char *name,
                         ring_dtype_t dtype, ring_process_set_t ps, int *set_rank, int *set_size)
@@ -215,6 +231,8 @@ int ring_grouped_allreduce_async(const char *name, int n, const void *const *sen
                                  ring_op_t op, ring_process_set_t ps, ring_handle_t **handle)
 {
     struct ring__submit *subs;
+    struct ring__request first;
+    size_t plen;
     int rc, sr, ss;
     struct ring__engine *e = engine(&rc);
 
@@ -229,25 +247,35 @@ int ring_grouped_allreduce_async(const char *name, int n, const void *const *sen
         return ring__err(RING_EINVAL, "grouped allreduce '%s': name too long", name);
     if ((rc = check_counts("grouped allreduce", name, counts, n, dtype)) < 0)
         return rc;
-    subs = calloc((size_t)n, sizeof(*subs));
+    /* What the members share is checked once, on member 0; each then differs from it only
+     * in its name (the group's, which check_name passed, and "/<i>"), count and buffers. */
+    {
+        char member[RING__NAME_MAX + 1];
+        snprintf(member, sizeof(member), "%s/0", name);
+        if ((rc = base_request(e, &first, RING__ALLREDUCE, member, dtype, ps, &sr, &ss)) < 0 ||
+            (rc = reduce_args(&first, member, dtype, op, 1.0, 1.0)) < 0)
+            return rc;
+        first.group_size = n;
+        plen = strlen(first.name) - 1; /* the qualified name up to the '/' */
+        /* The last member's index is the longest (a process set's prefix counts too). */
+        if (plen + member_index(member, (unsigned)(n - 1)) > RING__NAME_MAX)
+            return ring__err(RING_EINVAL, "grouped allreduce '%s': name too long", name);
+    }
+    subs = malloc((size_t)n * sizeof(*subs));
     if (subs == NULL)
         return ring__err(RING_ENOMEM, "grouped allreduce: out of memory");
     for (int i = 0; i < n && rc == 0; i++) {
-        char member[RING__NAME_MAX + 1];
+        struct ring__request *r = &subs[i].req;
         const void *sb = sendbufs[i] == RING_IN_PLACE ? recvbufs[i] : sendbufs[i];
-        snprintf(member, sizeof(member), "%s/%d", name, i);
-        if ((rc = base_request(e, &subs[i].req, RING__ALLREDUCE, member, dtype, ps, &sr, &ss)) <
-                0 ||
-            (rc = reduce_args(&subs[i].req, member, dtype, op, 1.0, 1.0)) < 0)
-            break;
+        ring__request_assign(r, &first);
+        member_index(r->name + plen, (unsigned)i); /* fits: checked for the longest above */
         if (counts[i] > 0 && (sb == NULL || recvbufs[i] == NULL)) {
-            rc = ring__err(RING_EINVAL, "grouped allreduce '%s': NULL buffer", member);
+            rc = ring__err(RING_EINVAL, "grouped allreduce '%s': NULL buffer", r->name);
             break;
         }
-        if ((rc = located(&subs[i].req, member, sb, recvbufs[i])) < 0)
+        if ((rc = located(r, r->name, sb, recvbufs[i])) < 0)
             break;
-        subs[i].req.count = counts[i];
-        subs[i].req.group_size = n;
+        r->count = counts[i];
         subs[i].sendbuf = sb;
         subs[i].recvbuf = recvbufs[i];
     }

@@ -131,22 +131,16 @@ struct entry *ring__eng_pending_get(struct ring__engine *e, const char *name)
 }
 
 /*
- * Takes en out of the tables and completes its part of the handle; then frees it, unless
- * it is embedded (its waiter frees it with the handle, and may do so as soon as the
- * handle is done: nothing touches en after that). Under mu; returns en when the caller
- * must free it (after dropping mu), else NULL.
+ * Takes en out of the tables and completes its part of the handle. Every entry lives in
+ * its handle's allocation (struct solo, struct group), which the waiter frees as soon as
+ * the handle is done: nothing may touch en after this. Under mu.
  */
-static struct entry *finish_entry(struct ring__engine *e, struct entry *en, int status,
-                                  const char *msg)
+static void finish_entry(struct ring__engine *e, struct entry *en, int status, const char *msg)
 {
-    struct ring_handle *h = en->handle;
-    int embedded = en->embedded;
-
     ring__strmap_del_h(&e->inflight, en->req.name, en->hash);
     if (en->req.counts != NULL)
         ring__request_clear(&en->req);
-    ring__eng_finish_handle(e, h, status, msg);
-    return embedded ? NULL : en;
+    ring__eng_finish_handle(e, en->handle, status, msg);
 }
 
 /* Removes a completed entry and completes its part of the handle. */
@@ -156,9 +150,8 @@ void ring__eng_complete(struct ring__engine *e, struct entry *en, int status, co
         pending_remove(e, en);
     pthread_mutex_lock(&e->mu);
     e->stats.tensors++;
-    en = finish_entry(e, en, status, msg);
+    finish_entry(e, en, status, msg);
     pthread_mutex_unlock(&e->mu);
-    free(en);
 }
 
 void ring__eng_complete_batch(struct ring__engine *e, struct entry **en, int n)
@@ -171,19 +164,18 @@ void ring__eng_complete_batch(struct ring__engine *e, struct entry **en, int n)
     for (int i = 0; i < n; i++) {
         if (en[i] != NULL) {
             e->stats.tensors++;
-            en[i] = finish_entry(e, en[i], 0, NULL);
+            finish_entry(e, en[i], 0, NULL);
+            en[i] = NULL;
         }
     }
     pthread_mutex_unlock(&e->mu);
-    for (int i = 0; i < n; i++)
-        free(en[i]);
 }
 
 /* The engine cannot go on: every queued and pending request fails with err, and so will
  * every later submission. */
 void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
 {
-    struct entry *en, *next, *dead = NULL;
+    struct entry *en, *next;
 
     /* First refuse new work, so that a caller woken by the failures below and submitting
      * again is told the engine is gone rather than queued behind it. */
@@ -197,12 +189,8 @@ void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
     }
     pthread_mutex_lock(&e->mu);
     for (en = e->qhead; en != NULL; en = next) {
-        struct entry *mine;
-        next = en->next;
-        if ((mine = finish_entry(e, en, err, msg)) != NULL) {
-            mine->next = dead;
-            dead = mine;
-        }
+        next = en->next; /* en may be freed once finished */
+        finish_entry(e, en, err, msg);
     }
     e->qhead = NULL;
     e->qtail = &e->qhead;
@@ -213,10 +201,6 @@ void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg)
     e->wake_waiters = 0;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
-    for (; dead != NULL; dead = next) {
-        next = dead->next;
-        free(dead);
-    }
     ring__log(RING_LOG_ERROR, "engine stopped: %s", msg);
 }
 
@@ -534,8 +518,7 @@ static int refuse(struct ring__engine *e)
 }
 
 /* Fills every field of en but req (the caller copies that in) and hash. */
-static void entry_init(struct entry *en, const struct ring__submit *sub, struct ring_handle *h,
-                       int embedded)
+static void entry_init(struct entry *en, const struct ring__submit *sub, struct ring_handle *h)
 {
     en->sendbuf = sub->sendbuf;
     en->recvbuf = sub->recvbuf;
@@ -543,7 +526,6 @@ static void entry_init(struct entry *en, const struct ring__submit *sub, struct 
     en->submit_us = 0;
     en->bit = -1;
     en->taken = 0;
-    en->embedded = embedded;
     en->next = en->pprev = en->pnext = NULL;
 }
 
@@ -586,13 +568,8 @@ static void handle_free(struct ring__engine *e, struct ring_handle *h)
 /* Frees a list of entries that were never queued, and their handle. */
 static void free_unqueued(struct entry *first, struct ring_handle *h)
 {
-    while (first != NULL) {
-        struct entry *next = first->next;
+    for (; first != NULL; first = first->next) /* each in h's allocation */
         ring__request_clear(&first->req);
-        if (!first->embedded)
-            free(first);
-        first = next;
-    }
     free(h);
 }
 
@@ -607,18 +584,19 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
     /* A step submits each of its tensors on its own: handle and entry in one block, from the
      * pool (below, under mu), with no zeroing of the handle's message buffer. */
     if (n > 1) {
-        if ((h = malloc(sizeof(*h))) == NULL)
-            return ring__err(RING_ENOMEM, "out of memory for a handle");
+        struct group *g = malloc(sizeof(*g) + (size_t)n * sizeof(g->en[0]));
+        if (g == NULL)
+            return ring__err(RING_ENOMEM, "out of memory for a group of %d", n);
+        h = &g->h;
         handle_init(h, n, 0);
     }
     for (int i = 0; n > 1 && i < n; i++) {
-        struct entry *en = malloc(sizeof(*en));
-        if (en == NULL || ring__request_copy(&en->req, &subs[i].req) < 0) {
-            free(en);
+        struct entry *en = &((struct group *)h)->en[i];
+        if (ring__request_copy(&en->req, &subs[i].req) < 0) {
             rc = ring__err(RING_ENOMEM, "out of memory queuing '%s'", subs[i].req.name);
             break;
         }
-        entry_init(en, &subs[i], h, 0);
+        entry_init(en, &subs[i], h);
         en->hash = ring__strmap_hash(en->req.name);
         *tail = en;
         tail = &en->next;
@@ -634,7 +612,7 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
         } else {
             h = &s->h;
             handle_init(h, 1, 1);
-            entry_init(&s->en, &subs[0], h, 1);
+            entry_init(&s->en, &subs[0], h);
             s->en.hash = hash1;
             first = &s->en;
             tail = &s->en.next;
@@ -719,7 +697,7 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     h = &s->h;
     en = &s->en;
     handle_init(h, 1, 1);
-    entry_init(en, sub, h, 1);
+    entry_init(en, sub, h);
     if (ring__request_copy(&en->req, r) < 0) {
         free(s);
         return 0;

@@ -40,8 +40,8 @@ const char *ring__optype_name(int type);
  * The struct owns counts (free with ring__request_clear).
  */
 struct ring__request {
-    char name[RING__NAME_MAX + 1];
-    int type; /* enum ring__optype */
+    char name[RING__NAME_MAX + 1]; /* first: ring__request_assign copies the rest at once */
+    int type;                      /* enum ring__optype */
     int dtype, op;
     int root; /* broadcast, relative to the set */
     int process_set;
@@ -54,6 +54,8 @@ struct ring__request {
 };
 
 void ring__request_clear(struct ring__request *r);
+/* *dst = *src, but only the name's bytes up to its NUL; shallow (dst->counts is src's). */
+void ring__request_assign(struct ring__request *dst, const struct ring__request *src);
 /* Deep copy. Returns 0 or RING_ENOMEM. */
 int ring__request_copy(struct ring__request *dst, const struct ring__request *src);
 /* 1 when two requests agree on everything that must match across ranks. */

@@ -303,10 +303,33 @@ static int settle(struct ring__engine *e)
     return e->cycle_seq != seq;
 }
 
+/*
+ * A group fires from the cache only whole: when one of its members is not cached (the
+ * cache evicted it, or it was cached with other parameters), none of them uses its bit, and
+ * the group goes to the coordinator as a whole, which waits for all of its members. Every
+ * rank's cache is the same, so every rank makes the same choice. A group's members are
+ * queued together, so they sit next to each other in the pending list, from first on.
+ */
+static void group_bits(struct entry *first)
+{
+    for (struct entry *en = first, *next; en != NULL; en = next) {
+        int whole = 1;
+        next = en->pnext;
+        if (en->req.group_size <= 1)
+            continue;
+        for (; next != NULL && next->handle == en->handle; next = next->pnext)
+            whole &= next->bit >= 0;
+        if (whole && en->bit >= 0)
+            continue;
+        for (struct entry *m = en; m != next; m = m->pnext)
+            m->bit = -1;
+    }
+}
+
 /* Moves the queued submissions into the pending list. */
 static void take_queue(struct ring__engine *e)
 {
-    struct entry *en, *next;
+    struct entry *en, *next, *first;
     pthread_mutex_lock(&e->mu);
     en = e->qhead;
     e->qhead = NULL;
@@ -320,6 +343,7 @@ static void take_queue(struct ring__engine *e)
         pthread_cond_broadcast(&e->cv); /* ring__engine_timeline waits for it */
     }
     pthread_mutex_unlock(&e->mu);
+    first = en;
     for (; en != NULL; en = next) {
         next = en->next;
         en->bit = ring__cache_lookup_h(&e->cache, &en->req, en->hash);
@@ -328,6 +352,7 @@ static void take_queue(struct ring__engine *e)
             ring__timeline_phase(e->timeline, en->req.name, "NEGOTIATE", 1,
                                  en->submit_us != 0 ? en->submit_us : ring__now_us(), NULL);
     }
+    group_bits(first);
 }
 
 int ring__eng_attachable(const struct ring__engine *e, const struct ring__request *r)
@@ -339,7 +364,7 @@ int ring__eng_attachable(const struct ring__engine *e, const struct ring__reques
         return 0;
     if (r->type == RING__BARRIER)
         return 1;
-    return r->type == RING__ALLREDUCE && r->group_size <= 1 &&
+    return r->type == RING__ALLREDUCE &&
            r->count <= RING__ATTACH_MAX / ring_dtype_size((ring_dtype_t)r->dtype) &&
            !(e->compression >= 0 && r->dtype == RING_FLOAT32 &&
              (r->op == RING_SUM || r->op == RING_AVERAGE));
@@ -621,6 +646,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     if (nresp > 0) {
         for (struct entry *en = e->phead; en != NULL; en = en->pnext)
             en->bit = ring__cache_lookup_h(&e->cache, &en->req, en->hash);
+        group_bits(e->phead);
     }
 
     /* Join: complete when nobody is left working; the last to join is the highest rank

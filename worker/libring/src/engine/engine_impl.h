@@ -47,7 +47,6 @@ struct entry {
     int64_t submit_us;  /* only with a timeline open, else 0 */
     int bit;            /* cache bit, or -1 */
     int taken;          /* cycle: in the pending list */
-    int embedded;       /* allocated with its handle (struct solo): ring_wait frees both */
     struct entry *next; /* the queue; then a cycle's scratch lists */
     struct entry *pprev, *pnext; /* cycle: the pending list, in submission order */
 };
@@ -57,6 +56,12 @@ struct entry {
 struct solo {
     struct ring_handle h;
     struct entry en;
+};
+
+/* A grouped allreduce: the handle and its members' entries in one allocation. */
+struct group {
+    struct ring_handle h;
+    struct entry en[];
 };
 
 struct stall {
@@ -169,7 +174,7 @@ void ring__eng_finish_handle(struct ring__engine *e, struct ring_handle *h, int 
 void ring__eng_pending_add(struct ring__engine *e, struct entry *en);
 /* The pending entry named name, or NULL (cycle). */
 struct entry *ring__eng_pending_get(struct ring__engine *e, const char *name);
-/* Completes en (removing it from the pending list) with status and msg. An embedded entry
+/* Completes en (removing it from the pending list) with status and msg. The entry
  * may be freed by its waiter as soon as this returns. */
 void ring__eng_complete(struct ring__engine *e, struct entry *en, int status, const char *msg);
 /* Completes the n entries en[] (NULLs skipped) successfully, taking mu once. */

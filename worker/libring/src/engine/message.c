@@ -7,6 +7,7 @@
  * still checks every length against the end of the buffer, so a corrupt message gives
  * RING_EPROTO instead of a wild read.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,14 @@ const char *ring__optype_name(int type)
     return type >= 0 && type < RING__OPTYPE_COUNT ? optype_names[type] : "unknown";
 }
 
+void ring__request_assign(struct ring__request *dst, const struct ring__request *src)
+{
+    /* The name is most of the struct and usually a few bytes long; it comes first. */
+    const size_t rest = offsetof(struct ring__request, type);
+    memcpy(dst->name, src->name, strlen(src->name) + 1);
+    memcpy((char *)dst + rest, (const char *)src + rest, sizeof(*dst) - rest);
+}
+
 void ring__request_clear(struct ring__request *r)
 {
     free(r->counts);
@@ -33,7 +42,7 @@ void ring__request_clear(struct ring__request *r)
 
 int ring__request_copy(struct ring__request *dst, const struct ring__request *src)
 {
-    *dst = *src;
+    ring__request_assign(dst, src);
     dst->counts = NULL;
     if (src->ncounts > 0) {
         dst->counts = malloc(src->ncounts * sizeof(uint64_t));
