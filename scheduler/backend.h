@@ -150,7 +150,9 @@ struct backend_ops {
      * RING_ATTEMPT, RING_RUN_DIR, RING_CHECKPOINT_DIR, and through ringrun RING_RANK, ...,
      * CUDA_VISIBLE_DEVICES), as s->uid/s->gid when ringd runs as root. Writes the attempt's
      * backend id (NUL-terminated, at most idlen bytes) to id: a process group, a Slurm job
-     * id. Returns 0, or -1 with err (nothing was left running).
+     * id. Returns 0, or -1 with err (nothing was left running); errno EAGAIN when the
+     * resource manager could not be reached (slurmctld down or busy), which is not the
+     * job's fault: the loop queues it again without counting a failed attempt.
      */
     int (*start)(void *ctx, const struct backend_start *s, char *id, size_t idlen,
                  struct error *err);

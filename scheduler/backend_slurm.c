@@ -358,8 +358,13 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
     d.environment = env;
     d.env_size = nenv;
     if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS || resp == NULL) {
-        errno = EIO;
-        errprintf(err, "Slurm refused the job: %s", slurm_err());
+        int e = slurm_get_errno();
+        /* slurmctld down or busy: nothing was submitted, and the loop tries again later
+         * without holding it against the job (backend.h). */
+        errprintf(err, "%s: %s",
+                  slurm_unreachable(e) ? "slurmctld cannot be reached" : "Slurm refused the job",
+                  slurm_strerror(e));
+        errno = slurm_unreachable(e) ? EAGAIN : EIO;
         goto out;
     }
     if ((j = calloc(1, sizeof(*j))) == NULL) { /* cannot track it: do not leave it behind */

@@ -16,6 +16,8 @@
 
 /* Backoff after the n-th failure: 2^(n-1) s, at most a minute, as systemd and Kubernetes do. */
 #define BACKOFF_MAX_S 60
+/* A start the resource manager could not take (slurmctld down): tried again this often. */
+#define UNREACHABLE_RETRY_S 5
 /* After SIGKILL, look again this often until the attempt is reaped. */
 #define REKILL_S 1.0
 
@@ -64,7 +66,7 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
     json_t *spec = NULL;
     char run[4200], ckpt[4200], id[64], why[400], user[64] = "";
     double now = l->b->now(l->bctx);
-    int attempt = j->attempts + 1, offline = placement_offline(l->cluster, p);
+    int attempt = j->attempts + 1, offline = placement_offline(l->cluster, p), unreachable = 0;
 
     if (offline || !usage_fits(&l->used, p, j->cpw)) {
         loop__say(l, offline ? "info" : "error", j->id, "%s; it waits for the next pass",
@@ -109,6 +111,7 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
         .user = user[0] ? user : NULL,
     };
     if (l->b->start(l->bctx, &s, id, sizeof(id), &err) < 0) {
+        unreachable = errno == EAGAIN;
         snprintf(why, sizeof(why), "attempt %d could not start: %s", attempt, err.text);
         goto failed;
     }
@@ -152,9 +155,19 @@ failed : {
         placement_clear(&j->reserved);
         j->has_reserved = 0;
     }
-    state = failure(l, j, now, msg, sizeof(msg), why);
+    if (unreachable) {
+        /* Not the job's doing: it waits, its attempt number unused, and no restart is spent. */
+        j->attempts--;
+        j->not_before = now + UNREACHABLE_RETRY_S;
+        if (j->not_before < l->next_backoff)
+            l->next_backoff = j->not_before;
+        snprintf(msg, sizeof(msg), "%s; it waits and is tried again in %d s", why,
+                 UNREACHABLE_RETRY_S);
+        state = "QUEUED";
+    } else
+        state = failure(l, j, now, msg, sizeof(msg), why);
     sched = loop__sched_of(j);
-    loop__say(l, "error", j->id, "%s", msg);
+    loop__say(l, unreachable ? "warning" : "error", j->id, "%s", msg);
     if (l->jo->transition(l->jctx, j, state, strcmp(state, "FAILED") ? "retry" : "failed", msg,
                           &sched, &err) < 0)
         loop__say(l, "error", j->id, "cannot record the failed start: %s", err.text);

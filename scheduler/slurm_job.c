@@ -86,6 +86,27 @@ char *slurm_script(enum slurm_launcher launcher, int grace_s, int gpus_per_task,
     return out;
 }
 
+int slurm_unreachable(int e)
+{
+    switch (e) {
+    case EAGAIN:
+    case SLURM_COMMUNICATIONS_CONNECTION_ERROR:
+    case SLURM_COMMUNICATIONS_SEND_ERROR:
+    case SLURM_COMMUNICATIONS_RECEIVE_ERROR:
+    case SLURM_COMMUNICATIONS_SHUTDOWN_ERROR:
+    case SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR:
+    case SLURMCTLD_COMMUNICATIONS_SEND_ERROR:
+    case SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR:
+    case SLURMCTLD_COMMUNICATIONS_SHUTDOWN_ERROR:
+    case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
+    case ESLURM_IN_STANDBY_MODE:
+    case ESLURM_IN_STANDBY_USE_BACKUP:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* Slurm's reasons that say why a job ended or still waits, in ringd's words. */
 static const char *reason_text(uint16_t r)
 {

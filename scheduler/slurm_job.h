@@ -82,6 +82,13 @@ void slurm_outcome(const slurm_job_info_t *j, struct slurm_outcome *out);
  */
 int slurm_check_ranks_started(const char *run_dir, int ntasks, struct slurm_outcome *out);
 
+/*
+ * Whether Slurm error e (slurm_get_errno()) means that slurmctld could not be reached or
+ * was too busy to answer (a connection refused or timed out, a controller in standby,
+ * "temporarily unable to accept"): nothing was done, and the same call may work later.
+ */
+int slurm_unreachable(int e);
+
 /* The count of gres name in a GRES string such as "gpu:2", "gpu:a100:4(S:0-1)" or
  * "gpu:2,mps:100"; 0 when absent. */
 int slurm_gres_count(const char *gres, const char *name);

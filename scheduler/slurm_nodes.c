@@ -18,6 +18,14 @@ static const char *slurm_err(void)
     return slurm_strerror(slurm_get_errno());
 }
 
+/* -1 with err saying why slurm_load_node failed, errno EIO (read before it is set). */
+static int node_error(struct error *err)
+{
+    errprintf(err, "slurm_load_node: %s", slurm_err());
+    errno = EIO;
+    return -1;
+}
+
 /*
  * Slurm's nodes; with a partition configured, each node's "partitions" filled in (Slurm
  * leaves it empty unless the partitions are loaded too). Returns 0 or -1 (slurm errno).
@@ -71,7 +79,7 @@ int slurm_nodes_describe(const char *partition, struct cluster **out, int *max_c
     int max_cpus = 0, max_gpus = 0;
 
     if (load_nodes(partition, &msg) < 0)
-        return errno = EIO, errprintf(err, "slurm_load_node: %s", slurm_err());
+        return node_error(err);
     if ((cl = cluster_create(0, 0, 0)) == NULL) {
         slurm_free_node_info_msg(msg);
         return errno = ENOMEM, errprintf(err, "out of memory");
@@ -109,7 +117,7 @@ int slurm_nodes_states(const char *partition, struct cluster *cl, struct error *
         return errno = ENOMEM, errprintf(err, "out of memory");
     if (load_nodes(partition, &msg) < 0) {
         free(seen);
-        return errno = EIO, errprintf(err, "slurm_load_node: %s", slurm_err());
+        return node_error(err);
     }
     for (uint32_t i = 0; i < msg->record_count; i++) {
         const node_info_t *n = &msg->node_array[i];

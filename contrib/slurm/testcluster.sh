@@ -10,6 +10,8 @@
 #   contrib/slurm/testcluster.sh stop DIR             cancel its jobs, stop every daemon
 #   contrib/slurm/testcluster.sh env DIR              print the exports to use it
 #   contrib/slurm/testcluster.sh status DIR           exit 0 when every daemon is up
+#   contrib/slurm/testcluster.sh ctld-stop DIR        an outage: slurmctld stops (saving its
+#   contrib/slurm/testcluster.sh ctld-start DIR       state), and comes back with it, jobs kept
 #
 # After start, DIR/env holds SLURM_CONF (for sinfo, sbatch, srun...) and, with --rest,
 # SLURMRESTD_URL, SLURMRESTD_USER and SLURMRESTD_TOKEN (a JWT) for REST clients, which send
@@ -33,7 +35,7 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 start DIR [--rest] | stop DIR | env DIR | status DIR" >&2
+    echo "usage: $0 start DIR [--rest] | stop DIR | env DIR | status DIR | ctld-stop DIR | ctld-start DIR" >&2
     exit 2
 }
 [ $# -ge 2 ] || usage
@@ -268,9 +270,19 @@ status() {
         { echo "testcluster: slurmctld does not answer" >&2; return 1; }
 }
 
+# An outage of the controller alone: the nodes and their jobs go on, and slurmctld comes back
+# with the state it saved (no -c, unlike a cluster's first start).
+ctld_start() {
+    export SLURM_CONF=$dir/slurm.conf
+    running slurmctld || slurmctld -f "$SLURM_CONF"
+    wait_for slurmctld 30 scontrol ping
+}
+
 case $cmd in
 start) start ;;
 stop) stop ;;
+ctld-stop) stop_daemon slurmctld ;;
+ctld-start) ctld_start ;;
 env) cat "$dir/env" ;;
 status) status ;;
 *) usage ;;

@@ -142,10 +142,21 @@ static const struct journal_ops journal = {
 
 /* ---- the sim backend, with its calls logged ---- */
 
+/* While set, the resource manager cannot be reached: starts fail with EAGAIN, as the Slurm
+ * backend's do while slurmctld is down. */
+static int manager_down;
+
 static int b_start(void *ctx, const struct backend_start *s, char *id, size_t idlen,
                    struct error *err)
 {
-    int rc = backend_sim_ops.start(ctx, s, id, idlen, err);
+    int rc;
+    if (manager_down) {
+        note("B start %s %d %d -> unreachable", s->job_id, s->attempt, s->placement->workers);
+        errprintf(err, "slurmctld cannot be reached (the test's outage)");
+        errno = EAGAIN;
+        return -1;
+    }
+    rc = backend_sim_ops.start(ctx, s, id, idlen, err);
     note("B start %s %d %d -> %s", s->job_id, s->attempt, s->placement->workers,
          rc == 0 ? id : "failed");
     return rc;
@@ -266,6 +277,7 @@ static void world_init(struct world *w, const char *policy, const char *options,
     logged.start = b_start;
     logged.signal = b_signal;
     nplaced = 0;
+    manager_down = 0;
     memset(node_down, 0, sizeof(node_down));
     ck_assert_int_eq(backend_sim_ops.init(&bc, &w->sim, &err), 0);
     lc.policy = policy_find(policy);
@@ -504,6 +516,37 @@ START_TEST(failed_starts_back_off_then_fail)
 }
 END_TEST
 
+/* A start that the resource manager could not take (slurmctld down) is not the job's
+ * failure: through an outage longer than its restarts' backoff would allow, the job waits,
+ * tried again every few seconds, spends no restart, and its first attempt starts as
+ * attempt 1 once the manager is back. */
+START_TEST(unreachable_manager_is_not_a_failed_start)
+{
+    struct world w;
+    int tries = 0;
+    world_init(&w, "fifo", "nodes=1,gpus=4,slots=8,start_s=1", 5);
+    manager_down = 1;
+    submit(&w, "a", 1, 1, 0); /* max_restarts 2: three failed starts would end it */
+    run_until(&w, 30);
+    for (int i = find(0, "B start a"); i >= 0; i = find(i + 1, "B start a"))
+        tries++;
+    ck_assert_int_ge(tries, 4);
+    ck_assert_int_le(tries, 8); /* spaced, not one per loop step */
+    ck_assert_int_lt(find(0, "J failed a"), 0);
+    ck_assert_ptr_nonnull(loop_job(w.l, "a"));
+    ck_assert_int_ge(find(0, "J retry a QUEUED"), 0);
+
+    manager_down = 0;
+    run_until(&w, 40);
+    if (find(0, "J started a 1 1") < 0)
+        dump();
+    ck_assert_int_ge(find(0, "J started a 1 1"), 0);
+    run_until(&w, 2000);
+    ck_assert_int_ge(find(0, "J ended a 1 0 SUCCEEDED"), 0);
+    world_free(&w);
+}
+END_TEST
+
 /* A model whose speed changes every 10 steps, so that the sim backend asks it again during
  * an attempt: job "j<i>" runs on i % 2 + 1 workers, and it counts placements that say
  * otherwise. */
@@ -736,6 +779,7 @@ int main(void)
                             stop_while_resizing_ends_stopped,
                             kill_after_the_grace_period,
                             failed_starts_back_off_then_fail,
+                            unreachable_manager_is_not_a_failed_start,
                             unrecorded_pass_changes_nothing,
                             switching_policy_causes_a_pass,
                             sim_model_gets_the_placement_after_the_attempts_grow,
