@@ -139,6 +139,17 @@ static void check_command(struct check *c, json_t *spec)
             bad(c, field, "%s must be a string", field);
         else if (i == 0 && json_string_length(arg) == 0)
             bad(c, field, "command[0], the program, must not be empty");
+        /* Without working_dir a job starts in its own new, empty run directory, where a
+         * program named relative to the directory can never be found (exit 127, seen only
+         * in the launcher's log): say so now. A bare name is looked up in PATH. */
+        else if (i == 0 && json_string_value(arg)[0] != '/' &&
+                 strchr(json_string_value(arg), '/') != NULL &&
+                 json_object_get(spec, "working_dir") == NULL)
+            bad(c, field,
+                "command[0] '%.100s' is relative to working_dir, which is not set (a job "
+                "starts in its own new run directory): give an absolute path or set "
+                "working_dir",
+                json_string_value(arg));
     }
 }
 

@@ -31,8 +31,7 @@ START_TEST(defaults_are_filled_in)
 {
     json_t *spec;
     char why[512];
-    ck_assert_int_eq(parse("{\"name\":\"a\",\"command\":[\"./train\"]}", &spec, why, sizeof(why)),
-                     0);
+    ck_assert_int_eq(parse("{\"name\":\"a\",\"command\":[\"train\"]}", &spec, why, sizeof(why)), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(spec, "workers"), "min")),
                      1);
     ck_assert_int_eq(json_integer_value(json_object_get(spec, "gpus_per_worker")), 0);
@@ -61,6 +60,10 @@ START_TEST(every_rule_names_its_field)
         {"{\"name\":\"a\",\"command\":\"t\"}", "command: command must be an array"},
         {"{\"name\":\"a\",\"command\":[\"\"]}", "command[0]: command[0], the program"},
         {"{\"name\":\"a\",\"command\":[\"t\",3]}", "command[1]: command[1] must be a string"},
+        /* a job starts in its new, empty run directory: ./train could never be found there */
+        {"{\"name\":\"a\",\"command\":[\"./train\"]}",
+         "command[0]: command[0] './train' is relative to working_dir, which is not set"},
+        {"{\"name\":\"a\",\"command\":[\"build/train\"]}", "command[0]: command[0] 'build/train'"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":0}", "workers: workers must be in"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":2}}", "workers.max:"},
         {"{\"name\":\"a\",\"command\":[\"t\"],\"workers\":{\"min\":2,\"max\":1}}",
@@ -97,6 +100,27 @@ START_TEST(every_rule_names_its_field)
         ck_assert_msg(strstr(why, cases[i][1]) != NULL, "%s gave '%s', want '%s'", cases[i][0], why,
                       cases[i][1]);
         ck_assert_ptr_null(spec);
+    }
+}
+END_TEST
+
+/*
+ * A job starts in its own new run directory unless working_dir says otherwise, so a program
+ * named relative to the directory (./train) can only mean working_dir's; a bare name is
+ * looked up in PATH, and an absolute path anywhere.
+ */
+START_TEST(relative_program_needs_working_dir)
+{
+    static const char *const ok[] = {
+        "{\"name\":\"a\",\"command\":[\"./train\"],\"working_dir\":\"/tmp\"}",
+        "{\"name\":\"a\",\"command\":[\"python3\",\"./train.py\"]}",
+        "{\"name\":\"a\",\"command\":[\"/bin/true\"]}",
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        json_t *spec = NULL;
+        char why[512] = "";
+        ck_assert_msg(parse(ok[i], &spec, why, sizeof(why)) == 0, "%s: %s", ok[i], why);
+        json_decref(spec);
     }
 }
 END_TEST
@@ -184,8 +208,11 @@ END_TEST
 
 int main(void)
 {
-    const TTest *tests[] = {defaults_are_filled_in, every_rule_names_its_field,
+    const TTest *tests[] = {defaults_are_filled_in,
+                            every_rule_names_its_field,
                             long_non_ascii_keys_are_still_errors,
-                            parse_errors_quoting_bad_bytes_are_kept, NULL};
+                            parse_errors_quoting_bad_bytes_are_kept,
+                            relative_program_needs_working_dir,
+                            NULL};
     return unit_main("jobspec", tests, 30);
 }
