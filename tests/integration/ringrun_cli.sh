@@ -41,6 +41,19 @@ rc=0; wait $pid || rc=$?
 [ "$(grep -c 'got-term' "$WORK/out")" = 2 ] || { cat "$WORK/out"; fail "not every rank got SIGTERM"; }
 ok "SIGTERM is forwarded to every rank"
 
+# SIGINT (Ctrl-C) reaches every rank and works there, even when ringrun itself was started
+# with SIGINT ignored (as a shell script's background command is): the ranks must not
+# inherit that, or the forwarded signal does nothing and they are killed after the grace.
+(trap '' INT; exec "$RINGRUN" -np 2 sh -c 'trap "echo got-int; exit 6" INT; echo ready; sleep 30 & wait') \
+    >"$WORK/out" 2>&1 &
+pid=$!
+wait_for 30 "both ranks set their SIGINT trap" '[ "$(grep -c ready "$WORK/out")" = 2 ]'
+kill -INT $pid
+rc=0; wait $pid || rc=$?
+[ "$rc" = 6 ] || { cat "$WORK/out"; fail "SIGINT: ringrun exited $rc, want 6"; }
+[ "$(grep -c 'got-int' "$WORK/out")" = 2 ] || { cat "$WORK/out"; fail "not every rank got SIGINT"; }
+ok "SIGINT is forwarded to every rank, and acts there even if ringrun's was ignored"
+
 expect_rc 0 "$RINGRUN" -np 2 --output-dir "$WORK/logs" sh -c 'echo to-file-$RING_RANK; echo e >&2'
 grep -qx "to-file-1" "$WORK/logs/rank.1/stdout" || fail "--output-dir did not write rank.1/stdout"
 grep -qx "e" "$WORK/logs/rank.0/stderr" || fail "--output-dir did not write rank.0/stderr"

@@ -256,6 +256,12 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
             _exit(EXIT_OSERR);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* ringrun forwards these to the rank: they must act there, even when ringrun was
+         * started with them ignored (a shell script's background command ignores SIGINT),
+         * which exec would otherwise pass on. */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
         if (devnull >= 0)
             dup2(devnull, STDIN_FILENO);
