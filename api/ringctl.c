@@ -18,7 +18,9 @@
  * 4 conflict (the job's state does not allow it); 5 not authorized; 69 ringd unreachable or
  * failing (5xx); 70 the job ended FAILED or CANCELLED while following it.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +52,39 @@ static const char *str(json_t *o, const char *k)
 {
     const char *s = json_string_value(json_object_get(o, k));
     return s ? s : "";
+}
+
+/* An int, all of s: 0 and *out, or -1 (atoi would read '2-4' as 2 and 'x' as 0, and
+ * submit something else than asked). */
+static int int_all(const char *s, int *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < INT_MIN || v > INT_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* An integer flag value in [lo, hi]: 0 and *out, or -1 after saying what is wrong. */
+static int flag_int(const char *flag, const char *s, int lo, int hi, const char *what, int *out)
+{
+    if (int_all(s, out) < 0 || *out < lo || *out > hi) {
+        fprintf(stderr, "ringctl: %s '%s' must be %s\n", flag, s, what);
+        return -1;
+    }
+    return 0;
+}
+
+/* /v1/jobs/ID followed by suffix (may be ""), the id escaped so that it stays one path
+ * segment: "../tokens" must not name another resource. */
+static void job_path(char *buf, size_t len, const char *id, const char *suffix)
+{
+    char *e = curl_easy_escape(NULL, id, 0);
+    snprintf(buf, len, "/v1/jobs/%s%s", e ? e : "", suffix);
+    curl_free(e);
 }
 
 /* ---- commands ---- */
@@ -101,25 +136,41 @@ static int cmd_submit(int argc, char **argv)
         char *eq;
         switch (o) {
         case 'n': {
-            int lo, hi;
-            if (sscanf(optarg, "%d:%d", &lo, &hi) == 2)
+            /* N or MIN:MAX; the range is checked by ringd, which knows the cluster */
+            char *colon = strchr(optarg, ':');
+            int lo, hi, bad;
+            if (colon != NULL)
+                *colon = '\0';
+            bad = int_all(optarg, &lo) < 0 || (colon != NULL && int_all(colon + 1, &hi) < 0);
+            if (colon != NULL)
+                *colon = ':';
+            if (bad) {
+                fprintf(stderr, "ringctl: -n '%s' must be N or MIN:MAX\n", optarg);
+                rc = EXIT_USAGE;
+                goto out;
+            }
+            if (colon != NULL)
                 json_object_set_new(spec, "workers", json_pack("{s:i, s:i}", "min", lo, "max", hi));
             else
-                json_object_set_new(spec, "workers", json_integer(atoi(optarg)));
+                json_object_set_new(spec, "workers", json_integer(lo));
             break;
         }
         case 'N':
             json_object_set_new(spec, "name", json_string(optarg));
             break;
         case 'g':
-            json_object_set_new(spec, "gpus_per_worker", json_integer(atoi(optarg)));
-            break;
         case 'r':
-            json_object_set_new(spec, "max_restarts", json_integer(atoi(optarg)));
+        case 'p': {
+            static const char *const flag[] = {"--gpus-per-worker", "--max-restarts", "--priority"};
+            static const char *const key[] = {"gpus_per_worker", "max_restarts", "priority"};
+            int k = o == 'g' ? 0 : o == 'r' ? 1 : 2, v;
+            if (flag_int(flag[k], optarg, INT_MIN, INT_MAX, "an integer", &v) < 0) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
+            json_object_set_new(spec, key[k], json_integer(v));
             break;
-        case 'p':
-            json_object_set_new(spec, "priority", json_integer(atoi(optarg)));
-            break;
+        }
         case 'w':
             json_object_set_new(spec, "working_dir", json_string(optarg));
             break;
@@ -175,6 +226,16 @@ static int cmd_submit(int argc, char **argv)
                     *c = '-';
             json_object_set_new(spec, "name", json_string(name));
         }
+    }
+    {
+        /* A program named relative to the directory (./train) means the one here, as in a
+         * shell: the job starts in this directory (ringd would otherwise start it in its
+         * new run directory, and refuse the spec). */
+        const char *prog = json_string_value(json_array_get(json_object_get(spec, "command"), 0));
+        char cwd[4096];
+        if (prog != NULL && prog[0] != '/' && strchr(prog, '/') != NULL &&
+            json_object_get(spec, "working_dir") == NULL && getcwd(cwd, sizeof(cwd)) != NULL)
+            json_object_set_new(spec, "working_dir", json_string(cwd));
     }
     if (json_object_size(env) > 0)
         json_object_set(spec, "env", env);
@@ -269,7 +330,7 @@ static int cmd_show(const char *id)
     json_t *j, *a, *p;
     size_t i;
     int rc;
-    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+    job_path(path, sizeof(path), id, "");
     if ((rc = ringctl__call("GET", path, NULL, &j)) != 0)
         return rc;
     if (json_out) {
@@ -311,7 +372,9 @@ static int cmd_action(const char *method, const char *id, const char *action)
     char path[256];
     json_t *j = NULL;
     int rc;
-    snprintf(path, sizeof(path), "/v1/jobs/%s%s%s", id, action ? "/" : "", action ? action : "");
+    char suffix[32];
+    snprintf(suffix, sizeof(suffix), "%s%s", action ? "/" : "", action ? action : "");
+    job_path(path, sizeof(path), id, suffix);
     if ((rc = ringctl__call(method, path, NULL, !strcmp(method, "DELETE") ? NULL : &j)) != 0)
         return rc;
     if (j != NULL && json_out)
@@ -336,7 +399,7 @@ static int job_state(const char *id, char *out, size_t len)
     char path[256];
     json_t *j;
     int rc;
-    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+    job_path(path, sizeof(path), id, "");
     if ((rc = ringctl__call("GET", path, NULL, &j)) != 0)
         return rc;
     snprintf(out, len, "%s", str(j, "state"));
@@ -449,7 +512,7 @@ static int cmd_events(const char *id, int follow)
     size_t i;
     int rc;
 
-    snprintf(f.path, sizeof(f.path), "/v1/jobs/%s/events", id);
+    job_path(f.path, sizeof(f.path), id, "/events");
     if (!follow) {
         if ((rc = ringctl__call("GET", f.path, NULL, &j)) != 0)
             return rc;
@@ -484,9 +547,10 @@ static size_t log_data(const char *p, size_t n, void *arg)
 static int logs_open(void *arg)
 {
     struct logs_follow *f = arg;
-    char path[512];
-    snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&follow=1&offset=%lld", f->id,
-             f->rank, f->stream, f->offset);
+    char path[512], q[128];
+    snprintf(q, sizeof(q), "/logs?rank=%d&stream=%s&follow=1&offset=%lld", f->rank, f->stream,
+             f->offset);
+    job_path(path, sizeof(path), f->id, q);
     return ringctl__stream_get(path, NULL, NULL, log_data, f);
 }
 
@@ -502,9 +566,9 @@ static int follow_logs(const char *id, int rank, const char *stream, int tail)
         struct ringctl_buf b = {0};
         long status = 0;
         long long next = -1;
-        char path[512];
-        snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s&tail=%d", id, rank, stream,
-                 tail);
+        char path[512], q[128];
+        snprintf(q, sizeof(q), "/logs?rank=%d&stream=%s&tail=%d", rank, stream, tail);
+        job_path(path, sizeof(path), id, q);
         if ((rc = ringctl__request("GET", path, NULL, NULL, &b, &status, &next)) != 0)
             return rc;
         if (status < 400 && next >= 0) {
@@ -536,10 +600,13 @@ static int cmd_logs(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "r:t:ef", opts, NULL)) != -1) {
         switch (o) {
         case 'r':
-            rank = atoi(optarg);
+            if (flag_int("--rank", optarg, 0, INT_MAX, "a rank (a non-negative integer)", &rank) <
+                0)
+                return EXIT_USAGE;
             break;
         case 't':
-            tail = atoi(optarg);
+            if (flag_int("--tail", optarg, 0, INT_MAX, "a non-negative integer", &tail) < 0)
+                return EXIT_USAGE;
             break;
         case 'e':
             err = 1;
@@ -559,8 +626,12 @@ static int cmd_logs(int argc, char **argv)
     id = argv[optind];
     if (follow)
         return follow_logs(id, rank, err ? "stderr" : "stdout", tail);
-    snprintf(path, sizeof(path), "/v1/jobs/%s/logs?rank=%d&stream=%s%s%d", id, rank,
-             err ? "stderr" : "stdout", tail >= 0 ? "&tail=" : "&offset=", tail >= 0 ? tail : 0);
+    {
+        char q[128];
+        snprintf(q, sizeof(q), "/logs?rank=%d&stream=%s%s%d", rank, err ? "stderr" : "stdout",
+                 tail >= 0 ? "&tail=" : "&offset=", tail >= 0 ? tail : 0);
+        job_path(path, sizeof(path), id, q);
+    }
     if ((rc = ringctl__request("GET", path, NULL, NULL, &b, &status, NULL)) != 0)
         return rc;
     if (status >= 400)

@@ -104,6 +104,42 @@ expect_rc 1 "$C" submit -f "$WORK/typed.yaml"
 expect_in err "env.N"
 ok "submit -f spec.yaml: typed scalars, flow and block styles; bad YAML says where"
 
+# A program named relative to the current directory runs there, as it would from a shell.
+mkdir -p "$WORK/proj"
+printf '#!/bin/sh\necho "ran in $(pwd)"\n' >"$WORK/proj/prog.sh"
+chmod +x "$WORK/proj/prog.sh"
+(cd "$WORK/proj" && expect_rc 0 "$C" submit -- ./prog.sh)
+rel=$(cat "$WORK/out")
+expect_rc 0 "$C" events "$rel" -f
+expect_rc 0 "$C" logs "$rel"
+expect_in out "ran in $WORK/proj"
+(cd "$WORK/proj" && expect_rc 0 "$C" submit -f "$WORK/spec.yaml") # absolute file, PATH program
+expect_rc 0 "$C" --json show "$(cat "$WORK/out")"
+jq -e '.spec.working_dir == null' "$WORK/out" >/dev/null || fail "working_dir set for /bin/sh"
+ok "submit -- ./prog runs ./prog from the current directory"
+
+# Numbers are numbers: '-n 2-4' (the range as ls shows it) must not quietly run 2 workers.
+for bad in "-n 2-4" "-n 2:" "-n x" "-n 4:x" "-n 3:2x" "-g one" "-r 1.5" "-p 1e3"; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "$C" submit $bad -- /bin/true
+done
+expect_rc 2 "$C" submit -n 2-4 -- /bin/true
+expect_in err "-n '2-4' must be N or MIN:MAX"
+expect_rc 2 "$C" logs "$rel" --tail ten
+expect_in err "--tail 'ten' must be a non-negative integer"
+expect_rc 2 "$C" logs "$rel" --rank x
+expect_rc 0 "$C" --json ls
+[ "$(jq '.jobs | length' "$WORK/out")" = "$(curl -s -H "Authorization: Bearer $RINGMASTER_TOKEN" \
+    "$URL/v1/jobs?page_size=1000" | jq '.jobs | length')" ] || fail "a bad flag submitted a job"
+ok "bad numbers in flags are usage errors (2), and nothing is submitted"
+
+# A job id is a path segment, never more of the URL.
+expect_rc 3 "$C" show ../tokens
+expect_rc 3 "$C" show 'j-x?y'
+expect_rc 3 "$C" show 'a b'
+expect_rc 3 "$C" cancel ../tokens
+ok "odd job ids are not found (3), not other resources"
+
 expect_rc 0 "$C" submit -- "$TRAIN" --epochs 1000 --step-sleep-ms 5
 long=$(cat "$WORK/out")
 wait_for 60 "job $long to run" '"$C" show "$long" | grep -q "state      RUNNING"'
