@@ -75,7 +75,7 @@ struct api_response {
     char stream_job[64];
     long long stream_from; /* events: after this event id; logs: from this byte */
     int stream_rank;       /* logs */
-    char stream_which[8];  /* logs: "stdout" or "stderr" */
+    char stream_which[16]; /* logs: "stdout", "stderr" or "launcher" */
 };
 
 /* Routes req, runs its handler and fills resp (status, body, headers). Never fails: every

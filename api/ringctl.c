@@ -6,7 +6,7 @@
  *   ringctl submit -f job.json               (or job.yaml)
  *   ringctl ls [--state S] [--label k=v]      ringctl show ID
  *   ringctl cancel|stop|resume|rm ID          ringctl events ID [-f]
- *   ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]
+ *   ringctl logs ID [--rank R] [--stderr | --launcher] [--tail N] [-f]
  *   ringctl cluster                           ringctl policy [NAME]
  *   ringctl token create NAME [--admin] [--user U]
  *   ringctl token list                        ringctl token revoke ID
@@ -585,19 +585,19 @@ static int follow_logs(const char *id, int rank, const char *stream, int tail)
 
 static int cmd_logs(int argc, char **argv)
 {
-    static const struct option opts[] = {{"rank", required_argument, NULL, 'r'},
-                                         {"tail", required_argument, NULL, 't'},
-                                         {"stderr", no_argument, NULL, 'e'},
-                                         {"follow", no_argument, NULL, 'f'},
-                                         {NULL, 0, NULL, 0}};
-    int o, rank = 0, tail = -1, err = 0, follow = 0, rc;
+    static const struct option opts[] = {
+        {"rank", required_argument, NULL, 'r'}, {"tail", required_argument, NULL, 't'},
+        {"stderr", no_argument, NULL, 'e'},     {"follow", no_argument, NULL, 'f'},
+        {"launcher", no_argument, NULL, 'L'},   {NULL, 0, NULL, 0}};
+    int o, rank = 0, tail = -1, err = 0, launcher = 0, follow = 0, rc;
+    const char *stream;
     const char *id;
     char path[512];
     struct ringctl_buf b = {0};
     long status = 0;
 
     optind = 1;
-    while ((o = getopt_long(argc, argv, "r:t:ef", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "r:t:efL", opts, NULL)) != -1) {
         switch (o) {
         case 'r':
             if (flag_int("--rank", optarg, 0, INT_MAX, "a rank (a non-negative integer)", &rank) <
@@ -614,21 +614,28 @@ static int cmd_logs(int argc, char **argv)
         case 'f':
             follow = 1;
             break;
+        case 'L':
+            launcher = 1;
+            break;
         default:
-            fprintf(stderr, "usage: ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]\n");
+            fprintf(stderr, "usage: ringctl logs ID [--rank R] [--stderr | --launcher] [--tail N] "
+                            "[-f]\n");
             return EXIT_USAGE;
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "usage: ringctl logs ID [--rank R] [--stderr] [--tail N] [-f]\n");
+    if (optind >= argc || (launcher && err)) {
+        fprintf(stderr,
+                "usage: ringctl logs ID [--rank R] [--stderr | --launcher] [--tail N] [-f]\n");
         return EXIT_USAGE;
     }
     id = argv[optind];
+    /* --launcher: ringrun's own log (why a job that never reached its program failed) */
+    stream = launcher ? "launcher" : err ? "stderr" : "stdout";
     if (follow)
-        return follow_logs(id, rank, err ? "stderr" : "stdout", tail);
+        return follow_logs(id, rank, stream, tail);
     {
         char q[128];
-        snprintf(q, sizeof(q), "/logs?rank=%d&stream=%s%s%d", rank, err ? "stderr" : "stdout",
+        snprintf(q, sizeof(q), "/logs?rank=%d&stream=%s%s%d", rank, stream,
                  tail >= 0 ? "&tail=" : "&offset=", tail >= 0 ? tail : 0);
         job_path(path, sizeof(path), id, q);
     }
@@ -769,7 +776,7 @@ static void usage(FILE *f)
                "  show ID\n"
                "  cancel ID | stop ID | resume ID | rm ID\n"
                "  events ID [-f]\n"
-               "  logs ID [--rank R] [--stderr] [--tail N] [-f]\n"
+               "  logs ID [--rank R] [--stderr | --launcher] [--tail N] [-f]\n"
                "  cluster\n"
                "  policy [fifo|priority|tiresias|dynamic]   (switching it takes an admin)\n"
                "  token create NAME [--admin] [--user UNIX_USER] | "

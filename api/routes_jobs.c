@@ -481,10 +481,11 @@ static void job_events(const struct api_config *cfg, const struct api_request *r
 }
 
 /*
- * GET /v1/jobs/{id}/logs?rank=R&stream=stdout|stderr&tail=N&offset=B: a rank's output in the
- * latest attempt, as text. offset returns what follows byte B, so a client follows the log
- * by passing back the X-Ring-Log-Offset it got; tail returns the last N lines. follow=1
- * streams the output from offset as it is written, until the job ends.
+ * GET /v1/jobs/{id}/logs?rank=R&stream=stdout|stderr|launcher&tail=N&offset=B: a rank's
+ * output in the latest attempt, or its launcher's (rank ignored), as text. offset returns what
+ * follows byte B, so a client follows the log by passing back the X-Ring-Log-Offset it got; tail
+ * returns the last N lines. follow=1 streams the output from offset as it is written, until the job
+ * ends.
  */
 static void job_logs(const struct api_config *cfg, const struct api_request *req, const char *param,
                      struct api_response *resp)
@@ -494,6 +495,7 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
     const char *follow_s = req->query(req->conn, "follow");
     json_t *job, *attempts;
     struct error err;
+    const char *run_dir;
     long long rank = 0, tail = -1, offset = -1;
     char path[4400];
     FILE *f;
@@ -505,10 +507,10 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
         (tail_s && parse_count(tail_s, INT32_MAX, &tail) < 0) ||
         (off_s && parse_count(off_s, INT64_MAX, &offset) < 0) ||
         (follow_s && strcmp(follow_s, "0") && strcmp(follow_s, "1")) ||
-        (strcmp(stream, "stdout") && strcmp(stream, "stderr"))) {
+        (strcmp(stream, "stdout") && strcmp(stream, "stderr") && strcmp(stream, "launcher"))) {
         api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
                     "rank must be an integer in [0, %d], tail and offset non-negative "
-                    "integers, follow 0 or 1, and stream stdout or stderr",
+                    "integers, follow 0 or 1, and stream stdout, stderr or launcher",
                     RANK_MAX);
         return;
     }
@@ -537,12 +539,25 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
                     "job %s has not started yet; there are no logs", param);
         return;
     }
-    snprintf(path, sizeof(path), "%s/rank.%ld/%s",
-             json_string_value(json_object_get(
-                 json_array_get(attempts, json_array_size(attempts) - 1), "run_dir")),
-             (long)rank, stream);
+    run_dir = json_string_value(
+        json_object_get(json_array_get(attempts, json_array_size(attempts) - 1), "run_dir"));
+    if (strcmp(stream, "launcher") != 0) {
+        snprintf(path, sizeof(path), "%s/rank.%ld/%s", run_dir, (long)rank, stream);
+        f = jobfs_fopen(path);
+    } else { /* ringrun's (or mpirun's) output, or the Slurm batch job's: why a job that
+              * never reached its program failed */
+        snprintf(path, sizeof(path), "%s/ringrun.log", run_dir);
+        if ((f = jobfs_fopen(path)) == NULL) {
+            snprintf(path, sizeof(path), "%s/slurm.out", run_dir);
+            f = jobfs_fopen(path);
+        }
+    }
     json_decref(attempts);
-    f = jobfs_fopen(path);
+    if (f == NULL && strcmp(stream, "launcher") == 0) {
+        api_problem(resp, 404, "no-logs", "Not Found", req->path,
+                    "no launcher log for the latest attempt of job %s", param);
+        return;
+    }
     if (f == NULL) {
         api_problem(resp, 404, "no-logs", "Not Found", req->path,
                     "no %s for rank %lld of job %s (is the rank in range?)", stream, rank, param);

@@ -298,7 +298,9 @@ static void attempt_exited(struct loop *l, struct loop_job *j, const struct back
                      told);
         else
             snprintf(what, sizeof(what),
-                     "attempt %d failed (exit status %d; see its run directory)", attempt, status);
+                     "attempt %d failed (exit status %d; see 'ringctl logs %s --launcher' and "
+                     "the ranks' logs)",
+                     attempt, status, j->id);
         state = failure(l, j, t, reason, sizeof(reason), what);
         type = strcmp(state, "FAILED") ? "retry" : "failed";
     }

@@ -22,7 +22,7 @@ struct stream {
     struct sse *owner;
     int log; /* 1: follow a rank's log file; 0: job events */
     int rank;
-    char which[8]; /* stdout or stderr */
+    char which[16]; /* stdout, stderr or launcher */
     char run_dir[4200];
     struct MHD_Connection *conn;
     char id[64];
@@ -202,8 +202,16 @@ static int fill_log(struct stream *st)
     st->pending = NULL;
     st->len = st->off = 0;
     if (st->run_dir[0] != '\0') {
-        snprintf(path, sizeof(path), "%s/rank.%d/%s", st->run_dir, st->rank, st->which);
-        f = jobfs_fopen(path);
+        if (strcmp(st->which, "launcher") != 0) {
+            snprintf(path, sizeof(path), "%s/rank.%d/%s", st->run_dir, st->rank, st->which);
+            f = jobfs_fopen(path);
+        } else { /* ringrun's (or mpirun's) output, or the Slurm batch job's */
+            snprintf(path, sizeof(path), "%s/ringrun.log", st->run_dir);
+            if ((f = jobfs_fopen(path)) == NULL) {
+                snprintf(path, sizeof(path), "%s/slurm.out", st->run_dir);
+                f = jobfs_fopen(path);
+            }
+        }
         if (f != NULL) {
             st->pending = malloc(65536);
             if (st->pending != NULL && fseek(f, st->after, SEEK_SET) == 0)

@@ -20,8 +20,8 @@
  *   - a success names only what exists: an id segment of a 2xx is exactly one of the
  *     fixture's ids (nothing cut, folded or aliased), a job read is that job, a JSON
  *     body parses;
- *   - a stream describes the job of the path, a rank in [0, 65535], stdout or stderr and
- *     a non-negative position;
+ *   - a stream describes the job of the path, a rank in [0, 65535], stdout, stderr or
+ *     launcher and a non-negative position;
  *   - stream and plain reads refuse the same parameters: logs with follow=1 and without,
  *     events with Accept: text/event-stream and without, both 400 or neither.
  * /v1/cluster, /v1/scheduler and POST /v1/jobs/{id}/resume are not sent: their handlers ask
@@ -456,7 +456,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(id_segment(path, seg, sizeof(seg)) && strcmp(seg, r.stream_job) == 0);
         if (r.stream == API_STREAM_LOGS)
             FUZZ_CHECK(r.stream_rank >= 0 && r.stream_rank <= 65535 &&
-                       (!strcmp(r.stream_which, "stdout") || !strcmp(r.stream_which, "stderr")));
+                       (!strcmp(r.stream_which, "stdout") || !strcmp(r.stream_which, "stderr") ||
+                        !strcmp(r.stream_which, "launcher")));
     }
     changed = strcmp(method, "GET") != 0 && r.status >= 200 && r.status < 300;
     release(&r);

@@ -68,6 +68,22 @@ expect_rc 70 "$C" events "$bad" -f
 expect_in out "failed     FAILED"
 ok "submit -f; following a job that fails exits 70"
 
+# A job that never reached its program: why is in the launcher's log, which the API serves.
+expect_rc 0 "$C" submit -- /no/such/program
+nf=$(cat "$WORK/out")
+expect_rc 70 "$C" events "$nf" -f
+expect_in out "exit status 127"
+expect_in out "ringctl logs $nf --launcher"
+expect_rc 0 "$C" logs "$nf" --launcher
+expect_in out "/no/such/program: No such file or directory"
+expect_rc 0 "$C" logs "$nf" --launcher -f
+expect_in out "/no/such/program: No such file or directory"
+curl -sf -H "Authorization: Bearer $RINGMASTER_TOKEN" "$URL/v1/jobs/$nf/logs?stream=launcher" \
+    >"$WORK/out" || fail "GET logs?stream=launcher failed"
+expect_in out "No such file or directory"
+expect_rc 2 "$C" logs "$nf" --launcher --stderr
+ok "the launcher's log (a program not found: 127) is served: logs --launcher, stream=launcher"
+
 cat >"$WORK/spec.yaml" <<'YAML'
 # a YAML spec: comments, anchors, block and flow styles, typed scalars
 name: from-yaml
