@@ -794,9 +794,10 @@ int main(int argc, char **argv)
     const char *cmd;
     int rc;
 
-    ringctl__conn.base_url = getenv("RINGMASTER_URL");
-    if (ringctl__conn.base_url == NULL || *ringctl__conn.base_url == '\0')
-        ringctl__conn.base_url = "http://127.0.0.1:8080";
+    {
+        const char *url = getenv("RINGMASTER_URL");
+        ringctl__set_url(url != NULL && *url != '\0' ? url : "http://127.0.0.1:8080");
+    }
     ringctl__conn.token = getenv("RINGMASTER_TOKEN");
     ringctl__conn.cacert = getenv("RINGMASTER_CACERT");
     while (argc > 1 && argv[1][0] == '-') {

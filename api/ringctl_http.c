@@ -5,6 +5,7 @@
  * log being followed). TLS is verified against the system's CAs or --cacert's, and a
  * token goes in clear text only to loopback.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,30 @@ static void setup_tls(CURL *c)
         curl_easy_setopt(c, CURLOPT_CAINFO, ringctl__conn.cacert);
 }
 
+void ringctl__set_url(const char *url)
+{
+    static char buf[2048];
+    size_t n;
+    /* "host:port" is http://host:port to curl: make it so here too, so that the clear-text
+     * check below sees the scheme the token would travel with. */
+    snprintf(buf, sizeof(buf), "%s%s", strstr(url, "://") ? "" : "http://", url);
+    /* ".../" + "/v1/jobs" would be "//v1/jobs", which no route matches */
+    n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '/')
+        buf[--n] = '\0';
+    ringctl__conn.base_url = buf;
+}
+
+/* 1 when name is loopback: localhost, ::1 or an IPv4 address in 127/8 (as an address, not a
+ * name such as 127.example.com). */
+static int loopback_name(const char *name)
+{
+    struct in_addr a;
+    if (!strcmp(name, "localhost") || !strcmp(name, "::1"))
+        return 1;
+    return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 /*
  * A token sent over plain HTTP can be read by anyone on the path. Loopback never leaves
  * the host; anything else needs https://, unless the user says otherwise (--insecure-http).
@@ -36,7 +61,7 @@ int ringctl__token_transport_ok(void)
     char name[256];
     size_t n;
     if (ringctl__conn.token == NULL || *ringctl__conn.token == '\0' ||
-        ringctl__conn.insecure_http || strncmp(ringctl__conn.base_url, "http://", 7) != 0)
+        ringctl__conn.insecure_http || strncasecmp(ringctl__conn.base_url, "http://", 7) != 0)
         return 0;
     host = ringctl__conn.base_url + 7;
     if (host[0] == '[') {
@@ -46,7 +71,7 @@ int ringctl__token_transport_ok(void)
         n = strcspn(host, ":/");
         snprintf(name, sizeof(name), "%.*s", (int)n, host);
     }
-    if (!strcmp(name, "localhost") || !strcmp(name, "::1") || !strncmp(name, "127.", 4))
+    if (loopback_name(name))
         return 0;
     fprintf(stderr,
             "ringctl: refusing to send RINGMASTER_TOKEN in clear text to %s; use an https:// "

@@ -28,6 +28,10 @@ struct ringctl_conn {
 };
 extern struct ringctl_conn ringctl__conn;
 
+/* Sets ringctl__conn.base_url from RINGMASTER_URL as people write it: "host:port" means
+ * http://host:port (as to curl), and trailing slashes are dropped. Keeps a copy. */
+void ringctl__set_url(const char *url);
+
 /* A response body as it arrives; data is NUL-terminated, freed by the caller. */
 struct ringctl_buf {
     char *data;

@@ -188,6 +188,14 @@ expect_rc 2 "$C" token frob
 RINGMASTER_TOKEN=nope expect_rc 5 "$C" ls
 RINGMASTER_URL=http://127.0.0.1:1 expect_rc 69 "$C" ls
 expect_in err "cannot reach ringd"
+# RINGMASTER_URL as people write it: a trailing slash, or no scheme (http, as curl takes it)
+RINGMASTER_URL="$URL/" expect_rc 0 "$C" ls
+RINGMASTER_URL="${URL#http://}" expect_rc 0 "$C" ls
+# and a token never goes in clear text off loopback, however the URL is spelled
+for u in ringd.example.invalid:8080 HTTP://ringd.example.invalid:8080 http://127.example.invalid:8080; do
+    RINGMASTER_URL=$u expect_rc 2 "$C" ls
+    expect_in err "refusing to send RINGMASTER_TOKEN in clear text"
+done
 expect_rc 1 "$C" submit -n 0 -- x
 expect_in err "workers must be in [1"
 expect_rc 2 "$C" frobnicate
