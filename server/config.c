@@ -167,10 +167,15 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
                struct error *err)
 {
     int ok = 0;
-    if (!strcmp(key, "listen"))
-        ok = strlen(v) < sizeof(c->listen) && strchr(v, ':') != NULL &&
+    if (!strcmp(key, "listen")) {
+        /* HOST:PORT with a numeric port: getaddrinfo would wrap 99999 around to 34463 and
+         * look up a service name */
+        const char *colon = strrchr(v, ':');
+        int port;
+        ok = strlen(v) < sizeof(c->listen) && colon != NULL &&
+             parse_int(colon + 1, 0, 65535, &port) == 0 && isdigit((unsigned char)colon[1]) &&
              snprintf(c->listen, sizeof(c->listen), "%s", v) > 0;
-    else if (!strcmp(key, "data_dir"))
+    } else if (!strcmp(key, "data_dir"))
         ok = *v && strlen(v) < sizeof(c->data_dir) &&
              snprintf(c->data_dir, sizeof(c->data_dir), "%s", v) > 0;
     else if (!strcmp(key, "no_auth"))

@@ -178,6 +178,12 @@ expect_rc 64 "$RINGD" --listen 0.0.0.0:0 --data-dir "$WORK/other" --no-auth
 expect_in err "only allowed on a loopback address"
 expect_rc 64 "$RINGD" --bogus
 expect_in err "unknown option"
+# A port out of range once wrapped around (99999 listened on 34463), and a service name was
+# looked up: the port is a number in 0..65535.
+for l in 127.0.0.1:99999 127.0.0.1:http 127.0.0.1:-1 127.0.0.1:; do
+    expect_rc 64 "$RINGD" --listen "$l" --data-dir "$WORK/other"
+    expect_in err "bad value '$l' for listen"
+done
 printf 'listen = 127.0.0.1:9\nslots = lots\n' >"$WORK/ringd.conf"
 expect_rc 64 "$RINGD" --config "$WORK/ringd.conf"
 expect_in err "ringd.conf:2: bad value 'lots' for slots"
