@@ -125,6 +125,40 @@ static int token_name_ok(const char *n)
 }
 
 /*
+ * A token's name owns jobs and tokens: a user token named as an admin token would see and
+ * cancel that admin's jobs and revoke its token. Several tokens may share a name (keys of
+ * one owner), all admin or all not. Returns 1 with a problem in resp when name is taken by
+ * the other kind, else 0.
+ */
+static int name_taken(const struct api_request *req, struct api_response *resp, const char *name,
+                      int admin)
+{
+    json_t *tokens, *t;
+    struct error err;
+    size_t i;
+    int taken = 0;
+
+    if (store_token_list(req->store, name, &tokens, &err) < 0) {
+        api__store_problem(resp, req->path, &err);
+        return 1;
+    }
+    json_array_foreach(tokens, i, t)
+    {
+        if (json_is_true(json_object_get(t, "admin")) != admin) {
+            taken = 1;
+            break;
+        }
+    }
+    json_decref(tokens);
+    if (taken)
+        api_problem(resp, 409, "token-name-taken", "Conflict", req->path,
+                    "name '%s' belongs to %s token; a name owns its jobs and tokens, so give "
+                    "this %s token a name of its own",
+                    name, admin ? "a user" : "an admin", admin ? "admin" : "user");
+    return taken;
+}
+
+/*
  * POST /v1/tokens {"name": "alice", "admin": false, "user": "alice"}: admins create tokens
  * for users. "user" is the Unix account the token's jobs run as (when ringd runs as root);
  * it must exist here, and a ringd that is not root accepts only its own account.
@@ -169,6 +203,10 @@ static void token_create(const struct api_config *cfg, const struct api_request 
         api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
                     "name (and user) must be 1..64 letters, digits, '.', '_' or '-'; admin a "
                     "boolean");
+        json_decref(body);
+        return;
+    }
+    if (name_taken(req, resp, n, json_is_true(admin))) {
         json_decref(body);
         return;
     }
@@ -218,7 +256,12 @@ static void token_revoke(const struct api_config *cfg, const struct api_request 
     json_t *token;
 
     if (store_token_revoke(req->store, param, req->admin ? NULL : req->owner, &token, &err) < 0) {
-        if (errno == ENOENT)
+        if (errno == EPERM)
+            api_problem(resp, 409, "last-admin-token", "Conflict", req->path,
+                        "token %s is the last admin token: without it nobody could create or "
+                        "revoke tokens; create another admin token first",
+                        param);
+        else if (errno == ENOENT)
             api_problem(resp, 404, "token-not-found", "Not Found", req->path,
                         "there is no token %s (or it is not yours); see GET /v1/tokens", param);
         else

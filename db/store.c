@@ -165,9 +165,12 @@ static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
 static const char SQL_TOKEN_LIST[] =
     "SELECT id, name, admin, created_at, revoked_at, unix_user FROM tokens"
     " WHERE ?1 IS NULL OR name = ?1 ORDER BY created_at, id";
+/* Never the last live admin token: without one nobody could create tokens again. */
 static const char SQL_TOKEN_REVOKE[] =
     "UPDATE tokens SET revoked_at = coalesce(revoked_at, ?3)"
     " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)"
+    " AND (admin = 0 OR revoked_at IS NOT NULL OR"
+    "  (SELECT count(*) FROM tokens WHERE admin = 1 AND revoked_at IS NULL) > 1)"
     " RETURNING id, name, admin, created_at, revoked_at, unix_user";
 static const char SQL_JOB_STATE[] = "UPDATE jobs SET state = ?2, updated_at = ?3,"
                                     " doc = json_set(doc, '$.state', ?2, '$.updated_at', ?3)"
@@ -549,8 +552,13 @@ int store_token_revoke(struct store *st, const char *id, const char *name, json_
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
-    if (rc == SQLITE_NOTFOUND)
+    if (rc == SQLITE_NOTFOUND) {
+        struct store_token live;
+        if (store_token_find(st, id, &live, err) == 0 && live.admin &&
+            (name == NULL || strcmp(live.name, name) == 0))
+            return errno = EPERM, errprintf(err, "token %s is the last admin token", id);
         return errno = ENOENT, errprintf(err, "no token %s", id);
+    }
     if (rc != SQLITE_DONE) {
         json_decref(t);
         return store__fail(st, rc, err, "revoke token");

@@ -115,7 +115,7 @@ int store_token_find(struct store *st, const char *id, struct store_token *out, 
 int store_token_list(struct store *st, const char *name, json_t **out, struct error *err);
 /* Revokes token id (when name is not NULL, only if it is name's); revoking twice keeps the
  * first time. *out (when not NULL) gets the token as store_token_list shows it. ENOENT when
- * there is no such token (of name). */
+ * there is no such token (of name); EPERM when it is the last live admin token. */
 int store_token_revoke(struct store *st, const char *id, const char *name, json_t **out,
                        struct error *err);
 /* Number of tokens ever created (revoked ones included). */

@@ -171,6 +171,22 @@ call GET /v1/jobs; expect 401 unauthorized "unknown or revoked"
 TOKEN=$(cat "$DATA/admin.token")
 ok "tokens: listed without secrets, users revoke only their own, a revoked token fails at once"
 
+# A token's name owns its jobs and tokens: a user token named as an admin token would see
+# and cancel the admin's jobs and revoke the admin's token.
+call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"admin"}'
+expect 409 token-name-taken "belongs to an admin token"
+call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"carol"}'; expect 201
+call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"carol","admin":true}'
+expect 409 token-name-taken "belongs to a user token"
+call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"carol"}'; expect 201 # a second key
+# The last live admin token cannot be revoked: nobody could create tokens any more.
+call DELETE "/v1/tokens/$ADMIN_ID"; expect 409 last-admin-token "the last admin token"
+call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"ops","admin":true}'; expect 201
+OPS=$(jq -r .token "$WORK/body")
+call DELETE "/v1/tokens/$(cut -d_ -f2 <<<"$OPS")"; expect 200
+call GET /v1/jobs; expect 200
+ok "a user token may not take an admin's name (or the reverse); the last admin token stays"
+
 # The daemon's own errors.
 expect_rc 69 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA"
 expect_in err "another ringd"

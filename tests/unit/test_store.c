@@ -423,6 +423,33 @@ START_TEST(tokens)
 }
 END_TEST
 
+/* Revoking the last live admin token would leave nobody able to create tokens: refused
+ * (EPERM), however it is asked; with a second admin token either may go, once. */
+START_TEST(the_last_admin_token_stays)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    struct store_token t;
+    ck_assert_int_eq(store_token_create(st, "adm", "admin", "aa", 1, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "usr", "alice", "bb", 0, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), -1);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_int_eq(store_token_revoke(st, "adm", "admin", NULL, &err), -1);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_int_eq(store_token_revoke(st, "adm", "alice", NULL, &err), -1);
+    ck_assert_int_eq(errno, ENOENT); /* not alice's to know about */
+    ck_assert_int_eq(store_token_find(st, "adm", &t, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "usr", NULL, NULL, &err), 0); /* users may all go */
+    ck_assert_int_eq(store_token_create(st, "ad2", "ops", "cc", 1, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), 0); /* twice is fine */
+    ck_assert_int_eq(store_token_revoke(st, "ad2", NULL, NULL, &err), -1);
+    ck_assert_int_eq(errno, EPERM);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {migrations_run_once,
@@ -433,6 +460,7 @@ int main(void)
                             render,
                             group_commit,
                             tokens,
+                            the_last_admin_token_stays,
                             NULL};
     return unit_main("store", tests, 30);
 }
