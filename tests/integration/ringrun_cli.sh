@@ -79,6 +79,8 @@ expect_rc 64 "$RINGRUN" -np 2 --bogus true
 expect_in err "unknown option"
 expect_rc 64 "$RINGRUN" -np 2 --hostfile "$WORK/missing" true
 expect_in err "cannot open hostfile"
+expect_rc 64 "$RINGRUN" -np 2 --output-dir "$WORK/hostfile" true
+expect_in err "--output-dir $WORK/hostfile is not a directory"
 ok "bad arguments exit 64 with a message"
 
 expect_rc 127 "$RINGRUN" -np 2 "$WORK/no-such-program"

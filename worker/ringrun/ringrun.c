@@ -433,6 +433,14 @@ int main(int argc, char **argv)
         rc = EXIT_USAGE;
         goto out;
     }
+    if (o.output_dir != NULL) { /* EEXIST: it may be a file, where no rank.N fits */
+        struct stat st;
+        if (stat(o.output_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            ringrun_say("--output-dir %s is not a directory", o.output_dir);
+            rc = EXIT_USAGE;
+            goto out;
+        }
+    }
 
     /* ringrun's ranks meet at its rendezvous. A ringrun that is itself a task of a PMIx
      * launcher (srun --mpi=pmix, mpirun) must not pass that launcher's PMIx identity on:
