@@ -53,3 +53,15 @@ def test_cmake_install(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == [str(tmp_path / "lib" / "libring.so.0"), "[1.0, 1.0]"]
     assert os.access(tmp_path / "bin" / "ringrun", os.X_OK) and (tmp_path / "include" / "ring.h").exists()
+
+
+@pytest.mark.parametrize("module,missing", [("ringmaster", "numpy"), ("ringmaster.torch", "numpy")])
+def test_a_python_without_debians_packages_says_which_python(module, missing):
+    """A python3 that does not see Debian's dist-packages (the pyenv one first on PATH, here
+    `-S`) cannot import numpy or torch: the error must say to use /usr/bin/python3, not only
+    'No module named numpy' once per rank."""
+    r = subprocess.run([sys.executable, "-S", "-c", "import " + module], env=clean_env(PYTHONPATH=SRC),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "No module named '%s'" % missing in r.stderr, r.stderr
+    assert "/usr/bin/python3" in r.stderr, r.stderr

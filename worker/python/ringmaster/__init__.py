@@ -9,6 +9,17 @@
 This package works on numpy arrays; ringmaster.torch has the same collectives on torch
 tensors, shaped like horovod.torch. Errors raise RingError with libring's message.
 """
+import sys as _sys
+
+try:
+    import numpy as _numpy  # noqa: F401  (every collective works on numpy arrays)
+except ImportError as _e:
+    # Debian's python3-numpy and python3-torch are seen only by Debian's python3: a pyenv or
+    # venv python3 first on PATH fails here, once per rank, without saying why.
+    raise ImportError("%s: ringmaster needs numpy (ringmaster.torch also torch); Debian's python3-numpy "
+                      "and python3-torch are seen by /usr/bin/python3, not by %s"
+                      % (_e, _sys.executable or "this python")) from _e
+
 from ._library import RingError, library_path
 from .basics import (
     Adasum,

@@ -7,7 +7,13 @@ with its import changed:
 CPU tensors go to libring with no copy. GPU tensors raise a clear error until libring's
 NCCL path exists.
 """
-import torch as _torch
+import sys as _sys
+
+try:
+    import torch as _torch
+except ImportError as _e:
+    raise ImportError("%s: ringmaster.torch needs PyTorch; Debian's python3-torch is seen by /usr/bin/python3, "
+                      "not by %s" % (_e, _sys.executable or "this python")) from _e
 
 from .. import EXIT_STOPPED, RingError
 from .. import basics as _basics
