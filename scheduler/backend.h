@@ -105,6 +105,10 @@ struct backend_event {
      * more is known). */
     int cancelled;
     char reason[200];
+    /* BACKEND_EXITED: the resource manager lost the attempt, not the program: a node of it
+     * failed or did not boot, its ranks never started, the manager forgot it. The loop
+     * starts it again without spending the job's max_restarts (a few times at most). */
+    int lost;
     /* BACKEND_PROGRESS: what rank 0 reported; a negative value was not reported. samples
      * and total_samples count the whole job's work (over all attempts) in the unit of
      * samples_per_s; they tell the scheduler how much work is left. */

@@ -532,6 +532,7 @@ static int slurm_poll(void *ctx, struct backend_event *out, int max)
             memset(&o, 0, sizeof(o));
             o.ended = 1;
             o.status = 1;
+            o.lost = 1;
             snprintf(o.reason, sizeof(o.reason),
                      "Slurm job %u is gone from slurmctld (it ended long ago, or slurmctld lost "
                      "its state)",
@@ -564,6 +565,7 @@ static int slurm_poll(void *ctx, struct backend_event *out, int max)
         out[n].time = now;
         out[n].status = o.status;
         out[n].cancelled = o.cancelled;
+        out[n].lost = o.lost;
         snprintf(out[n].reason, sizeof(out[n].reason), "%s", o.reason);
         n++;
         *pp = j->next;

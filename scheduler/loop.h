@@ -77,6 +77,7 @@ struct loop_job {
     int max_restarts;
     enum loop_stop stop;
     int attempts, failures, restarts;
+    int lost; /* attempts the resource manager lost (backend.h), restarted for free */
     /* the current attempt (RUNNING, STOPPING) */
     int attempt;
     char backend_id[64];

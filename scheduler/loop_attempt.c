@@ -16,6 +16,10 @@
 
 /* Backoff after the n-th failure: 2^(n-1) s, at most a minute, as systemd and Kubernetes do. */
 #define BACKOFF_MAX_S 60
+/* Attempts the resource manager lost (a node failed, the ranks never started) are started
+ * again without spending max_restarts this many times; later ones count as failures, so
+ * that a manager that loses every attempt of a job cannot keep it queued forever. */
+#define LOST_RETRIES 3
 /* A start the resource manager could not take (slurmctld down): tried again this often. */
 #define UNREACHABLE_RETRY_S 5
 /* After SIGKILL, look again this often until the attempt is reaped. */
@@ -291,6 +295,15 @@ static void attempt_exited(struct loop *l, struct loop_job *j, const struct back
                                 "checkpoint may be older)",
                  why == STOP_RESIZE && j->has_reserved ? "; restarting: " : "; queued again",
                  why == STOP_RESIZE && j->has_reserved ? j->reserved_reason : "");
+    } else if (e->lost && j->lost < LOST_RETRIES) {
+        /* Not the program's failure: started again at once, no restart spent. */
+        j->lost++;
+        state = "QUEUED";
+        type = "retry";
+        snprintf(reason, sizeof(reason),
+                 "attempt %d was lost by the resource manager, not the program (%s); started "
+                 "again without spending a restart (%d of %d such)",
+                 attempt, told ? told : "no reason given", j->lost, LOST_RETRIES);
     } else {
         char what[400];
         if (told != NULL)

@@ -192,12 +192,14 @@ void slurm_outcome(const slurm_job_info_t *j, struct slurm_outcome *out)
         break;
     case JOB_NODE_FAIL:
         what = "node failure";
+        out->lost = 1;
         break;
     case JOB_PREEMPTED:
         what = "preempted";
         break;
     case JOB_BOOT_FAIL:
         what = "node boot failure";
+        out->lost = 1;
         break;
     case JOB_DEADLINE:
         what = "deadline reached";
@@ -333,6 +335,7 @@ int slurm_check_ranks_started(const char *run_dir, int ntasks, struct slurm_outc
     }
     if (missing == 0)
         return 0;
+    out->lost = 1;
     if (out->status == 0) {
         out->status = 1;
         if (snprintf(out->reason, sizeof(out->reason),

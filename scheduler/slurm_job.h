@@ -63,6 +63,7 @@ struct slurm_outcome {
     int running;      /* 1: it runs (RUNNING, SUSPENDED) */
     int status;       /* when ended: the batch script's exit status, or 128+N for signal N */
     int cancelled;    /* when ended: Slurm cancelled it (scancel, by ringd or someone else) */
+    int lost;         /* when ended: by a node failure or boot failure, not by the program */
     char reason[200]; /* Slurm's word on it: "time limit reached", "node failure on n2",
                        * "cancelled (scancel)", the pending reason... ("" when none) */
 };
@@ -78,7 +79,8 @@ void slurm_outcome(const slurm_job_info_t *j, struct slurm_outcome *out);
  * creates it before the program runs). So, for an ended outcome that Slurm did not cancel,
  * whose run_dir lacks the file of some of its ntasks ranks: a status 0 becomes 1, with a
  * reason that says which ranks never started; another status keeps its reason, with the
- * ranks added. Returns how many never started.
+ * ranks added; either way the outcome is lost (Slurm's doing, not the program's). Returns
+ * how many never started.
  */
 int slurm_check_ranks_started(const char *run_dir, int ntasks, struct slurm_outcome *out);
 

@@ -20,7 +20,7 @@
 
 /* ---- a log that the journal and the backend both write to, in order ---- */
 
-static char logbuf[2000][160];
+static char logbuf[2000][256];
 static int nlog;
 
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -109,7 +109,7 @@ static int j_ended(void *j, const struct loop_job *job, int attempt, int status,
                    const char *state, const char *type, const char *reason,
                    const struct journal_sched *s, struct error *err)
 {
-    note("J ended %s %d %d %s %s", job->id, attempt, status, state, type);
+    note("J ended %s %d %d %s %s: %s", job->id, attempt, status, state, type, reason);
     return 0;
 }
 
@@ -160,6 +160,20 @@ static int b_start(void *ctx, const struct backend_start *s, char *id, size_t id
     note("B start %s %d %d -> %s", s->job_id, s->attempt, s->placement->workers,
          rc == 0 ? id : "failed");
     return rc;
+}
+
+/* While set, every attempt that ends was lost by the resource manager (a node failed). */
+static int manager_loses;
+
+static int b_poll(void *ctx, struct backend_event *out, int max)
+{
+    int n = backend_sim_ops.poll(ctx, out, max);
+    for (int i = 0; i < n; i++)
+        if (out[i].kind == BACKEND_EXITED && manager_loses) {
+            out[i].lost = 1;
+            snprintf(out[i].reason, sizeof(out[i].reason), "node failure (the test's)");
+        }
+    return n;
 }
 
 static int b_signal(void *ctx, const char *id, int sig)
@@ -276,6 +290,8 @@ static void world_init(struct world *w, const char *policy, const char *options,
     logged = backend_sim_ops;
     logged.start = b_start;
     logged.signal = b_signal;
+    logged.poll = b_poll;
+    manager_loses = 0;
     nplaced = 0;
     manager_down = 0;
     memset(node_down, 0, sizeof(node_down));
@@ -547,6 +563,38 @@ START_TEST(unreachable_manager_is_not_a_failed_start)
 }
 END_TEST
 
+/* Attempts that the resource manager lost (a node failed) are started again without
+ * spending the job's restarts, a few times; after that they count as failures, so that a
+ * job cannot stay queued forever. max_restarts is 2 here: 3 lost attempts, then 3 failures,
+ * and the job fails at its 6th attempt. */
+START_TEST(lost_attempts_do_not_spend_restarts)
+{
+    struct world w;
+    world_init(&w, "fifo", "nodes=1,gpus=4,slots=8,start_s=1", 5);
+    submit(&w, "a", 1, 1, 0);
+    manager_loses = 1;
+    for (int k = 1; k <= 6; k++) {
+        char line[64], id[64];
+        int i;
+        snprintf(line, sizeof(line), "B start a %d 1 -> ", k);
+        run_until(&w, backend_sim_ops.now(w.sim) + 10);
+        i = find(0, line);
+        if (i < 0)
+            dump();
+        ck_assert_int_ge(i, 0);
+        snprintf(id, sizeof(id), "%s", logbuf[i] + strlen(line));
+        backend_sim_ops.signal(w.sim, id, SIGKILL); /* the node under it fails */
+    }
+    run_until(&w, backend_sim_ops.now(w.sim) + 10);
+    ck_assert(has("J ended a 1 137 QUEUED retry", "without spending a restart (1 of 3"));
+    ck_assert(has("J ended a 3 137 QUEUED retry", "(3 of 3 such)"));
+    ck_assert(has("J ended a 4 137 QUEUED retry", "restart 1 of 2"));
+    ck_assert(has("J ended a 6 137 FAILED failed", "no restarts are left"));
+    ck_assert_ptr_null(loop_job(w.l, "a"));
+    world_free(&w);
+}
+END_TEST
+
 /* A model whose speed changes every 10 steps, so that the sim backend asks it again during
  * an attempt: job "j<i>" runs on i % 2 + 1 workers, and it counts placements that say
  * otherwise. */
@@ -780,6 +828,7 @@ int main(void)
                             kill_after_the_grace_period,
                             failed_starts_back_off_then_fail,
                             unreachable_manager_is_not_a_failed_start,
+                            lost_attempts_do_not_spend_restarts,
                             unrecorded_pass_changes_nothing,
                             switching_policy_causes_a_pass,
                             sim_model_gets_the_placement_after_the_attempts_grow,

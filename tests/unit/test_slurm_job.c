@@ -106,12 +106,12 @@ START_TEST(outcome_of_each_state)
     ck_assert(o.running && !o.ended);
     j = job(JOB_COMPLETE, 0, 0, NULL);
     slurm_outcome(&j, &o);
-    ck_assert(o.ended && o.status == 0 && !o.cancelled);
+    ck_assert(o.ended && o.status == 0 && !o.cancelled && !o.lost);
     ck_assert_str_eq(o.reason, "Slurm job 42: completed");
     /* exit 75: the stop agreement's resumable exit, as a wait status */
     j = job(JOB_FAILED, 75 << 8, FAIL_EXIT_CODE, NULL);
     slurm_outcome(&j, &o);
-    ck_assert(o.ended && o.status == 75);
+    ck_assert(o.ended && o.status == 75 && !o.lost);
     ck_assert_str_eq(o.reason, "Slurm job 42: failed");
     j = job(JOB_CANCELLED, SIGTERM, 0, NULL);
     slurm_outcome(&j, &o);
@@ -123,8 +123,11 @@ START_TEST(outcome_of_each_state)
     ck_assert_str_eq(o.reason, "Slurm job 42: time limit reached (time limit reached)");
     j = job(JOB_NODE_FAIL, 0, FAIL_DOWN_NODE, NULL);
     slurm_outcome(&j, &o);
-    ck_assert(o.ended && o.status == 1);
+    ck_assert(o.ended && o.status == 1 && o.lost); /* Slurm's doing, not the program's */
     ck_assert_str_eq(o.reason, "Slurm job 42: node failure on n[1-2]");
+    j = job(JOB_BOOT_FAIL, 0, 0, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.ended && o.lost);
     j = job(JOB_FAILED, 0, FAIL_LAUNCH, "launch failed requeued held");
     slurm_outcome(&j, &o);
     ck_assert_str_eq(o.reason, "Slurm job 42: failed (launch failed requeued held)");
@@ -203,6 +206,7 @@ START_TEST(a_success_with_ranks_that_never_started_fails)
     o = ok;
     ck_assert_int_eq(slurm_check_ranks_started(dir, 12, &o), 6);
     ck_assert_int_eq(o.status, 1);
+    ck_assert(o.lost); /* the program never ran there */
     ck_assert_msg(strstr(o.reason, "6 of 12 ranks never started (ranks 0, 1, 2, 3, 4, 5: no "
                                    "rank.0/stdout)") != NULL,
                   "%s", o.reason);
@@ -210,6 +214,7 @@ START_TEST(a_success_with_ranks_that_never_started_fails)
     o = ok;
     ck_assert_int_eq(slurm_check_ranks_started(dir, 0, &o), 0);
     ck_assert_int_eq(o.status, 0);
+    ck_assert(!o.lost);
     ck_assert_str_eq(o.reason, "Slurm job 42: completed");
     /* A failure keeps its status; its reason gains the ranks. */
     o = ok;
