@@ -139,6 +139,8 @@ static void read_tuning(struct ring__ctx *c)
     c->algo = (int)v[RING__K_ALLREDUCE_ALGO];
     c->rhd_bytes = (size_t)v[RING__K_RHD_ALLREDUCE_BYTES];
     c->hier = (int)v[RING__K_HIERARCHICAL];
+    c->bind = (int)v[RING__K_BIND];
+    c->bound_cpu = -1;
 }
 
 /* Meets the other ranks (bootstrap) and connects to them (mesh). */
@@ -168,6 +170,8 @@ static int connect_world(struct ring__ctx *c)
     /* RING_SPIN_US's default depends on it (tuning.c). */
     ring__tuning_resolve(&c->tune, c->oversubscribed);
     c->spin_us = (int)c->tune.v[RING__K_SPIN_US];
+    /* Before the engine thread starts, which inherits the mask. */
+    (void)ring__bind_apply(c);
     if (c->size == 1)
         return 0;
     cfg = (struct ring__mesh_cfg){
@@ -199,6 +203,7 @@ int ring_init(void)
             ring__log(RING_LOG_ERROR, "cannot connect to the other ranks: %s", ring_last_error());
         ring__mesh_destroy(c.mesh);
         ring__bootstrap_close(c.boot);
+        ring__bind_restore(&c);
         return rc;
     }
     ctx = c;
@@ -213,6 +218,7 @@ int ring_init(void)
         if (ctx.boot != NULL)
             ctx.boot->job_failed = 1;
         ring__bootstrap_close(ctx.boot);
+        ring__bind_restore(&ctx);
         memset(&ctx, 0, sizeof(ctx));
         return rc;
     }
@@ -253,6 +259,7 @@ int ring_finalize(void)
     ctx.boot->job_failed = failed;
     ring__bootstrap_close(ctx.boot);
     free(ctx.scratch);
+    ring__bind_restore(&ctx);
     memset(&ctx, 0, sizeof(ctx));
     return 0;
 }

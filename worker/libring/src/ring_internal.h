@@ -6,6 +6,7 @@
 #ifndef RING_INTERNAL_H
 #define RING_INTERNAL_H
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,9 @@ struct ring__ctx {
     int oversubscribed;           /* more ranks on this host than CPUs */
     int crowded;                  /* fewer CPUs than ranks' threads (program and engine) */
     int spin_us;                  /* how long a wait spins before it sleeps (RING_SPIN_US) */
+    int bind;                     /* RING__BIND_*: RING_BIND */
+    int bound_cpu;                /* the CPU ring_init bound the calling thread to, or -1 */
+    cpu_set_t bind_saved;         /* that thread's mask before, for ring_finalize */
     struct ring__engine *engine;
 
     int setup_timeout_ms;            /* RING_TIMEOUT_SECONDS */
@@ -78,6 +82,26 @@ struct ring__ctx {
 
 enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD, RING__ALGO_RHD };
 enum { RING__HIER_OFF, RING__HIER_AUTO, RING__HIER_ON };
+enum { RING__BIND_OFF, RING__BIND_AUTO, RING__BIND_ON };
+
+/* ---- CPU binding (affinity.c) ---------------------------------------------------------- */
+
+/*
+ * The CPU that local rank of local_size should be held on, by mode (RING__BIND_*), given
+ * the CPUs it may run on (allowed) and the number online: the (local_rank mod n)-th of the
+ * n allowed. -1 to leave it alone: mode OFF; AUTO unless allowed holds every online CPU
+ * and fewer than 2 * local_size of them. A pure function.
+ */
+int ring__bind_choose(const cpu_set_t *allowed, long online, int local_rank, int local_size,
+                      int mode);
+/*
+ * Binds the calling thread as ring__bind_choose says for c (c->bind, local rank and size),
+ * saving its mask in c. Returns the CPU, or -1 when it left the mask alone (a failed
+ * system call is logged as a warning, never fatal).
+ */
+int ring__bind_apply(struct ring__ctx *c);
+/* Gives the calling thread the mask ring__bind_apply saved, if it bound it. */
+void ring__bind_restore(struct ring__ctx *c);
 
 /* Returns the context, or NULL when libring is not initialized. */
 struct ring__ctx *ring__ctx(void);
