@@ -54,6 +54,16 @@ rc=0; wait $pid || rc=$?
 [ "$(grep -c 'got-int' "$WORK/out")" = 2 ] || { cat "$WORK/out"; fail "not every rank got SIGINT"; }
 ok "SIGINT is forwarded to every rank, and acts there even if ringrun's was ignored"
 
+# Under nohup (SIGHUP ignored) a hangup neither stops ringrun nor reaches its ranks.
+(trap '' HUP; exec "$RINGRUN" -np 2 sh -c 'echo ready; sleep 2; echo survived') >"$WORK/out" 2>&1 &
+pid=$!
+wait_for 30 "both ranks started" '[ "$(grep -c ready "$WORK/out")" = 2 ]'
+kill -HUP $pid
+rc=0; wait $pid || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/out"; fail "nohup: a SIGHUP made ringrun exit $rc, want 0"; }
+[ "$(grep -c survived "$WORK/out")" = 2 ] || { cat "$WORK/out"; fail "nohup: a rank died of SIGHUP"; }
+ok "under nohup a SIGHUP reaches no rank"
+
 expect_rc 0 "$RINGRUN" -np 2 --output-dir "$WORK/logs" sh -c 'echo to-file-$RING_RANK; echo e >&2'
 grep -qx "to-file-1" "$WORK/logs/rank.1/stdout" || fail "--output-dir did not write rank.1/stdout"
 grep -qx "e" "$WORK/logs/rank.0/stderr" || fail "--output-dir did not write rank.0/stderr"

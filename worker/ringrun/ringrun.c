@@ -46,6 +46,10 @@ struct rank {
     struct output out[2]; /* stdout, stderr */
 };
 
+/* ringrun was started with SIGHUP ignored, as nohup starts it: it neither forwards a hangup
+ * nor lets its ranks die of one, as the user asked. */
+static int hup_ignored;
+
 /* Finds prog as execvp would. Returns 0, EXIT_NOTFOUND or EXIT_NOEXEC, with a message. */
 static int check_program(const char *prog)
 {
@@ -258,10 +262,11 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
         sigprocmask(SIG_SETMASK, &none, NULL);
         /* ringrun forwards these to the rank: they must act there, even when ringrun was
          * started with them ignored (a shell script's background command ignores SIGINT),
-         * which exec would otherwise pass on. */
+         * which exec would otherwise pass on. A SIGHUP ignored on purpose (nohup) stays so. */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
+        if (!hup_ignored)
+            signal(SIGHUP, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
         if (devnull >= 0)
             dup2(devnull, STDIN_FILENO);
@@ -378,6 +383,7 @@ int main(int argc, char **argv)
     struct error err;
     char addr[64], rendezvous[96];
     sigset_t mask;
+    struct sigaction old;
     int sfd = -1, rc = EXIT_OSERR, alive, open_outputs, first_fail = -1, signals_seen = 0;
     int64_t kill_at = -1, drain_until = -1;
 
@@ -386,6 +392,7 @@ int main(int argc, char **argv)
         goto out;
     }
     ringrun_verbose = o.verbose;
+    hup_ignored = sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN;
     if (o.slurm) {
         char step[64];
         struct slurm_launch l = {
@@ -396,6 +403,7 @@ int main(int argc, char **argv)
             .output_dir = o.output_dir,
             .step_name = step,
             .verbose = o.verbose,
+            .hup_ignored = hup_ignored,
             .argv = o.argv,
         };
         snprintf(step, sizeof(step), "ringrun.%d", (int)getpid());
@@ -462,7 +470,8 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGCHLD);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
+    if (!hup_ignored)
+        sigaddset(&mask, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
         (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
         ringrun_say("signalfd: %s", strerror(errno));

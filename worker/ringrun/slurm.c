@@ -294,7 +294,8 @@ int slurm_run(const struct slurm_launch *l)
     sigaddset(&mask, SIGCHLD);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
+    if (!l->hup_ignored)
+        sigaddset(&mask, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
         (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
         ringrun_say("signalfd: %s", strerror(errno));

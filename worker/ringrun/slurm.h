@@ -26,7 +26,8 @@ struct slurm_launch {
     const char *output_dir;
     const char *step_name; /* srun -J: how ringrun finds its step to signal it */
     int verbose;
-    char **argv; /* the program and its arguments */
+    int hup_ignored; /* ringrun was started with SIGHUP ignored (nohup): keep it so */
+    char **argv;     /* the program and its arguments */
 };
 
 /* 1 when this process runs inside a Slurm allocation (SLURM_JOB_ID and SLURM_NODELIST). */
