@@ -355,12 +355,19 @@ static void take_queue(struct ring__engine *e)
     group_bits(first);
 }
 
-int ring__eng_attachable(const struct ring__engine *e, const struct ring__request *r)
+/* Whether anything may ride: the fast path is on and the ring backend runs host buffers
+ * (RING_CPU_OPERATIONS=mpi's point is that MPI moves the data). */
+static int any_attachable(const struct ring__engine *e)
 {
-    /* GPU buffers (the host cannot touch them), RING_CPU_OPERATIONS=mpi (whose point is that
-     * MPI moves the data) and compression (16 bits on the wire) take their own paths. */
-    if (!e->fast || r->process_set != RING_GLOBAL || r->device >= 0 ||
-        ring__backend_for(e->ctx, -1) != &ring__backend_ring)
+    return e->fast && ring__backend_for(e->ctx, -1) == &ring__backend_ring;
+}
+
+/* ring__eng_attachable once any_attachable holds: what depends on the request. */
+static int req_attachable(const struct ring__engine *e, const struct ring__request *r)
+{
+    /* GPU buffers (the host cannot touch them) and compression (16 bits on the wire) take
+     * their own paths. */
+    if (r->process_set != RING_GLOBAL || r->device >= 0)
         return 0;
     if (r->type == RING__BARRIER)
         return 1;
@@ -368,6 +375,11 @@ int ring__eng_attachable(const struct ring__engine *e, const struct ring__reques
            r->count <= RING__ATTACH_MAX / ring_dtype_size((ring_dtype_t)r->dtype) &&
            !(e->compression >= 0 && r->dtype == RING_FLOAT32 &&
              (r->op == RING_SUM || r->op == RING_AVERAGE));
+}
+
+int ring__eng_attachable(const struct ring__engine *e, const struct ring__request *r)
+{
+    return any_attachable(e) && req_attachable(e, r);
 }
 
 /*
@@ -389,13 +401,13 @@ static int build_attach(struct ring__engine *e, int hwm, int cw, int join_local,
     size_t es = 1, total = 0, off = 0;
 
     memset(at, 0, sizeof(*at));
-    if (!e->fast || join_local)
+    if (join_local || !any_attachable(e)) /* once per cycle, not per tensor */
         return 0;
     memset(e->att_key, 0, (size_t)cw * sizeof(uint64_t));
     for (int b = 0; b < hwm; b++) {
         struct entry *en = e->bit_entry[b];
         const struct ring__request *r;
-        if (en == NULL || !ring__eng_attachable(e, r = &en->req))
+        if (en == NULL || !req_attachable(e, r = &en->req))
             continue;
         if (r->type == RING__ALLREDUCE) {
             int rop = r->op == RING_AVERAGE ? RING_SUM : r->op;
@@ -541,7 +553,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     }
     /* A rank is "ready" for tensors of sets it is not in, and for all once it joined. */
     for (int b = 0; b < hwm; b++) {
-        if (join_local || (e->cache.entries[b].used && e->absent[b]))
+        if (join_local || (e->absent[b] && e->cache.entries[b].used))
             ctl_set(w + 2 + jw, b);
     }
     /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */
@@ -568,7 +580,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     memset(fired, 0, (size_t)hwm);
     for (int b = 0; b < hwm; b++) {
         /* ready on every rank, and really held by at least one */
-        if (!e->cache.entries[b].used || !ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b))
+        /* The bit vectors first: a cache entry is a few hundred bytes, a cache miss each. */
+        if (!ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b) || !e->cache.entries[b].used)
             continue;
         fired[b] = 1;
         if (natt > 0 && ctl_get(e->att_key, b))
