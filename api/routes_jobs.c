@@ -314,7 +314,8 @@ static void end_job(const struct api_config *cfg, const struct api_request *req,
     if (own_job(req, param, resp, &job) < 0)
         return;
     state = json_string_value(json_object_get(job, "state"));
-    if (finished(state)) {
+    /* A STOPPED job waits to be resumed: a cancel ends it for good, a stop has nothing to do. */
+    if (finished(state) && !(strcmp(state, "STOPPED") == 0 && !stop)) {
         api_problem(resp, 409, "job-finished", "Conflict", req->path,
                     "job %s is already %s; there is nothing to %s", param, state,
                     stop ? "stop" : "cancel");

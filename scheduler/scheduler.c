@@ -189,6 +189,21 @@ static int resume(struct scheduler *s, const char *id, struct error *err)
     return rc;
 }
 
+/* A STOPPED job is the store's alone (the loop let it go): a cancel ends it there, so that
+ * a job stopped to resume later can still be ended for good. */
+static int cancel(struct scheduler *s, const char *id, struct error *err)
+{
+    if (loop_cancel(s->loop, id, err) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return -1;
+    if (store_job_transition_if(s->journal.st, id, "STOPPED", "CANCELLED", "cancelled",
+                                "cancelled by request while STOPPED; it will not be resumed",
+                                err) == 0)
+        return 0;
+    return errno = ENOENT, -1; /* finished meanwhile (or resumed and ended) */
+}
+
 static json_t *info(struct scheduler *s)
 {
     const struct policy_params *p = loop_params(s->loop);
@@ -238,7 +253,7 @@ static int serve_requests(struct scheduler *s)
         case ACT_STOP:
         case ACT_RESUME:
             absorb(s); /* a job submitted a moment ago is the loop's to cancel */
-            q->rc = q->action == ACT_CANCEL ? loop_cancel(s->loop, q->id, &q->err)
+            q->rc = q->action == ACT_CANCEL ? cancel(s, q->id, &q->err)
                     : q->action == ACT_STOP ? loop_stop_job(s->loop, q->id, &q->err)
                                             : resume(s, q->id, &q->err);
             q->errnum = errno;

@@ -45,8 +45,8 @@ void scheduler_stop(struct scheduler *s);
 /* New work may be startable (a submission): wake the thread. Thread-safe. */
 void scheduler_wake(struct scheduler *s);
 /*
- * Cancels job id, from any thread: a queued job becomes CANCELLED; a running or stopping one
- * gets SIGTERM, then SIGKILL after the grace period, and becomes CANCELLED when it exits,
+ * Cancels job id, from any thread: a queued or STOPPED job becomes CANCELLED; a running or stopping
+ * one gets SIGTERM, then SIGKILL after the grace period, and becomes CANCELLED when it exits,
  * whatever it was being stopped for (cancel wins). Returns 0, or -1 with errno ENOENT (no
  * such active job: finished, or unknown) or EALREADY (it is being cancelled already).
  */

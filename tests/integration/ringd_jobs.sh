@@ -83,6 +83,20 @@ grep -q "submitted starting started stopping stopped resumed starting started su
     { cat "$WORK/types"; fail "the event history is not the job's life"; }
 ok "stop checkpoints and exits 75 into STOPPED; resume continues from the checkpoint"
 
+# A job stopped to resume later can still be ended for good; a second stop has nothing to do.
+id=$(submit '{"name":"parked","command":["/bin/sleep","30"],"workers":1}')
+wait_state "$id" RUNNING 30
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/stop")" = 202 ] || fail "stop refused"
+wait_state "$id" STOPPED 30
+code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/stop")
+[ "$code" = 409 ] || fail "stopping a STOPPED job answered $code, want 409"
+code=$(curl -s -o "$WORK/c.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/cancel")
+[ "$code" = 202 ] || { cat "$WORK/c.json"; fail "cancelling a STOPPED job answered $code, want 202"; }
+wait_state "$id" CANCELLED 10
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/resume")
+[ "$code" = 409 ] || fail "resuming a cancelled job answered $code, want 409"
+ok "a STOPPED job can be cancelled (202, CANCELLED), not stopped again or resumed after"
+
 curl -s "http://$ADDR/metrics" >"$WORK/metrics"
 grep -q '^ringd_jobs{state="SUCCEEDED"} [1-9]' "$WORK/metrics" || { cat "$WORK/metrics"; fail "no job gauge"; }
 grep -q '^ringd_submissions_total [1-9]' "$WORK/metrics" || fail "no submissions counter"
