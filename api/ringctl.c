@@ -124,15 +124,21 @@ static int cmd_submit(int argc, char **argv)
         {"workdir", required_argument, NULL, 'w'},
         {"file", required_argument, NULL, 'f'},
         {"idempotency-key", required_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const char usage_submit[] =
+        "usage: ringctl submit [-n N|MIN:MAX] [--name N] [--gpus-per-worker G] "
+        "[--env K=V] [--label K=V] [--max-restarts R] [--priority P] "
+        "[--workdir DIR] [--idempotency-key K] (-f spec.json|spec.yaml | -- program "
+        "args...)\n";
     json_t *spec = json_object(), *env = json_object(), *labels = json_object(), *job, *cmd;
     const char *idem = NULL, *file = NULL;
     char *body;
     int o, rc = 0;
 
     optind = 1;
-    while ((o = getopt_long(argc, argv, "+n:N:g:e:l:r:p:w:f:k:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "+hn:N:g:e:l:r:p:w:f:k:", opts, NULL)) != -1) {
         char *eq;
         switch (o) {
         case 'n': {
@@ -191,12 +197,11 @@ static int cmd_submit(int argc, char **argv)
         case 'k':
             idem = optarg;
             break;
+        case 'h':
+            fputs(usage_submit, stdout);
+            goto out; /* rc 0 */
         default:
-            fprintf(stderr,
-                    "usage: ringctl submit [-n N|MIN:MAX] [--name N] [--gpus-per-worker G] "
-                    "[--env K=V] [--label K=V] [--max-restarts R] [--priority P] "
-                    "[--workdir DIR] [--idempotency-key K] (-f spec.json|spec.yaml | -- program "
-                    "args...)\n");
+            fputs(usage_submit, stderr);
             rc = EXIT_USAGE;
             goto out;
         }
@@ -338,27 +343,28 @@ static int cmd_show(const char *id)
         json_decref(j);
         return 0;
     }
-    printf("job        %s (%s)\nowner      %s\nstate      %s\ncreated    %s\ncheckpoints %s\n",
+    printf("job        %s (%s)\nowner      %s\nstate      %s\ncreated    %s\ncheckpoint %s\n",
            str(j, "id"), str(j, "name"), str(j, "owner"), str(j, "state"), str(j, "created_at"),
            str(j, "checkpoint_dir"));
     p = json_object_get(j, "progress");
     if (p != NULL)
         printf("progress   epoch %lld/%lld, step %lld/%lld, loss %.4f, %.0f samples/s on %lld "
-               "workers\n",
+               "worker%s\n",
                json_integer_value(json_object_get(p, "epoch")),
                json_integer_value(json_object_get(p, "epochs")),
                json_integer_value(json_object_get(p, "step")),
                json_integer_value(json_object_get(p, "total_steps")),
                json_number_value(json_object_get(p, "loss")),
                json_number_value(json_object_get(p, "samples_per_s")),
-               json_integer_value(json_object_get(p, "world_size")));
+               json_integer_value(json_object_get(p, "world_size")),
+               json_integer_value(json_object_get(p, "world_size")) == 1 ? "" : "s");
     ringctl_show_scaling(j);
     json_array_foreach(json_object_get(j, "attempts"), i, a)
     {
-        printf("attempt %lld: %lld workers on %s, started %s",
-               json_integer_value(json_object_get(a, "number")),
-               json_integer_value(json_object_get(a, "world_size")), str(a, "hosts"),
-               str(a, "started_at"));
+        json_int_t w = json_integer_value(json_object_get(a, "world_size"));
+        printf("attempt %lld: %lld worker%s on %s, started %s",
+               json_integer_value(json_object_get(a, "number")), w, w == 1 ? "" : "s",
+               str(a, "hosts"), str(a, "started_at"));
         if (json_object_get(a, "ended_at"))
             printf(", ended %s: %s", str(a, "ended_at"), str(a, "reason"));
         printf("\n");
@@ -805,7 +811,12 @@ int main(int argc, char **argv)
             json_out = 1;
         else if (!strcmp(argv[1], "--insecure-http"))
             ringctl__conn.insecure_http = 1;
-        else if (!strcmp(argv[1], "--cacert") && argc > 2) {
+        else if (!strcmp(argv[1], "--cacert")) {
+            if (argc < 3) {
+                fprintf(stderr, "ringctl: --cacert needs a file (the CA certificate of ringd's "
+                                "HTTPS)\n");
+                return EXIT_USAGE;
+            }
             ringctl__conn.cacert = argv[2];
             argv++;
             argc--;

@@ -366,15 +366,18 @@ static void job_resume(const struct api_config *cfg, const struct api_request *r
 
     if (own_job(req, param, resp, &job) < 0)
         return;
-    json_decref(job);
     if (scheduler_resume(cfg->sched, param, &err) < 0) {
-        if (errno == EAGAIN)
+        if (errno == EAGAIN) { /* the state read above, unless it changed since */
+            const char *state = json_string_value(json_object_get(job, "state"));
             api_problem(resp, 409, "job-not-stopped", "Conflict", req->path,
-                        "only a STOPPED job can be resumed; %s", err.text);
-        else
+                        "only a STOPPED job can be resumed, and job %s is %s", param,
+                        strcmp(state, "STOPPED") ? state : "no longer STOPPED");
+        } else
             api__store_problem(resp, req->path, &err);
+        json_decref(job);
         return;
     }
+    json_decref(job);
     reply_job(cfg, req, param, 200, resp);
 }
 

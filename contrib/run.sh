@@ -18,7 +18,7 @@ user=${SUDO_USER:-$(id -un)}
 RINGD_SLOTS=${RINGD_SLOTS:-4} "$build/server/ringd" --listen "$listen" --data-dir "$data" \
     --no-auth --default-user "$user" >>"$data/ringd.log" 2>&1 &
 pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; echo; echo "ringd stopped."' EXIT
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true; echo; echo "ringd stopped."' EXIT
 for _ in $(seq 100); do
     [ -s "$data/ringd.addr" ] && break
     kill -0 $pid 2>/dev/null || { tail -5 "$data/ringd.log"; exit 1; }

@@ -42,8 +42,8 @@ static int js_starting(void *j, const struct loop_job *job, int attempt, const s
 {
     struct store_sched s = sched_of(sched);
     char msg[400];
-    snprintf(msg, sizeof(msg), "attempt %d on %d workers: %s", attempt, p->workers,
-             reason[0] ? reason : "resources allocated");
+    snprintf(msg, sizeof(msg), "attempt %d on %d worker%s: %s", attempt, p->workers,
+             p->workers == 1 ? "" : "s", reason[0] ? reason : "resources allocated");
     return store_job_transition(ST(j), job->id, "STARTING", "starting", msg, &s, err);
 }
 

@@ -288,8 +288,8 @@ static void attempt_exited(struct loop *l, struct loop_job *j, const struct back
     } else if (why == STOP_RESIZE || why == STOP_PREEMPT) {
         state = "QUEUED";
         type = why == STOP_RESIZE ? "resized" : "preempted";
-        snprintf(reason, sizeof(reason), "attempt %d (%d workers) stopped in %.1f s%s%s%s", attempt,
-                 workers, stop_s,
+        snprintf(reason, sizeof(reason), "attempt %d (%d worker%s) stopped in %.1f s%s%s%s",
+                 attempt, workers, workers == 1 ? "" : "s", stop_s,
                  status == 75 ? " after a checkpoint"
                               : " but exited other than 75 (its last "
                                 "checkpoint may be older)",
@@ -585,9 +585,9 @@ int loop_recover(struct loop *l, const struct loop_submit *s, int number, const 
             usage_take(&l->running, &where, j->cpw, 1);
             j->placement = where; /* moved: the job owns the arrays now */
             snprintf(reason, sizeof(reason),
-                     "ringd restarted; attempt %d still runs (%s %s, %d workers) and is tracked "
+                     "ringd restarted; attempt %d still runs (%s %s, %d worker%s) and is tracked "
                      "again",
-                     number, l->b->name, backend_id, where.workers);
+                     number, l->b->name, backend_id, where.workers, where.workers == 1 ? "" : "s");
             sched = loop__sched_of(j);
             if (l->jo->transition(l->jctx, j, "RUNNING", "adopted", reason, &sched, err) < 0)
                 loop__say(l, "error", j->id, "cannot record the adoption: %s", err->text);

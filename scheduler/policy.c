@@ -319,7 +319,7 @@ int placer_grow(struct placer *p, int i, int want)
     if (policy_room(j, p->u.slots_left + (long)have * j->cpw,
                     p->u.gpus_left + (long)have * j->gpw) < (have ? have + 1 : j->min)) {
         if (have == 0)
-            note(t, "; no room for %d workers", asked);
+            note(t, "; no room for %d worker%s", asked, asked == 1 ? "" : "s");
         return have;
     }
     while (want > have) {
@@ -350,7 +350,7 @@ int placer_grow(struct placer *p, int i, int want)
         if (have > 0)
             note(t, "; no room to grow to %d, stays at %d", asked, have);
         else
-            note(t, "; no room for %d workers", asked);
+            note(t, "; no room for %d worker%s", asked, asked == 1 ? "" : "s");
         return have;
     }
     if (want != asked)

@@ -414,7 +414,8 @@ static int decide(const struct policy_snapshot *s, const int *cap, int *size, in
             continue;
         if (j->workers == 0)
             snprintf(out[i].reason, sizeof(out[i].reason),
-                     "dynamic: start at %d workers (min %d, max %d)", size[i], j->min, j->max);
+                     "dynamic: start at %d worker%s (min %d, max %d)", size[i],
+                     size[i] == 1 ? "" : "s", j->min, j->max);
         else
             describe(&d, i, &out[i], forced[i]);
     }

@@ -149,6 +149,12 @@ expect_rc 0 "$C" --json ls
     "$URL/v1/jobs?page_size=1000" | jq '.jobs | length')" ] || fail "a bad flag submitted a job"
 ok "bad numbers in flags are usage errors (2), and nothing is submitted"
 
+expect_rc 0 "$C" submit --help
+expect_in out "usage: ringctl submit"
+expect_rc 2 "$C" --cacert
+expect_in err "--cacert needs a file"
+ok "submit --help prints its usage (0); --cacert without a file is a usage error (2)"
+
 # A job id is a path segment, never more of the URL.
 expect_rc 3 "$C" show ../tokens
 expect_rc 3 "$C" show 'j-x?y'

@@ -76,8 +76,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/
 wait_state "$id" SUCCEEDED 120
 grep -q "resuming from" "$(job "$id" | jq -r '.attempts[-1].run_dir')/rank.0/stdout" ||
     fail "the resumed job did not start from its checkpoint"
-code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/resume")
+code=$(curl -s -o "$WORK/r.json" -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/resume")
 [ "$code" = 409 ] || fail "resuming a finished job answered $code, want 409"
+jq -e '.detail | contains("is SUCCEEDED")' "$WORK/r.json" >/dev/null || { cat "$WORK/r.json"; fail "the resume 409 does not say the job's state"; }
 curl -s "http://$ADDR/v1/jobs/$id/events" | jq -r '[.events[].type] | join(" ")' >"$WORK/types"
 grep -q "submitted starting started stopping stopped resumed starting started succeeded" "$WORK/types" ||
     { cat "$WORK/types"; fail "the event history is not the job's life"; }

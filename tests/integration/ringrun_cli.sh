@@ -27,7 +27,13 @@ start=$(date +%s)
 expect_rc 3 "$RINGRUN" -np 2 --kill-grace 1 sh -c '[ $RING_RANK = 0 ] && exit 3; exec sleep 60'
 [ $(( $(date +%s) - start )) -lt 20 ] || fail "the surviving rank was not killed after the grace period"
 expect_in err "killing the 1 remaining rank"
+expect_in err "stopping the other ranks in 1 s"
 ok "a failed rank gets the others killed after --kill-grace"
+
+# The last rank to end fails: there is no one left to stop, and ringrun does not say so.
+expect_rc 3 "$RINGRUN" -np 2 sh -c '[ $RING_RANK = 0 ] && exit 0; sleep 1; exit 3'
+grep -q "stopping the other ranks" "$WORK/err" && { cat "$WORK/err"; fail "ringrun announced stopping ranks that had ended"; }
+ok "a failure of the last rank does not announce stopping the others"
 
 # Each rank says "ready" once its trap is set: a SIGTERM before that would kill the shell
 # instead of running the trap.
@@ -86,7 +92,9 @@ expect_in err "-np '0' must be a positive integer"
 expect_rc 64 "$RINGRUN" -np 2
 expect_in err "no program given"
 expect_rc 64 "$RINGRUN" -np 2 --bogus true
-expect_in err "unknown option"
+expect_in err "unknown option '--bogus'"
+expect_rc 64 "$RINGRUN" -np
+expect_in err "unknown option '-np' or missing value"
 expect_rc 64 "$RINGRUN" -np 2 --hostfile "$WORK/missing" true
 expect_in err "cannot open hostfile"
 expect_rc 64 "$RINGRUN" -np 2 --output-dir "$WORK/hostfile" true

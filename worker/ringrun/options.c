@@ -186,11 +186,9 @@ int options_parse(int argc, char **argv, struct opts *o)
             options_usage(stdout);
             exit(0);
         default:
-            if (optopt != 0 && optopt < 256)
-                ringrun_say("unknown option '-%c' or missing value (see ringrun --help)", optopt);
-            else
-                ringrun_say("unknown option '%s' or missing value (see ringrun --help)",
-                            argv[optind - 1]);
+            /* The word as typed: for -np without its value getopt names only 'n'. */
+            ringrun_say("unknown option '%s' or missing value (see ringrun --help)",
+                        optind > 0 && optind <= argc ? argv[optind - 1] : "?");
             return -1;
         }
     }

@@ -592,8 +592,11 @@ int main(int argc, char **argv)
                     else
                         ringrun_say("rank %d exited with status %d", r, WEXITSTATUS(status));
                     if (kill_at < 0) {
+                        int others = 0;
+                        for (int k = 0; k < o.np; k++)
+                            others += ranks[k].alive;
                         kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
-                        if (o.np > 1)
+                        if (others > 0)
                             ringrun_say("stopping the other ranks in %d s", o.grace_s);
                     }
                 } else if (ringrun_verbose) {
