@@ -40,6 +40,14 @@ static void dirs(struct loop *l, const struct loop_job *j, int attempt, json_t *
         snprintf(ckpt, clen, "%s/checkpoints/%s", l->cfg.data_dir, j->id);
 }
 
+/* Job j waits until t before it may start again; the loop wakes up for it. */
+static void hold_until(struct loop *l, struct loop_job *j, double t)
+{
+    j->not_before = t;
+    if (t < l->next_backoff)
+        l->next_backoff = t;
+}
+
 /* A failed attempt or start: back off and queue again, or FAILED. Returns the new state. */
 static const char *failure(struct loop *l, struct loop_job *j, double now, char *reason, size_t len,
                            const char *what)
@@ -49,9 +57,7 @@ static const char *failure(struct loop *l, struct loop_job *j, double now, char 
         int backoff = 1 << (j->failures - 1 < 6 ? j->failures - 1 : 6);
         if (backoff > BACKOFF_MAX_S)
             backoff = BACKOFF_MAX_S;
-        j->not_before = now + backoff;
-        if (j->not_before < l->next_backoff)
-            l->next_backoff = j->not_before;
+        hold_until(l, j, now + backoff);
         snprintf(reason, len, "%s; restart %d of %d in %d s", what, j->failures, j->max_restarts,
                  backoff);
         return "QUEUED";
@@ -162,9 +168,7 @@ failed : {
     if (unreachable) {
         /* Not the job's doing: it waits, its attempt number unused, and no restart is spent. */
         j->attempts--;
-        j->not_before = now + UNREACHABLE_RETRY_S;
-        if (j->not_before < l->next_backoff)
-            l->next_backoff = j->not_before;
+        hold_until(l, j, now + UNREACHABLE_RETRY_S);
         snprintf(msg, sizeof(msg), "%s; it waits and is tried again in %d s", why,
                  UNREACHABLE_RETRY_S);
         state = "QUEUED";
