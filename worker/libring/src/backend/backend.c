@@ -134,6 +134,15 @@ static int device_of(const void *p)
     return -1;
 }
 
+int ring__gpus_visible(void)
+{
+#ifdef RING_HAVE_NCCL
+    return ring__cuda_have_devices();
+#else
+    return 0;
+#endif
+}
+
 int ring__buffer_device(struct ring__ctx *ctx, const char *what, const char *name, const void *a,
                         const void *b, int *device)
 {

@@ -106,6 +106,9 @@ const struct ring__backend *ring__backend_for(const struct ring__ctx *ctx, int d
  * what and name when the buffers are on different devices, or on another GPU than this
  * rank's earlier GPU tensors (libring drives one GPU per rank).
  */
+/* 0 when no buffer can be GPU memory (built without CUDA, or no device in this process): a
+ * caller with many buffers may then skip ring__buffer_device. Thread safe. */
+int ring__gpus_visible(void);
 int ring__buffer_device(struct ring__ctx *ctx, const char *what, const char *name, const void *a,
                         const void *b, int *device);
 
@@ -126,5 +129,7 @@ void ring__nccl_destroy(struct ring__nccl *n, int broken);
  * Thread safe.
  */
 int ring__cuda_device_of(const void *ptr);
+/* 1 when the CUDA runtime sees a device (asked once per process). Thread safe. */
+int ring__cuda_have_devices(void);
 
 #endif /* RING_BACKEND_H */

@@ -26,6 +26,12 @@ static void count_devices(void)
         (void)cudaGetLastError(); /* the runtime keeps the error otherwise */
 }
 
+int ring__cuda_have_devices(void)
+{
+    pthread_once(&once, count_devices);
+    return have_devices;
+}
+
 int ring__cuda_device_of(const void *ptr)
 {
     struct cudaPointerAttributes a;

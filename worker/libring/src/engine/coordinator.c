@@ -13,6 +13,7 @@
 
 static int mismatch(char *msg, size_t len, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+static void sibling(const char *name, int i, char *out, size_t len);
 
 static int mismatch(char *msg, size_t len, int code, const char *fmt, ...)
 {
@@ -86,6 +87,26 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d asked for %s, rank %d for %s", what, name, ra,
                             op_name(a->op), rb, op_name(b->op));
+        /* Before the counts: a group's count is its members' sum. */
+        if (b->group_size != a->group_size)
+            return mismatch(msg, msglen, RING_EMISMATCH,
+                            "%s '%s': rank %d put it in a group of %d, rank %d of %d", what, name,
+                            ra, a->group_size, rb, b->group_size);
+        if (ring__request_packed(a) &&
+            (b->ncounts != a->ncounts ||
+             memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) != 0)) {
+            char member[RING__NAME_MAX + 16];
+            uint32_t k = 0;
+            while (k + 1 < a->ncounts && k < b->ncounts && a->counts[k] == b->counts[k])
+                k++;
+            sibling(name, (int)k, member, sizeof(member));
+            return mismatch(msg, msglen, RING_EMISMATCH,
+                            "%s '%s': rank %d sent %llu elements, rank %d sent %llu (member %u "
+                            "of a group of %d)",
+                            what, member, ra, (unsigned long long)a->counts[k], rb,
+                            k < b->ncounts ? (unsigned long long)b->counts[k] : 0ull, k,
+                            a->group_size);
+        }
         if (a->type != RING__ALLGATHERV && a->type != RING__ALLTOALLV && b->count != a->count)
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d sent %llu elements, rank %d sent %llu", what, name,
@@ -98,10 +119,6 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d scales by %g/%g (pre/post), rank %d by %g/%g", what,
                             name, ra, a->prescale, a->postscale, rb, b->prescale, b->postscale);
-        if (b->group_size != a->group_size)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d put it in a group of %d, rank %d of %d", what, name,
-                            ra, a->group_size, rb, b->group_size);
         if (a->type == RING__ALLGATHERV &&
             (b->ncounts != a->ncounts ||
              memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) != 0))
@@ -225,6 +242,9 @@ static int fail_group(struct match *m, struct ring__response *resp, int *nout,
     int gs = err->req.group_size, code = err->error;
     char *msg = err->message;
 
+    if (ring__request_packed(&err->req)) /* a group sent whole has no other members */
+        return 0;
+
     /* The group size another rank gave, when this response came from a rank that gave none. */
     for (int i = 0; i < m->nslots && gs <= 1; i++) {
         if (strcmp(m->slots[i].name, err->req.name) != 0)
@@ -333,8 +353,8 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
         const struct ring__request *any = NULL;
         for (int w = 0; w < size && any == NULL; w++)
             any = s->by_rank[w];
-        if (!s->ready || any->group_size <= 1)
-            continue;
+        if (!s->ready || any->group_size <= 1 || ring__request_packed(any))
+            continue; /* a group sent whole (packed) is ready as one tensor */
         /* Ranks that disagree on the group are a mismatch to report now, not a wait. */
         for (int w = 0; w < size; w++) {
             if (s->by_rank[w] != NULL && s->by_rank[w]->group_size != any->group_size)
@@ -357,7 +377,7 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
             continue;
         for (int w = 0; w < size && any == NULL; w++)
             any = s->by_rank[w];
-        if (any->group_size > 1) { /* the whole group, in member order */
+        if (any->group_size > 1 && !ring__request_packed(any)) { /* the whole group, in order */
             for (int g = 0; g < any->group_size && rc == 0; g++) {
                 char sib[RING__NAME_MAX + 16];
                 struct slot *t;
@@ -371,7 +391,8 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
          * (only a corrupt message names one so), which fails. */
         if (rc == 0 && !s->emitted) {
             rc = emit(resp, nout, s, size, psets, joined);
-            if (rc == 0 && resp[*nout - 1].error == 0 && any->group_size > 1)
+            if (rc == 0 && resp[*nout - 1].error == 0 && any->group_size > 1 &&
+                !ring__request_packed(any))
                 rc = misnamed(&resp[*nout - 1], any->group_size);
         }
         /* A failed member fails its whole group, so no rank waits for the rest. */

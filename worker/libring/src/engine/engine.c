@@ -138,7 +138,7 @@ struct entry *ring__eng_pending_get(struct ring__engine *e, const char *name)
 static void finish_entry(struct ring__engine *e, struct entry *en, int status, const char *msg)
 {
     ring__strmap_del_h(&e->inflight, en->req.name, en->hash);
-    if (en->req.counts != NULL)
+    if (en->req.counts != NULL && en->nmem == 0) /* a packed group's are in its allocation */
         ring__request_clear(&en->req);
     ring__eng_finish_handle(e, en->handle, status, msg);
 }
@@ -149,7 +149,7 @@ void ring__eng_complete(struct ring__engine *e, struct entry *en, int status, co
     if (en->taken)
         pending_remove(e, en);
     pthread_mutex_lock(&e->mu);
-    e->stats.tensors++;
+    e->stats.tensors += en->nmem > 0 ? (uint64_t)en->nmem : 1;
     finish_entry(e, en, status, msg);
     pthread_mutex_unlock(&e->mu);
 }
@@ -163,7 +163,7 @@ void ring__eng_complete_batch(struct ring__engine *e, struct entry **en, int n)
     pthread_mutex_lock(&e->mu);
     for (int i = 0; i < n; i++) {
         if (en[i] != NULL) {
-            e->stats.tensors++;
+            e->stats.tensors += en[i]->nmem > 0 ? (uint64_t)en[i]->nmem : 1;
             finish_entry(e, en[i], 0, NULL);
             en[i] = NULL;
         }
@@ -525,6 +525,7 @@ static void entry_init(struct entry *en, const struct ring__submit *sub, struct 
     en->handle = h;
     en->submit_us = 0;
     en->bit = -1;
+    en->nmem = 0;
     en->taken = 0;
     en->next = en->pprev = en->pnext = NULL;
 }
@@ -565,6 +566,62 @@ static void handle_free(struct ring__engine *e, struct ring_handle *h)
                                                   memory_order_relaxed));
 }
 
+/*
+ * Under mu: puts the n entries first..*tail (linked through next) in the in-flight table
+ * and the queue, or none of them (returns an error: a name is in flight already, or out of
+ * memory). *wake says whether the caller must wake the engine thread. With defer (a small
+ * group, engine.c: ring__engine_submit_group), a sleeping thread is left asleep when
+ * nothing else is in flight: the program's wait will run the cycle (run_here), and
+ * end_burst wakes the thread if it does not.
+ */
+static int enqueue(struct ring__engine *e, struct entry *first, struct entry **tail, int n,
+                   int defer, int *wake)
+{
+    int rc = 0;
+
+    /* One lookup per name: in the table unless a request of that name is in flight. */
+    for (struct entry *en = first; rc == 0 && en != NULL; en = en->next) {
+        int had = ring__strmap_add_h(&e->inflight, en->req.name, en->hash, en);
+        if (had == 1)
+            rc = ring__err(RING_EINVAL,
+                           "%s '%s': a request of this name is already in flight on rank %d; "
+                           "names must be unique until their operation completes",
+                           ring__optype_name(en->req.type), en->req.name, e->ctx->rank);
+        else if (had < 0)
+            rc = RING_ENOMEM;
+    }
+    /* The clock only for the timeline's NEGOTIATE phase (take_queue). */
+    if (rc == 0 && (e->timeline != NULL || e->timeline_swapping)) {
+        int64_t now = ring__now_us();
+        for (struct entry *en = first; en != NULL; en = en->next)
+            en->submit_us = now;
+    }
+    if (rc < 0) {
+        for (struct entry *en = first; en != NULL; en = en->next)
+            if (ring__strmap_get_h(&e->inflight, en->req.name, en->hash) == en)
+                ring__strmap_del_h(&e->inflight, en->req.name, en->hash);
+        *wake = 0;
+        return rc;
+    }
+    /* Only what is alone in flight: anything else may wait for the engine thread. */
+    defer = defer && e->fast && !next_blocking && e->inflight.count == (size_t)n;
+    *e->qtail = first;
+    e->qtail = tail;
+    e->nqueued += n;
+    e->burst_over = next_blocking;
+    if (next_blocking && e->settling)
+        pthread_cond_signal(&e->settle_cv);
+    next_blocking = 0;
+    /* The first submission to find the thread asleep wakes it; the rest of the burst need
+     * not, since it sees the queue when it wakes (sleep_for_work checks it under mu). */
+    *wake = e->sleeping && !defer;
+    if (*wake)
+        e->sleeping = 0;
+    else if (defer && e->sleeping)
+        atomic_store(&e->deferred, 1);
+    return rc;
+}
+
 /* Frees a list of entries that were never queued, and their handle. */
 static void free_unqueued(struct entry *first, struct ring_handle *h)
 {
@@ -579,7 +636,7 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
     struct ring_handle *h = NULL;
     struct entry *first = NULL, **tail = &first;
     size_t hash1 = n == 1 ? ring__strmap_hash(subs[0].req.name) : 0;
-    int rc = 0, wake;
+    int rc = 0, wake = 0;
 
     /* A step submits each of its tensors on its own: handle and entry in one block, from the
      * pool (below, under mu), with no zeroing of the handle's message buffer. */
@@ -618,41 +675,8 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
             tail = &s->en.next;
         }
     }
-    /* One lookup per name: in the table unless a request of that name is in flight. */
-    for (struct entry *en = first; rc == 0 && en != NULL; en = en->next) {
-        int had = ring__strmap_add_h(&e->inflight, en->req.name, en->hash, en);
-        if (had == 1)
-            rc = ring__err(RING_EINVAL,
-                           "%s '%s': a request of this name is already in flight on rank %d; "
-                           "names must be unique until their operation completes",
-                           ring__optype_name(en->req.type), en->req.name, e->ctx->rank);
-        else if (had < 0)
-            rc = RING_ENOMEM;
-    }
-    /* The clock only for the timeline's NEGOTIATE phase (take_queue). */
-    if (rc == 0 && (e->timeline != NULL || e->timeline_swapping)) {
-        int64_t now = ring__now_us();
-        for (struct entry *en = first; en != NULL; en = en->next)
-            en->submit_us = now;
-    }
-    if (rc == 0) {
-        *e->qtail = first;
-        e->qtail = tail;
-        e->nqueued += n;
-        e->burst_over = next_blocking;
-        if (next_blocking && e->settling)
-            pthread_cond_signal(&e->settle_cv);
-        next_blocking = 0;
-    } else {
-        for (struct entry *en = first; en != NULL; en = en->next)
-            if (ring__strmap_get_h(&e->inflight, en->req.name, en->hash) == en)
-                ring__strmap_del_h(&e->inflight, en->req.name, en->hash);
-    }
-    /* The first submission to find the thread asleep wakes it; the rest of the burst need
-     * not, since it sees the queue when it wakes (sleep_for_work checks it under mu). */
-    wake = rc == 0 && e->sleeping;
-    if (wake)
-        e->sleeping = 0;
+    if (rc == 0)
+        rc = enqueue(e, first, tail, n, 0, &wake);
     pthread_mutex_unlock(&e->mu);
     if (rc < 0) {
         free_unqueued(first, h);
@@ -663,6 +687,67 @@ int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs,
     if (wake)
         ring__engine_wake(e);
     *handle = h;
+    return 0;
+}
+
+/*
+ * A packed group (ring__engine_submit_group): the handle, its one entry, then the members'
+ * send buffers, receive buffers and counts, in one allocation that ring_wait frees.
+ */
+struct pack {
+    struct ring_handle h;
+    struct entry en;
+};
+
+int ring__engine_submit_group(struct ring__engine *e, const struct ring__request *req, int n,
+                              const void *const *sendbufs, void *const *recvbufs,
+                              const size_t *counts, struct ring_handle **handle)
+{
+    struct pack *p = malloc(sizeof(*p) + (size_t)n * (2 * sizeof(void *) + sizeof(uint64_t)));
+    const void **send;
+    void **recv;
+    uint64_t *cnt, total = 0;
+    struct entry *en;
+    int rc = 0, wake = 0;
+
+    if (p == NULL)
+        return ring__err(RING_ENOMEM, "out of memory for a group of %d", n);
+    send = (const void **)(p + 1);
+    recv = (void **)(send + n);
+    cnt = (uint64_t *)(recv + n);
+    for (int i = 0; i < n; i++) {
+        send[i] = sendbufs[i] == RING_IN_PLACE ? recvbufs[i] : sendbufs[i];
+        recv[i] = recvbufs[i];
+        cnt[i] = counts[i];
+        total += counts[i];
+    }
+    en = &p->en;
+    handle_init(&p->h, 1, 0);
+    entry_init(en, &(struct ring__submit){.sendbuf = NULL, .recvbuf = NULL}, &p->h);
+    ring__request_assign(&en->req, req);
+    en->req.group_size = n;
+    en->req.count = total;
+    en->req.counts = cnt;
+    en->req.ncounts = (uint32_t)n;
+    en->nmem = n;
+    en->msend = send;
+    en->mrecv = recv;
+    en->hash = ring__strmap_hash(en->req.name);
+    pthread_mutex_lock(&e->mu);
+    if (e->failed != 0)
+        rc = refuse(e);
+    else
+        rc = enqueue(e, en, &en->next, 1, total * ring_dtype_size((ring_dtype_t)req->dtype) <=
+                                              RING__ATTACH_MAX,
+                     &wake);
+    pthread_mutex_unlock(&e->mu);
+    if (rc < 0) {
+        free(p);
+        return rc;
+    }
+    if (wake)
+        ring__engine_wake(e);
+    *handle = &p->h;
     return 0;
 }
 
@@ -771,6 +856,10 @@ int ring__engine_blocking(struct ring__engine *e, const struct ring__submit *sub
  */
 static void end_burst(struct ring__engine *e)
 {
+    /* A small group left the engine thread asleep for this wait to run it (enqueue); the
+     * wait did not (or this is ring_test): the thread takes it from here. */
+    if (atomic_load(&e->deferred) && atomic_exchange(&e->deferred, 0))
+        ring__engine_wake(e);
     /* Once per burst: the program's next waits find it set and take no lock. */
     if (atomic_load(&e->burst_over))
         return;
@@ -837,6 +926,7 @@ static void await_handle(struct ring__engine *e, struct ring_handle *h)
         end_burst(e);
     if (atomic_load(&h->done))
         return;
+    end_burst(e); /* whatever happened, nothing is left deferred while this thread sleeps */
     until = ring__now_us() + e->ctx->spin_us;
     while (!atomic_load(&h->done) && ring__now_us() < until)
         sched_yield();

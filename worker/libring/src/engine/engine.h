@@ -62,6 +62,16 @@ int ring__request_copy(struct ring__request *dst, const struct ring__request *sr
 int ring__request_same(const struct ring__request *a, const struct ring__request *b);
 /* The same but for the names (the caller knows they are equal). */
 int ring__request_same_params(const struct ring__request *a, const struct ring__request *b);
+/*
+ * 1 when r is a whole grouped allreduce as one request (a packed group): named after its
+ * member 0 ("grad/0"), group_size members whose counts are counts[0..ncounts-1]
+ * (ncounts == group_size), count their sum. A group of GPU buffers is sent member by
+ * member instead: one request per member, each with its own name and count and no counts.
+ */
+static inline int ring__request_packed(const struct ring__request *r)
+{
+    return r->type == RING__ALLREDUCE && r->ncounts > 0;
+}
 
 /*
  * What every rank executes: the request as agreed (the lowest submitting rank's), or an
@@ -270,6 +280,17 @@ struct ring__submit {
  */
 int ring__engine_submit(struct ring__engine *e, const struct ring__submit *subs, int n,
                         struct ring_handle **handle);
+/*
+ * Queues a grouped allreduce of host memory as one packed request (req, see
+ * ring__request_packed: name, dtype, op, scales, set and group_size n given; count and
+ * counts are filled here from counts[]), so that a repeat of the same group costs one
+ * entry, one in-flight name, one cache bit and one completion, and its data is gathered
+ * into one buffer and reduced as one. sendbufs[i] may be RING_IN_PLACE. The engine copies
+ * the arrays; the buffers are the caller's. Returns 0 and *handle, or an error code.
+ */
+int ring__engine_submit_group(struct ring__engine *e, const struct ring__request *req, int n,
+                              const void *const *sendbufs, void *const *recvbufs,
+                              const size_t *counts, struct ring_handle **handle);
 /*
  * A blocking call (an allreduce, a barrier...): the fast path (engine.c) when it applies,
  * else a submission and a wait. Returns the call's status, as ring_wait.

@@ -315,7 +315,7 @@ static void group_bits(struct entry *first)
     for (struct entry *en = first, *next; en != NULL; en = next) {
         int whole = 1;
         next = en->pnext;
-        if (en->req.group_size <= 1)
+        if (en->req.group_size <= 1 || en->nmem > 0) /* a packed group has one bit */
             continue;
         for (; next != NULL && next->handle == en->handle; next = next->pnext)
             whole &= next->bit >= 0;
@@ -335,6 +335,7 @@ static void take_queue(struct ring__engine *e)
     e->qhead = NULL;
     e->qtail = &e->qhead;
     e->nqueued = 0;
+    atomic_store(&e->deferred, 0); /* this cycle runs what was deferred */
     if (e->timeline_swapping) {
         ring__timeline_close(e->timeline);
         e->timeline = e->timeline_swap;
@@ -430,8 +431,7 @@ static int build_attach(struct ring__engine *e, int hwm, int cw, int join_local,
     for (int i = 0; i < n; i++) {
         const struct entry *en = e->att_ent[i];
         if (en->req.type == RING__ALLREDUCE) {
-            ring__scale(e->fast_buf + off, en->sendbuf, (size_t)en->req.count, (ring_dtype_t)dtype,
-                        en->req.prescale);
+            ring__eng_gather(en, e->fast_buf + off, (ring_dtype_t)dtype, en->req.prescale);
             off += (size_t)en->req.count * es;
         }
     }
@@ -457,16 +457,18 @@ static void complete_attached(struct ring__engine *e, const struct ring__attach 
                               struct ring__fast *f)
 {
     size_t es = ring_dtype_size(at->dtype), off = 0;
+    uint64_t tensors = 0;
 
     for (int i = 0; i < n; i++) {
         struct entry *en = e->att_ent[i];
+        tensors += en->nmem > 0 ? (uint64_t)en->nmem : 1;
         const struct ring__request *r = &en->req;
         const char *phase = r->type == RING__BARRIER ? "BARRIER" : "ALLREDUCE";
         if (r->type == RING__ALLREDUCE) {
             double post = r->postscale;
             if (r->op == RING_AVERAGE)
                 post /= e->ctx->size; /* nobody has joined (build_attach) */
-            ring__scale(en->recvbuf, (char *)at->data + off, (size_t)r->count, at->dtype, post);
+            ring__eng_scatter(en, (char *)at->data + off, at->dtype, post);
             off += (size_t)r->count * es;
         }
         TL_PHASE(e, r->name, "NEGOTIATE", 0, NULL);
@@ -485,7 +487,7 @@ static void complete_attached(struct ring__engine *e, const struct ring__attach 
     pthread_mutex_lock(&e->mu);
     e->stats.collectives++;
     e->stats.cache_hits += (uint64_t)n; /* agreed by the cache's bits like the others */
-    e->stats.fast_path += (uint64_t)n;
+    e->stats.fast_path += tensors;
     pthread_mutex_unlock(&e->mu);
     ring__eng_complete_batch(e, e->att_ent, n); /* the entries may be gone after this */
 }
@@ -587,8 +589,9 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
         if (natt > 0 && ctl_get(e->att_key, b))
             continue; /* every rank attached it: done already, on every rank */
         memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
-        fresp[nfired].req = e->cache.entries[b].req; /* shallow: cacheable has no counts */
-        fresp[nfired].req.counts = NULL;
+        /* Shallow: only a packed group has counts here, which execution reads and which
+         * stay in the cache until the cache learns, after it. */
+        fresp[nfired].req = e->cache.entries[b].req;
         e->fent[nfired] = e->bit_entry[b];
         nfired++;
     }

@@ -50,6 +50,66 @@ static int grow_fusion(struct ring__engine *e, size_t bytes)
     return 0;
 }
 
+/* memcpy of a few bytes, inline for the sizes of one element: a packed group's members are
+ * often that small, and a call per member cost more than the copy. */
+static inline void copy_small(void *dst, const void *src, size_t b)
+{
+    switch (b) {
+    case 0:
+        break;
+    case 2:
+        memcpy(dst, src, 2);
+        break;
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    default:
+        memcpy(dst, src, b);
+    }
+}
+
+/*
+ * A packed group's members are usually tiny (a model's biases and norms: one to a few
+ * hundred elements), so they are copied with memcpy each and scaled once as a whole: a
+ * scaling call per member cost more than the copy.
+ */
+void ring__eng_gather(const struct entry *en, void *dst, ring_dtype_t dt, double factor)
+{
+    size_t es = ring_dtype_size(dt);
+    char *p = dst;
+
+    if (en->nmem == 0) {
+        ring__scale(dst, en->sendbuf, (size_t)en->req.count, dt, factor);
+        return;
+    }
+    for (int i = 0; i < en->nmem; i++) {
+        size_t b = (size_t)en->req.counts[i] * es;
+        copy_small(p, en->msend[i], b);
+        p += b;
+    }
+    ring__scale(dst, dst, (size_t)en->req.count, dt, factor);
+}
+
+void ring__eng_scatter(const struct entry *en, void *src, ring_dtype_t dt, double factor)
+{
+    size_t es = ring_dtype_size(dt);
+    const char *p = src;
+
+    if (en->nmem == 0) {
+        ring__scale(en->recvbuf, src, (size_t)en->req.count, dt, factor);
+        return;
+    }
+    ring__scale(src, src, (size_t)en->req.count, dt, factor);
+    for (int i = 0; i < en->nmem; i++) {
+        size_t b = (size_t)en->req.counts[i] * es;
+        copy_small(en->mrecv[i], p, b);
+        p += b;
+    }
+}
+
 static void tl_args(const struct ring__request *r, char *buf, size_t len)
 {
     snprintf(buf, len, "\"dtype\":\"%s\",\"count\":%llu", ring_dtype_name((ring_dtype_t)r->dtype),
@@ -134,7 +194,7 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
         return run_zero_copy(e, c, be, resp, en, n, op, post);
     for (int i = 0; i < n; i++)
         total += resp[i].req.count;
-    if (n == 1 && !compress && en[0] != NULL) {
+    if (n == 1 && !compress && en[0] != NULL && en[0]->nmem == 0) {
         TL_PHASE(e, r0->name, "ALLREDUCE", 1, NULL);
         rc =
             be->allreduce(c, en[0]->sendbuf, en[0]->recvbuf, r0->count, dt, op, r0->prescale, post);
@@ -157,13 +217,20 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
         rc = 0;
         for (int i = 0; i < n && rc == 0; i++) {
             const struct ring__request *ri = &resp[i].req;
+            /* A packed group member by member, as its members were tensors of their own:
+             * the response's counts, which every rank holds, joined or not. */
+            int packed = ring__request_packed(ri);
             TL_PHASE(e, ri->name, "ALLREDUCE", 1, NULL);
-            if (en[i] != NULL) {
-                rc = be->allreduce(c, en[i]->sendbuf, en[i]->recvbuf, ri->count, dt, op,
-                                   ri->prescale, post);
-            } else if ((rc = grow_fusion(e, ri->count * es)) == 0) {
-                ring__neutral(e->fusion, ri->count, dt, (ring_op_t)r0->op);
-                rc = be->allreduce(c, e->fusion, e->fusion, ri->count, dt, op, ri->prescale, post);
+            for (uint32_t k = 0; k < (packed ? ri->ncounts : 1) && rc == 0; k++) {
+                size_t cnt = packed ? (size_t)ri->counts[k] : (size_t)ri->count;
+                if (en[i] != NULL) {
+                    rc = be->allreduce(c, packed ? en[i]->msend[k] : en[i]->sendbuf,
+                                       packed ? en[i]->mrecv[k] : en[i]->recvbuf, cnt, dt, op,
+                                       ri->prescale, post);
+                } else if ((rc = grow_fusion(e, cnt * es)) == 0) {
+                    ring__neutral(e->fusion, cnt, dt, (ring_op_t)r0->op);
+                    rc = be->allreduce(c, e->fusion, e->fusion, cnt, dt, op, ri->prescale, post);
+                }
             }
             TL_PHASE(e, ri->name, "ALLREDUCE", 0, NULL);
         }
@@ -178,7 +245,7 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
             tl_args(&resp[i].req, args, sizeof(args));
         TL_PHASE(e, resp[i].req.name, "MEMCPY_IN_FUSION_BUFFER", 1, args);
         if (en[i] != NULL)
-            memcpy(e->fusion + off * es, en[i]->sendbuf, resp[i].req.count * es);
+            ring__eng_gather(en[i], e->fusion + off * es, dt, 1.0);
         else
             ring__neutral(e->fusion + off * es, resp[i].req.count, dt, (ring_op_t)r0->op);
         off += resp[i].req.count;
@@ -205,7 +272,7 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
     for (int i = 0; rc == 0 && i < n; i++) {
         TL_PHASE(e, resp[i].req.name, "MEMCPY_OUT", 1, NULL);
         if (en[i] != NULL)
-            memcpy(en[i]->recvbuf, e->fusion + off * es, resp[i].req.count * es);
+            ring__eng_scatter(en[i], e->fusion + off * es, dt, 1.0);
         off += resp[i].req.count;
         TL_PHASE(e, resp[i].req.name, "MEMCPY_OUT", 0, NULL);
     }

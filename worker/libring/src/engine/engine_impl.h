@@ -46,6 +46,9 @@ struct entry {
     size_t hash;        /* ring__strmap_hash(req.name), for the in-flight table and the cache */
     int64_t submit_us;  /* only with a timeline open, else 0 */
     int bit;            /* cache bit, or -1 */
+    int nmem;           /* a packed group's members (req.counts their counts), else 0 */
+    const void *const *msend; /* with nmem: the members' send and receive buffers */
+    void *const *mrecv;
     int taken;          /* cycle: in the pending list */
     struct entry *next; /* the queue; then a cycle's scratch lists */
     struct entry *pprev, *pnext; /* cycle: the pending list, in submission order */
@@ -58,7 +61,8 @@ struct solo {
     struct entry en;
 };
 
-/* A grouped allreduce: the handle and its members' entries in one allocation. */
+/* A grouped allreduce of GPU buffers: the handle and its members' entries in one allocation
+ * (host memory goes as one packed entry: struct pack, engine.c). */
 struct group {
     struct ring_handle h;
     struct entry en[];
@@ -118,6 +122,9 @@ struct ring__engine {
     char failed_msg[384];
     struct ring__timeline *timeline_swap;
     int timeline_swapping;
+    /* A small group was queued without waking the sleeping engine thread: the program's
+     * wait runs it (run_here), and end_burst wakes the thread if it did not. */
+    atomic_int deferred;
     struct ring_engine_stats stats;
     struct ring__process_sets psets;
 
@@ -185,6 +192,12 @@ void ring__eng_flush_waiters(struct ring__engine *e);
 void ring__eng_fail_all(struct ring__engine *e, int err, const char *msg);
 
 /* ---- engine_exec.c ---- */
+
+/* Copies en's data (its members' in order, for a packed group) to dst, count elements of
+ * dt in all, and scales them by factor. */
+void ring__eng_gather(const struct entry *en, void *dst, ring_dtype_t dt, double factor);
+/* Scales src (count elements, in place) by factor and copies it to en's receive buffers. */
+void ring__eng_scatter(const struct entry *en, void *src, ring_dtype_t dt, double factor);
 
 /* The view of process set id for this rank; returns 1 when this rank is a member. */
 int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c);

@@ -236,6 +236,15 @@ int ring__get_request(struct ring__reader *rd, struct ring__request *r)
     }
     /* The group size bounds the coordinator's loops over a group's members: a corrupt
      * one must not make rank 0 count to two billion. */
+    /* A packed group's counts are its members' (engine.h): the engine runs the members by
+     * them and a joined rank by the sum, so both must hold. */
+    if (!rd->bad && ring__request_packed(r)) {
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < r->ncounts; i++)
+            sum += r->counts[i];
+        if (r->ncounts != (uint32_t)r->group_size || sum != r->count)
+            rd->bad = 1;
+    }
     if (rd->bad || r->type < 0 || r->type >= RING__OPTYPE_COUNT || r->group_size < 0) {
         ring__request_clear(r);
         rd->bad = 1;
