@@ -49,6 +49,19 @@ run -np 4 "$ENGINE_CHECK" grouped
 expect_in out "engine_check grouped: ok"
 ok "grouped allreduce"
 
+for np in 2 3 4; do
+    run -np $np "$ENGINE_CHECK" grouped-big
+    expect_in out "engine_check grouped-big: ok"
+    [ "$(grep -c "group mismatch: RING_EMISMATCH: allreduce 'big/2': rank 0 sent 3000 elements, rank $((np - 1)) sent 3001" "$WORK/out")" = $np ] ||
+        { cat "$WORK/out" "$WORK/err"; fail "grouped-big at np $np: not every rank got the group's mismatch"; }
+done
+# A cache of two entries: the groups and the single tensor evict each other every step.
+RING_CACHE_CAPACITY=2 run -np 3 "$ENGINE_CHECK" grouped-big
+expect_in out "engine_check grouped-big: ok"
+ok "cached groups above the control round's size beside a small one and a single tensor," \
+    "on a process set, with a cache too small for them, and with ranks joined; a count" \
+    "changed on one rank fails the group on every rank, naming the member"
+
 for np in 2 3; do
     run -np $np "$ENGINE_CHECK" blocking
     expect_in out "engine_check blocking: ok"
@@ -101,7 +114,7 @@ RING_CACHE_CAPACITY=8 run -np 3 "$RIDE_CHECK" small-cache
 expect_in out "ride_check: ok"
 [ "$(grep -c 'group mismatch: RING_EMISMATCH: .*rgroup/' "$WORK/out")" = 3 ] ||
     { cat "$WORK/out" "$WORK/err"; fail "ride_check small-cache: not every rank got the group's mismatch"; }
-ok "with a cache smaller than a step (some of a group's members evicted), groups still run" \
+ok "with a cache smaller than a step (the group's entry evicted), groups still run" \
     "whole and right"
 
 run -np 4 "$ENGINE_CHECK" cache

@@ -16,6 +16,12 @@
  *   cache            30 steps of the same 20 tensors: after warm-up rank 0's coordinator
  *                    must receive no names
  *   grouped          grouped allreduce, submitted in different orders around other tensors
+ *   grouped-big      cached grouped allreduces larger than the control round's attachment
+ *                    beside a small one and a single tensor of another name, average and
+ *                    sum, on a process set too; one step where the last rank changes a
+ *                    member's count (every rank fails that group, naming the member; the
+ *                    rest of the step is right); then rank r joins after 4 + r steps and
+ *                    the others go on (neutral contributions, averages over working ranks)
  *   blocking         repeated blocking calls run on the cache (no names to the coordinator);
  *                    changed arguments are negotiated again; a blocking count mismatch
  *                    fails on every rank; two threads make blocking calls of different
@@ -715,6 +721,116 @@ static void mode_grouped(void)
     }
 }
 
+/* ---- grouped, beyond the control round ---- */
+
+enum { GB_N = 8, GB_MAX = 12000, GS_N = 4 };
+static float gbig[GB_N][GB_MAX + 1], gsmall[GS_N][2];
+
+/* This rank's input for element e of member k at step s. */
+static float ginput(int r, int k, int e, int s)
+{
+    return (float)(r + k + e % 7 + s);
+}
+
+static void mode_grouped_big(void)
+{
+    /* 32021 float32 in all (125 KiB): above RING__ATTACH_MAX and the small-allreduce bytes,
+     * so the group runs member by member on its own memory. */
+    size_t nb[GB_N] = {12000, 1, 3000, 12000, 2, 7, 5000, 1}, ns[GS_N] = {2, 1, 2, 1};
+    const void *sbb[GB_N], *sbs[GS_N];
+    void *rbb[GB_N], *rbs[GS_N];
+    int steps = 4 + rank, last, pair[2] = {0, size - 1};
+    ring_process_set_t ps;
+
+    for (int k = 0; k < GB_N; k++) {
+        sbb[k] = RING_IN_PLACE;
+        rbb[k] = gbig[k];
+    }
+    for (int k = 0; k < GS_N; k++) {
+        sbs[k] = RING_IN_PLACE;
+        rbs[k] = gsmall[k];
+    }
+    /* A group on a process set of two: its own names, its own cache bits. */
+    OK(ring_process_set_create(pair, 2, &ps), "set");
+    for (int s = 0; s < 3 && (rank == 0 || rank == size - 1); s++) {
+        ring_handle_t *h;
+        for (int k = 0; k < GS_N; k++)
+            for (size_t e = 0; e < ns[k]; e++)
+                gsmall[k][e] = ginput(rank, k, (int)e, s);
+        OK(ring_grouped_allreduce_async("small", GS_N, sbs, rbs, ns, RING_FLOAT32, RING_SUM, ps,
+                                        &h),
+           "set group");
+        OK(ring_wait(h), "set group");
+        for (int k = 0; k < GS_N; k++)
+            for (size_t e = 0; e < ns[k]; e++) {
+                float want = ginput(0, k, (int)e, s) + ginput(size - 1, k, (int)e, s);
+                CHECK(gsmall[k][e] == want, "set step %d: small/%d[%zu] is %g, not %g", s, k, e,
+                      gsmall[k][e], want);
+            }
+    }
+    for (int s = 0; s < steps; s++) {
+        ring_handle_t *hb, *hs, *ho;
+        int working = 0, bad = s == 2, rc;
+        float o = 1, sum;
+        for (int r = 0; r < size; r++)
+            working += 4 + r > s;
+        for (int k = 0; k < GB_N; k++)
+            for (size_t e = 0; e < nb[k]; e++)
+                gbig[k][e] = ginput(rank, k, (int)e, s);
+        for (int k = 0; k < GS_N; k++)
+            for (size_t e = 0; e < ns[k]; e++)
+                gsmall[k][e] = ginput(rank, k, (int)e, s);
+        /* The last rank changes member 2's count in a step whose group is cached. */
+        nb[2] = bad && rank == size - 1 ? 3001 : 3000;
+        /* A different order on odd ranks; a single tensor of another name in between. */
+        if (rank % 2)
+            OK(ring_grouped_allreduce_async("big", GB_N, sbb, rbb, nb, RING_FLOAT32, RING_AVERAGE,
+                                            RING_GLOBAL, &hb),
+               "big");
+        OK(ring_grouped_allreduce_async("small", GS_N, sbs, rbs, ns, RING_FLOAT32, RING_SUM,
+                                        RING_GLOBAL, &hs),
+           "small");
+        OK(ring_allreduce_async("other", RING_IN_PLACE, &o, 1, RING_FLOAT32, RING_SUM, 1, 1,
+                                RING_GLOBAL, &ho),
+           "other");
+        if (rank % 2 == 0)
+            OK(ring_grouped_allreduce_async("big", GB_N, sbb, rbb, nb, RING_FLOAT32, RING_AVERAGE,
+                                            RING_GLOBAL, &hb),
+               "big");
+        rc = ring_wait(hb);
+        if (bad) {
+            CHECK(rc == RING_EMISMATCH && strstr(ring_last_error(), "'big/2'") &&
+                      strstr(ring_last_error(), "3000") && strstr(ring_last_error(), "3001"),
+                  "the changed group gave %s: %s", ring_err_name(rc), ring_last_error());
+            printf("rank %d: group mismatch: RING_EMISMATCH: %s\n", rank, ring_last_error());
+        } else {
+            OK(rc, "wait big");
+        }
+        OK(ring_wait(hs), "wait small");
+        OK(ring_wait(ho), "wait other");
+        CHECK(o == (float)working, "step %d: other %g, want %d", s, o, working);
+        for (int k = 0; k < GS_N; k++)
+            for (size_t e = 0; e < ns[k]; e++) {
+                sum = 0;
+                for (int r = size - working; r < size; r++)
+                    sum += ginput(r, k, (int)e, s);
+                CHECK(gsmall[k][e] == sum, "step %d: small/%d[%zu] is %g, not %g", s, k, e,
+                      gsmall[k][e], sum);
+            }
+        for (int k = 0; k < GB_N && !bad; k++)
+            for (size_t e = 0; e < nb[k]; e++) {
+                sum = 0;
+                for (int r = size - working; r < size; r++)
+                    sum += ginput(r, k, (int)e, s);
+                CHECK(fabsf(gbig[k][e] - sum / (float)working) <= 1e-5f * sum,
+                      "step %d: big/%d[%zu] is %g, not %g", s, k, e, gbig[k][e],
+                      sum / (float)working);
+            }
+    }
+    last = ring_join();
+    CHECK(last == size - 1, "ring_join returned %d, want %d", last, size - 1);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -750,6 +866,8 @@ int main(int argc, char **argv)
         mode_cache();
     else if (strcmp(mode, "grouped") == 0)
         mode_grouped();
+    else if (strcmp(mode, "grouped-big") == 0)
+        mode_grouped_big();
     else if (strcmp(mode, "blocking") == 0)
         mode_blocking();
     else if (strcmp(mode, "fast") == 0)

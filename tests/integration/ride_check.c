@@ -6,15 +6,15 @@
  * whose tensors do not fit in one round, with ranks that hold different sets of tensors
  * when a cycle starts, and with a mismatch in a cached step, which must fail on every rank
  * for that tensor alone while the rest of the step completes; and a large batch while a
- * rank has joined. Each step also has a grouped allreduce, whose members are cached and
- * ride like single tensors, and fire only together; a mismatch in one member fails the
- * whole group on every rank.
+ * rank has joined. Each step also has a grouped allreduce, cached as one entry (its
+ * members' counts in it), which rides like a single tensor; a changed count in one member
+ * fails the whole group on every rank.
  *
  *   ringrun -np N ride_check [small-cache]
  *
- * small-cache: run with a cache too small for a step (RING_CACHE_CAPACITY=8): the cache
- * evicts some of the group's members and not others, and the group must still run whole,
- * through the coordinator. Then steps are negotiated, which is not checked against.
+ * small-cache: run with a cache too small for a step (RING_CACHE_CAPACITY=8): the other
+ * tensors evict the group's entry, and the group must still run whole and right, through
+ * the coordinator. Then steps are negotiated, which is not checked against.
  *
  * How many tensors rode is printed, not checked: it depends on how the ranks' cycles meet.
  */

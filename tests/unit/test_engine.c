@@ -429,6 +429,96 @@ START_TEST(wire_format_refuses_absurd_group_sizes)
 }
 END_TEST
 
+/* A grouped allreduce sent whole (engine.h: ring__request_packed): "g/0" with its members'
+ * counts. */
+static struct ring__request packed(uint64_t *counts, int n)
+{
+    struct ring__request r = req("g/0", RING__ALLREDUCE, RING_FLOAT32, 0);
+    r.group_size = n;
+    r.counts = counts;
+    r.ncounts = (uint32_t)n;
+    for (int i = 0; i < n; i++)
+        r.count += counts[i];
+    return r;
+}
+
+START_TEST(packed_group_validation_and_matching)
+{
+    uint64_t c0[3] = {1, 2, 3}, c1[3] = {1, 5, 3}, c2[3] = {1, 2, 3};
+    struct ring__request a = packed(c0, 3), b = packed(c1, 3), same = packed(c2, 3);
+    struct ring__request single = req("g/0", RING__ALLREDUCE, RING_FLOAT32, 6);
+    struct ring__process_sets p = world(2);
+    struct ring__request *reqs[2] = {&a, &same};
+    int nreqs[2] = {1, 1};
+    unsigned char joined[2] = {0};
+    struct ring__response *resp;
+    char msg[512];
+
+    ck_assert_int_eq(validate2(&a, &same, msg), 0);
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg, "allreduce 'g/1': rank 0 sent 2 elements, rank 1 sent 5 (member 1 of a "
+                          "group of 3)");
+    /* The same total as one tensor: the group is what differs. */
+    ck_assert_int_eq(validate2(&a, &single, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg, "allreduce 'g/0': rank 0 put it in a group of 3, rank 1 of 1");
+    /* A member of a group sent member by member (a GPU group's way) with the same total. */
+    single.group_size = 3;
+    ck_assert_int_eq(validate2(&a, &single, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg, "allreduce 'g/0': rank 0 sent its group whole, rank 1 member by member");
+    /* Ready as one tensor: no other member names are waited for. */
+    ck_assert_int_eq(match(2, reqs, nreqs, joined, &p, &resp), 1);
+    ck_assert_int_eq(resp[0].error, 0);
+    ck_assert_int_eq(resp[0].req.ncounts, 3);
+    ck_assert_int_eq(resp[0].req.count, 6);
+    ring__response_clear(&resp[0]);
+    free(resp);
+    /* A mismatch is one error response, for the group. */
+    reqs[1] = &b;
+    ck_assert_int_eq(match(2, reqs, nreqs, joined, &p, &resp), 1);
+    ck_assert_int_eq(resp[0].error, RING_EMISMATCH);
+    ring__response_clear(&resp[0]);
+    free(resp);
+    ring__psets_free(&p);
+}
+END_TEST
+
+START_TEST(packed_group_cache_and_wire)
+{
+    uint64_t c0[3] = {1, 2, 3}, c1[3] = {1, 5, 3};
+    struct ring__request a = packed(c0, 3), b = packed(c1, 3), out;
+    struct ring__cache c;
+    struct ring__buf buf = {0};
+    struct ring__reader rd;
+    int bit;
+
+    ck_assert_int_eq(ring__cache_init(&c, 4), 0);
+    bit = ring__cache_put(&c, &a);
+    ck_assert_int_ge(bit, 0);
+    ck_assert_int_eq(ring__cache_lookup(&c, &a), bit);
+    ck_assert_int_eq(ring__cache_lookup(&c, &b), -1); /* other counts: a miss */
+    ring__cache_free(&c);
+
+    ring__put_request(&buf, &a);
+    rd = (struct ring__reader){buf.data, buf.data + buf.len, 0};
+    ck_assert_int_eq(ring__get_request(&rd, &out), 0);
+    ck_assert(ring__request_same(&a, &out));
+    ring__request_clear(&out);
+    ring__buf_free(&buf);
+    /* Counts that do not add up to the count, or not one per member: malformed. */
+    a.count = 7;
+    ring__put_request(&buf, &a);
+    rd = (struct ring__reader){buf.data, buf.data + buf.len, 0};
+    ck_assert_int_eq(ring__get_request(&rd, &out), RING_EPROTO);
+    ring__buf_free(&buf);
+    a.count = 6;
+    a.group_size = 4;
+    ring__put_request(&buf, &a);
+    rd = (struct ring__reader){buf.data, buf.data + buf.len, 0};
+    ck_assert_int_eq(ring__get_request(&rd, &out), RING_EPROTO);
+    ring__buf_free(&buf);
+}
+END_TEST
+
 START_TEST(strmap_basics)
 {
     struct ring__strmap m = {0};
@@ -523,6 +613,8 @@ int main(void)
         cache_lookup_put_and_lru,
         wire_format_round_trip,
         wire_format_refuses_absurd_group_sizes,
+        packed_group_validation_and_matching,
+        packed_group_cache_and_wire,
         strmap_basics,
         strmap_reuses_deleted_nodes,
         strmap_hashed_add_keeps_present_key,

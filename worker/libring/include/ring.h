@@ -288,7 +288,10 @@ RING_API int ring_allreduce_async(const char *name, const void *sendbuf, void *r
                                   double postscale, ring_process_set_t ps, ring_handle_t **handle);
 /*
  * Grouped allreduce: n tensors negotiated and reduced as a unit (none runs before all are
- * ready on every rank), with one handle. Names are name/0 .. name/n-1.
+ * ready on every rank), with one handle. Names are name/0 .. name/n-1. In host memory the
+ * group is one request named name/0 (its cache entry covers every member's count) and
+ * small members are reduced as one buffer: a repeated group costs about one allreduce of
+ * its total size. A rank that changes a member's count fails the group on every rank.
  */
 RING_API int ring_grouped_allreduce_async(const char *name, int n, const void *const *sendbufs,
                                           void *const *recvbufs, const size_t *counts,

@@ -49,10 +49,11 @@ int ring__cache_lookup_h(const struct ring__cache *c, const struct ring__request
 
 int ring__cache_cacheable(const struct ring__request *req)
 {
-    /* v-ops change sizes from call to call and a rank only knows its own. A group's members
-     * are cached one bit each; they fire as a unit because a rank marks all of them ready
-     * at once or none (the engine's take_queue: a group with a member not cached goes
-     * through the coordinator whole), and every rank's cache is the same. */
+    /* v-ops change sizes from call to call and a rank only knows its own. A packed group
+     * (engine.h) is one entry whose counts are compared like the other parameters. A GPU
+     * group's members are cached one bit each; they fire as a unit because a rank marks all
+     * of them ready at once or none (the engine's take_queue: a group with a member not
+     * cached goes through the coordinator whole), and every rank's cache is the same. */
     return req->type != RING__ALLGATHERV && req->type != RING__ALLTOALLV;
 }
 

@@ -92,20 +92,24 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d put it in a group of %d, rank %d of %d", what, name,
                             ra, a->group_size, rb, b->group_size);
+        /* Only a corrupt message sends a host group member by member (api.c). */
+        if ((ring__request_packed(a) || ring__request_packed(b)) && a->ncounts != b->ncounts)
+            return mismatch(msg, msglen, RING_EMISMATCH,
+                            "%s '%s': rank %d sent its group %s, rank %d %s", what, name, ra,
+                            a->ncounts > 0 ? "whole" : "member by member", rb,
+                            b->ncounts > 0 ? "whole" : "member by member");
         if (ring__request_packed(a) &&
-            (b->ncounts != a->ncounts ||
-             memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) != 0)) {
+            memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) != 0) {
             char member[RING__NAME_MAX + 16];
             uint32_t k = 0;
-            while (k + 1 < a->ncounts && k < b->ncounts && a->counts[k] == b->counts[k])
+            while (k + 1 < a->ncounts && a->counts[k] == b->counts[k])
                 k++;
             sibling(name, (int)k, member, sizeof(member));
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d sent %llu elements, rank %d sent %llu (member %u "
                             "of a group of %d)",
                             what, member, ra, (unsigned long long)a->counts[k], rb,
-                            k < b->ncounts ? (unsigned long long)b->counts[k] : 0ull, k,
-                            a->group_size);
+                            (unsigned long long)b->counts[k], k, a->group_size);
         }
         if (a->type != RING__ALLGATHERV && a->type != RING__ALLTOALLV && b->count != a->count)
             return mismatch(msg, msglen, RING_EMISMATCH,

@@ -737,9 +737,8 @@ int ring__engine_submit_group(struct ring__engine *e, const struct ring__request
     if (e->failed != 0)
         rc = refuse(e);
     else
-        rc = enqueue(e, en, &en->next, 1, total * ring_dtype_size((ring_dtype_t)req->dtype) <=
-                                              RING__ATTACH_MAX,
-                     &wake);
+        rc = enqueue(e, en, &en->next, 1,
+                     total * ring_dtype_size((ring_dtype_t)req->dtype) <= RING__ATTACH_MAX, &wake);
     pthread_mutex_unlock(&e->mu);
     if (rc < 0) {
         free(p);

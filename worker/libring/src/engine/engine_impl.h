@@ -43,14 +43,14 @@ struct entry {
     const void *sendbuf;
     void *recvbuf;
     struct ring_handle *handle;
-    size_t hash;        /* ring__strmap_hash(req.name), for the in-flight table and the cache */
-    int64_t submit_us;  /* only with a timeline open, else 0 */
-    int bit;            /* cache bit, or -1 */
-    int nmem;           /* a packed group's members (req.counts their counts), else 0 */
+    size_t hash;       /* ring__strmap_hash(req.name), for the in-flight table and the cache */
+    int64_t submit_us; /* only with a timeline open, else 0 */
+    int bit;           /* cache bit, or -1 */
+    int nmem;          /* a packed group's members (req.counts their counts), else 0 */
     const void *const *msend; /* with nmem: the members' send and receive buffers */
     void *const *mrecv;
-    int taken;          /* cycle: in the pending list */
-    struct entry *next; /* the queue; then a cycle's scratch lists */
+    int taken;                   /* cycle: in the pending list */
+    struct entry *next;          /* the queue; then a cycle's scratch lists */
     struct entry *pprev, *pnext; /* cycle: the pending list, in submission order */
 };
 
