@@ -42,3 +42,15 @@ int backend_mkdirs(const char *path, mode_t leaf_mode)
         return 1;
     return errno == EEXIST ? 0 : -1;
 }
+
+const char *backend_exit_unrunnable(int status)
+{
+    switch (status) {
+    case 126:
+        return "command cannot be executed";
+    case 127:
+        return "command not found";
+    default:
+        return NULL;
+    }
+}

@@ -213,4 +213,15 @@ const struct backend_ops *backend_find(const char *name);
  */
 int backend_mkdirs(const char *path, mode_t leaf_mode);
 
+/*
+ * Whether an attempt's exit status says that its program can never run as given: 127, the
+ * program was not found, or 126, it was found but cannot be executed. Every backend reports
+ * them alike: ringrun and ringd-exec exit so (ringrun.c, ringd_exec.c), as does the shell
+ * that runs each rank under srun or mpirun (slurm_job.c, mpirun.c), and Slurm passes the
+ * batch script's status on. Starting such an attempt again fails the same way, so the loop
+ * fails the job rather than spend its restarts. Returns the words for it ("command not
+ * found", a static string), or NULL for any other status.
+ */
+const char *backend_exit_unrunnable(int status);
+
 #endif /* RINGD_BACKEND_H */

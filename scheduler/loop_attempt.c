@@ -234,6 +234,21 @@ void loop__ask_stop(struct loop *l, struct loop_job *j, enum loop_stop why)
 
 /* ---- attempts ending, progress ---- */
 
+/* The program job j runs (its command[0]), quoted, into out; "its program" when the
+ * JobSpec cannot be read. */
+static void program_of(struct loop *l, const struct loop_job *j, char *out, size_t len)
+{
+    struct error err;
+    char user[64];
+    json_t *spec = l->jo->spec ? l->jo->spec(l->jctx, j->id, user, sizeof(user), &err) : NULL;
+    const char *prog = json_string_value(json_array_get(json_object_get(spec, "command"), 0));
+    if (prog != NULL)
+        snprintf(out, len, "'%.120s'", prog);
+    else
+        snprintf(out, len, "its program");
+    json_decref(spec);
+}
+
 static void attempt_exited(struct loop *l, struct loop_job *j, const struct backend_event *e)
 {
     int status = e->status;
@@ -308,6 +323,19 @@ static void attempt_exited(struct loop *l, struct loop_job *j, const struct back
                  "attempt %d was lost by the resource manager, not the program (%s); started "
                  "again without spending a restart (%d of %d such)",
                  attempt, told ? told : "no reason given", j->lost, LOST_RETRIES);
+    } else if (backend_exit_unrunnable(status) != NULL) {
+        /* The program is not there or cannot be executed: every restart would end the same
+         * way a moment later, so the job fails now rather than after max_restarts
+         * backoffs. */
+        char prog[160];
+        program_of(l, j, prog, sizeof(prog));
+        state = "FAILED";
+        type = "failed";
+        snprintf(reason, sizeof(reason),
+                 "%s: %s (exit %d)%s%s; not restarted, since every attempt would fail alike: "
+                 "see 'ringctl logs %s --launcher'",
+                 backend_exit_unrunnable(status), prog, status, told ? ": " : "", told ? told : "",
+                 j->id);
     } else {
         char what[400];
         if (told != NULL)

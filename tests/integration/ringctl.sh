@@ -72,7 +72,7 @@ ok "submit -f; following a job that fails exits 70"
 expect_rc 0 "$C" submit -- /no/such/program
 nf=$(cat "$WORK/out")
 expect_rc 70 "$C" events "$nf" -f
-expect_in out "exit status 127"
+expect_in out "command not found: '/no/such/program' (exit 127)"
 expect_in out "ringctl logs $nf --launcher"
 expect_rc 0 "$C" logs "$nf" --launcher
 expect_in out "/no/such/program: No such file or directory"

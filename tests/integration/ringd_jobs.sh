@@ -116,6 +116,29 @@ jq -e '.attempts | length == 3' "$WORK/job.json" >/dev/null || { cat "$WORK/job.
 jq -e '.attempts[2].reason | contains("no restarts are left")' "$WORK/job.json" >/dev/null || fail "no clear reason"
 ok "a failing job restarts max_restarts times with backoff, then FAILED with the reason"
 
+# A program that is not there (127) or cannot be executed (126) fails the same way on every
+# attempt: the job fails at once, restarts left or not, saying so. ringrun finds the first
+# two before any rank starts; in the third, the rank's own shell does.
+printf '#!/bin/sh\n' >"$WORK/noexec"
+chmod 0644 "$WORK/noexec"
+for c in "127|no-such-program-here|--flag" "126|$WORK/noexec" "127|/bin/sh|-c|exec /no/such/program"; do
+    IFS='|' read -r want prog args <<<"$c"
+    words=$([ "$want" = 127 ] && echo "command not found" || echo "command cannot be executed")
+    spec=$(jq -nc --arg p "$prog" --arg a "$args" \
+        '{name:"unrunnable", command:([$p] + ($a | split("|") | map(select(. != "")))), max_restarts:3}')
+    id=$(submit "$spec")
+    wait_state "$id" FAILED 30
+    job "$id" >"$WORK/job.json"
+    jq -e --argjson s "$want" '.attempts | length == 1 and .[0].exit_status == $s' "$WORK/job.json" >/dev/null ||
+        { cat "$WORK/job.json"; fail "[$c] was started again, or did not exit $want"; }
+    jq -e --arg w "$words: '$prog' (exit $want)" '.attempts[0].reason | startswith($w)' "$WORK/job.json" >/dev/null ||
+        { cat "$WORK/job.json"; fail "[$c] failed without saying '$words: '$prog''"; }
+    curl -s "http://$ADDR/v1/jobs/$id/events" | jq -e --arg w "$words: " \
+        '.events[-1] | .type == "failed" and .state == "FAILED" and (.message | startswith($w))' >/dev/null ||
+        fail "[$c] has no failed event saying why"
+done
+ok "a program not found (127) or not executable (126) fails the job at once, saying so"
+
 id=$(submit "{\"name\":\"survivor\",\"command\":[\"$TRAIN\",\"--epochs\",\"40\",\"--step-sleep-ms\",\"2\"],\"workers\":2}")
 wait_state "$id" RUNNING 30
 wait_for 60 "job $id to write a checkpoint" '[ -f "$DATA/checkpoints/$id/checkpoint.bin" ]'

@@ -2,14 +2,18 @@
 /* Unit tests of an attempt as a Slurm batch job (scheduler/slurm_job.c): shapes, the GPU
  * request, the script, job states and GRES strings, on hand-made records. */
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "slurm_job.h"
+#include "stop_relay.h"
 #include "unit.h"
 
 START_TEST(shape_uses_the_fewest_nodes)
@@ -131,6 +135,66 @@ START_TEST(outcome_of_each_state)
     j = job(JOB_FAILED, 0, FAIL_LAUNCH, "launch failed requeued held");
     slurm_outcome(&j, &o);
     ck_assert_str_eq(o.reason, "Slurm job 42: failed (launch failed requeued held)");
+}
+END_TEST
+
+/* The exit status of the rank wrapper of an srun step (the batch script's "sh -c
+ * RANK_STOP_WRAPPER rank PROGRAM"), run here for real on prog. */
+static int wrapper_status(const char *prog)
+{
+    int status;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, STDERR_FILENO);
+        execl("/bin/sh", "sh", "-c", RANK_STOP_WRAPPER, "rank", prog, (char *)NULL);
+        _exit(99);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* A program that is not there (or cannot be executed) on the nodes: the rank's wrapper
+ * exits 127 (126), srun and the batch script pass the status on, and the attempt ends with
+ * it as its status, neither lost nor cancelled, which the loop takes as permanent: the same
+ * rule as the local backend's. Any other failure stays a failure to retry. */
+START_TEST(an_unrunnable_program_fails_for_good)
+{
+    char noexec[] = "/tmp/test_slurm_job.XXXXXX";
+    int fd = mkstemp(noexec);
+    struct slurm_outcome o;
+    slurm_job_info_t j;
+
+    ck_assert_int_ge(fd, 0);
+    close(fd); /* mode 0600: not executable */
+    ck_assert_int_eq(wrapper_status("/no/such/program"), 127);
+    ck_assert_int_eq(wrapper_status(noexec), 126);
+    ck_assert_int_eq(wrapper_status("/bin/false"), 1);
+    unlink(noexec);
+
+    j = job(JOB_FAILED, 127 << 8, FAIL_EXIT_CODE, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.ended && o.status == 127 && !o.lost && !o.cancelled);
+    ck_assert_str_eq(backend_exit_unrunnable(o.status), "command not found");
+    j = job(JOB_FAILED, 126 << 8, FAIL_EXIT_CODE, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert(o.ended && o.status == 126 && !o.lost && !o.cancelled);
+    ck_assert_str_eq(backend_exit_unrunnable(o.status), "command cannot be executed");
+    for (int s = 1; s < 256; s++) {
+        j = job(JOB_FAILED, s << 8, FAIL_EXIT_CODE, NULL);
+        slurm_outcome(&j, &o);
+        ck_assert_int_eq(o.status, s);
+        if (s != 126 && s != 127)
+            ck_assert_ptr_null(backend_exit_unrunnable(o.status));
+    }
+    /* Killed by a signal, or ended by Slurm: never taken for a missing program. */
+    j = job(JOB_CANCELLED, SIGTERM, 0, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert_ptr_null(backend_exit_unrunnable(o.status));
+    j = job(JOB_NODE_FAIL, 0, FAIL_DOWN_NODE, NULL);
+    slurm_outcome(&j, &o);
+    ck_assert_ptr_null(backend_exit_unrunnable(o.status));
 }
 END_TEST
 
@@ -256,6 +320,7 @@ int main(void)
         gpu_tres_in_this_slurm_syntax,
         script_runs_the_arguments_through_srun,
         outcome_of_each_state,
+        an_unrunnable_program_fails_for_good,
         gres_counts,
         gres_indexes,
         a_success_with_ranks_that_never_started_fails,
