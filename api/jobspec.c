@@ -254,8 +254,15 @@ int jobspec_parse(const char *text, size_t len, const struct jobspec_limits *lim
         return -1;
     }
     if (!json_is_object(spec)) {
-        bad(&c, "", "the body must be a JSON object (a JobSpec)");
-        goto invalid;
+        /* Not a request at all, as on every route with a body: 400, like JSON that does
+         * not parse; 422 is for a JobSpec whose fields are wrong. */
+        bad(&c, "", "the body must be a JSON object (a JobSpec), not %s",
+            json_is_array(spec) ? "an array" : "a scalar");
+        json_decref(spec);
+        *errors = c.errors;
+        *status = 400;
+        *kind = "malformed-json";
+        return -1;
     }
     json_object_foreach(spec, key, v)
     {

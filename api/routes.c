@@ -34,17 +34,27 @@ static const struct api__route routes[] = {
 /* Every route, jobs first (routes_jobs.c). */
 static const struct api__route *const tables[] = {api__job_routes, routes, NULL};
 
-/* Matches path against pattern segment by segment; a "{}" segment matches any non-empty
- * segment, which is copied into param. */
-static int match(const char *pattern, const char *path, char *param, size_t len)
+/*
+ * Matches path against pattern segment by segment; a "{}" segment matches any non-empty
+ * segment, which is copied into param. Returns 1 on a match, 0 when there is none, and -1
+ * when path matches but for a "{}" segment too long for param (its length in *toolong): no
+ * id is that long, so the client gets told that rather than a bare 404.
+ */
+static int match(const char *pattern, const char *path, char *param, size_t len, size_t *toolong)
 {
+    int fit = 1;
     while (*pattern && *path) {
         size_t pl = strcspn(pattern, "/"), sl = strcspn(path, "/");
         if (pl == 2 && strncmp(pattern, "{}", 2) == 0) {
-            if (sl == 0 || sl >= len)
+            if (sl == 0)
                 return 0;
-            memcpy(param, path, sl);
-            param[sl] = '\0';
+            if (sl >= len) {
+                fit = -1;
+                *toolong = sl;
+            } else {
+                memcpy(param, path, sl);
+                param[sl] = '\0';
+            }
         } else if (pl != sl || strncmp(pattern, path, pl) != 0) {
             return 0;
         }
@@ -57,28 +67,42 @@ static int match(const char *pattern, const char *path, char *param, size_t len)
             path++;
         }
     }
-    return *pattern == '\0' && *path == '\0';
+    return *pattern == '\0' && *path == '\0' ? fit : 0;
 }
 
 void api_handle(const struct api_config *cfg, const struct api_request *req,
                 struct api_response *resp)
 {
     char param[128];
-    size_t used = 0;
+    size_t used = 0, toolong = 0;
+    const struct api__route *longer = NULL;
 
     memset(resp, 0, sizeof(*resp));
     for (const struct api__route *const *t = tables; *t; t++) {
         for (const struct api__route *r = *t; r->method; r++) {
-            if (match(r->pattern, req->path, param, sizeof(param)) &&
-                strcmp(r->method, req->method) == 0) {
+            int m = match(r->pattern, req->path, param, sizeof(param), &toolong);
+            if (m != 0 && strcmp(r->method, req->method) == 0) {
+                if (m < 0) {
+                    longer = r;
+                    continue;
+                }
                 r->fn(cfg, req, param, resp);
                 return;
             }
         }
     }
+    if (longer != NULL) {
+        /* "/v1/jobs/{}/logs": the collection the id belongs to is what precedes "{}". */
+        int at = (int)(strstr(longer->pattern, "/{}") - longer->pattern);
+        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                    "the id after %.*s/ is %zu bytes long, but ids are at most %zu (see GET "
+                    "%.*s)",
+                    at, longer->pattern, toolong, sizeof(param) - 1, at, longer->pattern);
+        return;
+    }
     for (const struct api__route *const *t = tables; *t; t++) {
         for (const struct api__route *r = *t; r->method; r++) {
-            if (match(r->pattern, req->path, param, sizeof(param)) &&
+            if (match(r->pattern, req->path, param, sizeof(param), &toolong) != 0 &&
                 used + strlen(r->method) + 3 < sizeof(resp->allow))
                 used += (size_t)snprintf(resp->allow + used, sizeof(resp->allow) - used, "%s%s",
                                          used ? ", " : "", r->method);
@@ -113,6 +137,32 @@ static void cluster(const struct api_config *cfg, const struct api_request *req,
     }
     resp->status = 200;
     resp->body = snap;
+}
+
+/*
+ * The request's body as a JSON object (a new reference), or NULL with a 400 problem in resp
+ * that says what is wrong and what is wanted: JSON that does not parse (or repeats a key),
+ * or JSON that is not an object. POST /v1/jobs answers both alike (jobspec.c); 422 is for
+ * an object whose fields are wrong.
+ */
+static json_t *body_object(const struct api_request *req, struct api_response *resp,
+                           const char *want)
+{
+    json_error_t jerr;
+    json_t *body =
+        json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (body == NULL)
+        api_problem(resp, 400, "malformed-json", "Malformed JSON", req->path,
+                    "malformed JSON at line %d, column %d: %s; want %s", jerr.line, jerr.column,
+                    jerr.text, want);
+    else if (!json_is_object(body))
+        api_problem(resp, 400, "malformed-json", "Malformed JSON", req->path,
+                    "the body must be a JSON object, not %s; want %s",
+                    json_is_array(body) ? "an array" : "a scalar", want);
+    else
+        return body;
+    json_decref(body);
+    return NULL;
 }
 
 /* A token's name: what owns its jobs, shown in lists and logs. */
@@ -166,7 +216,6 @@ static int name_taken(const struct api_request *req, struct api_response *resp, 
 static void token_create(const struct api_config *cfg, const struct api_request *req,
                          const char *param, struct api_response *resp)
 {
-    json_error_t jerr;
     json_t *body, *admin, *user;
     char token[128];
     struct error err;
@@ -179,13 +228,9 @@ static void token_create(const struct api_config *cfg, const struct api_request 
                     "only an admin token can create tokens");
         return;
     }
-    body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-    if (body == NULL || !json_is_object(body)) {
-        api_problem(resp, 400, "malformed-json", "Malformed JSON", req->path,
-                    "want {\"name\": \"...\", \"admin\": false, \"user\": \"...\"}");
-        json_decref(body);
+    body = body_object(req, resp, "{\"name\": \"...\", \"admin\": false, \"user\": \"...\"}");
+    if (body == NULL)
         return;
-    }
     json_object_foreach(body, key, v)
     {
         if (strcmp(key, "name") && strcmp(key, "admin") && strcmp(key, "user")) {
@@ -320,7 +365,6 @@ static void scheduler_get(const struct api_config *cfg, const struct api_request
 static void scheduler_put(const struct api_config *cfg, const struct api_request *req,
                           const char *param, struct api_response *resp)
 {
-    json_error_t jerr;
     json_t *body, *policy;
     const char *key;
     json_t *v;
@@ -331,13 +375,10 @@ static void scheduler_put(const struct api_config *cfg, const struct api_request
                     "only an admin token can change the scheduling policy");
         return;
     }
-    body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-    if (body == NULL || !json_is_object(body)) {
-        api_problem(resp, 400, "malformed-json", "Malformed JSON", req->path,
-                    "want {\"policy\": \"fifo\" | \"priority\" | \"tiresias\" | \"dynamic\"}");
-        json_decref(body);
+    body = body_object(req, resp,
+                       "{\"policy\": \"fifo\" | \"priority\" | \"tiresias\" | \"dynamic\"}");
+    if (body == NULL)
         return;
-    }
     json_object_foreach(body, key, v)
     {
         if (strcmp(key, "policy") != 0) {

@@ -628,16 +628,21 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     struct store_filter filter = {0};
 
     if (ps != NULL) {
-        size = strtol(ps, &end, 10);
-        if (*ps == '\0' || *end != '\0' || size < 1 || size > PAGE_SIZE_MAX) {
+        long long v;
+        if (parse_count(ps, PAGE_SIZE_MAX, &v) < 0 || v < 1) {
             api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
                         "page_size must be an integer in [1, %d], not '%s'", PAGE_SIZE_MAX, ps);
             return;
         }
+        size = (long)v;
     }
     if (tok != NULL) {
+        /* Only what next_page_token gives out: hex digits of a positive int64, nothing that
+         * strtoll would also take (a sign, blanks, "0x") and no value it would clamp. */
+        errno = 0;
         cursor = strtoll(tok, &end, 16);
-        if (*tok == '\0' || *end != '\0' || cursor < 0) {
+        if (*tok == '\0' || strspn(tok, "0123456789abcdefABCDEF") != strlen(tok) || errno != 0 ||
+            cursor < 0) {
             api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
                         "page_token '%s' is not one this server gave out", tok);
             return;

@@ -78,7 +78,16 @@ ok "listing pages through every job and filters on state and label"
 # Bad input: each gets its problem, naming what to fix.
 submit -d '{"name": "x", "command": ["a"]'; expect 400 malformed-json "malformed JSON"
 submit -d '{"name":"x","command":["a"],"name":"y"}'; expect 400 malformed-json "duplicate"
-submit -d '[1,2]'; expect 422 validation-error "JSON object"
+# A body that is JSON but not an object is not a request at all: 400 on every route, like
+# JSON that does not parse; 422 is for an object whose fields are wrong.
+submit -d '[1,2]'; expect 400 malformed-json "must be a JSON object (a JobSpec), not an array"
+submit -d '"train"'; expect 400 malformed-json "malformed JSON"
+call POST /v1/tokens -H 'Content-Type: application/json' -d '[1,2]'
+expect 400 malformed-json "must be a JSON object, not an array"
+call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":'
+expect 400 malformed-json "malformed JSON at line 1"
+call PUT /v1/scheduler -H 'Content-Type: application/json' -d '["fifo"]'
+expect 400 malformed-json "must be a JSON object, not an array"
 submit -d '{"name":"x","command":"./train"}'; expect 422 validation-error "command must be an array"
 submit -d '{"name":"x"}'; expect 422 validation-error "command is required"
 submit -d '{"name":"x","command":[]}'; expect 422 validation-error "command must not be empty"
@@ -102,12 +111,30 @@ head -c 1100000 /dev/zero | tr '\0' ' ' >"$WORK/big.json"
 submit --data-binary "@$WORK/big.json"; expect 413 body-too-large
 call GET "/v1/jobs?page_size=0"; expect 400 bad-parameter "page_size"
 call GET "/v1/jobs?page_size=5000"; expect 400 bad-parameter "page_size"
+# Only plain digits: strtol alone would also take a sign and leading blanks.
+for q in 'page_size=%205' 'page_size=+5' 'page_size=5%20' 'page_size=' 'page_size=0x5'; do
+    call GET "/v1/jobs?$q"; expect 400 bad-parameter "page_size must be an integer"
+done
+# Only a token this server gave out (hex of a positive int64), never one that strtoll clamps.
+for q in 'page_token=ffffffffffffffffffff' 'page_token=8000000000000000' 'page_token=+1' \
+    'page_token=%201' 'page_token=0x1' 'page_token=-1' 'page_token='; do
+    call GET "/v1/jobs?$q"; expect 400 bad-parameter "page_token"
+done
+call GET "/v1/jobs?page_token=7fffffffffffffff"; expect 200
+[ "$(jq '.jobs | length' "$WORK/body")" = 0 ] || fail "a page past the end is not empty"
 call GET "/v1/jobs?state=DONE"; expect 400 bad-parameter "not a job state"
 call GET "/v1/jobs/$id/logs?rank=-1"; expect 400 bad-parameter "rank"
 call GET "/v1/jobs/$id/logs?follow=1&stream=bogus"; expect 400 bad-parameter "stream"
 call GET "/v1/jobs/$id/events?after=x"; expect 400 bad-parameter "after must be an event id"
 call GET "/v1/jobs/j-0000000000000000/events" -H 'Accept: text/event-stream'; expect 404 job-not-found
 call GET /v1/jobs/j-0000000000000000; expect 404 job-not-found
+# An id longer than any id can be (127 bytes) says so, on every route that takes one.
+long=$(printf 'j%.0s' $(seq 128))
+call GET "/v1/jobs/$long"; expect 400 bad-parameter "the id after /v1/jobs/ is 128 bytes long, but ids are at most 127"
+call POST "/v1/jobs/$long/cancel"; expect 400 bad-parameter "ids are at most 127 (see GET /v1/jobs)"
+call DELETE "/v1/tokens/$long"; expect 400 bad-parameter "the id after /v1/tokens/ is 128 bytes"
+call PUT "/v1/jobs/$long"; expect 405 method-not-allowed
+call GET "/v1/jobs/${long:1}"; expect 404 job-not-found
 call DELETE /v1/jobs; expect 405 method-not-allowed
 grep -qi '^allow: POST, GET' <(curl -s -i -X DELETE -H "Authorization: Bearer $TOKEN" "http://$ADDR/v1/jobs") || fail "405 without Allow"
 call GET /v1/nothing; expect 404 not-found

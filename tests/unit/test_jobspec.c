@@ -53,7 +53,7 @@ START_TEST(every_rule_names_its_field)
         {"{\"name\":\"a\",\"command\":[\"t\"]", "400 malformed-json"},
         {"{\"name\":\"a\",\"name\":\"b\",\"command\":[\"t\"]}", "400 malformed-json"},
         {"\"just a string\"", "400 malformed-json"},
-        {"[1]", "422 validation-error : the body must be a JSON object"},
+        {"[1]", "400 malformed-json : the body must be a JSON object (a JobSpec), not an array"},
         {"{\"command\":[\"t\"]}", "name: name is required"},
         {"{\"name\":\"a b\",\"command\":[\"t\"]}", "name: name may only use"},
         {"{\"name\":\"a\"}", "command: command is required"},
