@@ -78,7 +78,24 @@ ok "--output-dir writes one file per rank and stream"
 printf 'localhost slots=2\n' >"$WORK/hostfile"
 expect_rc 0 "$RINGRUN" --hostfile "$WORK/hostfile" sh -c 'echo n=$RING_SIZE'
 expect_in out "[1]<stdout>:n=2"
-ok "--hostfile gives the slots and, without -np, the rank count"
+# Open MPI's hostfile form: ranks go on slots; max_slots (the oversubscription cap) alone
+# gives the slots too; a malformed value is refused naming the line.
+printf 'localhost slots=2 max_slots=4\n' >"$WORK/hostfile"
+expect_rc 0 "$RINGRUN" --hostfile "$WORK/hostfile" sh -c 'echo n=$RING_SIZE'
+expect_in out "[1]<stdout>:n=2"
+expect_rc 64 "$RINGRUN" -np 3 --hostfile "$WORK/hostfile" true
+expect_in err "-np 3 is more than the 2 slots"
+printf 'localhost max_slots=3\n' >"$WORK/hostfile"
+expect_rc 0 "$RINGRUN" --hostfile "$WORK/hostfile" sh -c 'echo n=$RING_SIZE'
+expect_in out "[2]<stdout>:n=3"
+printf '# cluster\nlocalhost slots=2 max_slots=many\n' >"$WORK/hostfile"
+expect_rc 64 "$RINGRUN" --hostfile "$WORK/hostfile" true
+expect_in err "$WORK/hostfile:2: bad value in 'max_slots=many' for host 'localhost'"
+printf 'localhost slots=2 max_slots=1\n' >"$WORK/hostfile"
+expect_rc 64 "$RINGRUN" --hostfile "$WORK/hostfile" true
+expect_in err "max_slots=1 is less than slots=2"
+printf 'localhost slots=2\n' >"$WORK/hostfile"
+ok "--hostfile gives the slots and, without -np, the rank count; Open MPI's max_slots too"
 
 # Bad arguments: each gets a clear message and a documented exit code.
 expect_rc 64 "$RINGRUN" -np 5 -H localhost:2 true

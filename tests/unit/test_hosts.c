@@ -69,6 +69,56 @@ START_TEST(hostfile_formats)
 }
 END_TEST
 
+/* Open MPI's hostfile keys: slots is what a host takes, max_slots its cap when oversubscribed
+ * (at least slots); max_slots alone gives the slots too. */
+START_TEST(hostfile_max_slots_as_open_mpi_reads_it)
+{
+    static const char *const bad[][2] = {
+        {"a slots=4 max_slots=x\n", "bad value in 'max_slots=x' for host 'a'"},
+        {"a max_slots=0\n", "bad value in 'max_slots=0'"},
+        {"a max_slots=\n", "bad value in 'max_slots='"},
+        {"a slots=4 max_slots=-8\n", "want an integer in 1..4096"},
+        {"a slots=4 max_slots=99999\n", "want an integer in 1..4096"},
+        {"a slots=4 max_slots=2\n", "max_slots=2 is less than slots=4 for host 'a'"},
+        {"a slots=4 slots=5\n", "'slots' given twice"},
+        {"a slots=4 maxslots=8\n", "unknown 'maxslots=8' after host 'a'"},
+        {"a slots=4 8\n", "unknown '8'"},
+        {"a:2 slots=4\n", "bad host name 'a:2'"},
+    };
+    char path[] = "/tmp/ring-hostfile-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    struct hostlist hl = {0};
+    struct error err;
+
+    fprintf(f, "a slots=4 max_slots=8\nb max_slots=3\nc\tmax_slots=6   slots=2 # tabs, any order\n"
+               "d slots=2\n");
+    fclose(f);
+    ck_assert_msg(hosts_parse_file(&hl, path, &err) == 0, "%s", err.text);
+    ck_assert_int_eq(hl.count, 4);
+    ck_assert_int_eq(hl.hosts[0].slots, 4);
+    ck_assert_int_eq(hl.hosts[0].max_slots, 8);
+    ck_assert_int_eq(hl.hosts[1].slots, 3);
+    ck_assert_int_eq(hl.hosts[1].max_slots, 3);
+    ck_assert_str_eq(hl.hosts[2].name, "c");
+    ck_assert_int_eq(hl.hosts[2].slots, 2);
+    ck_assert_int_eq(hl.hosts[2].max_slots, 6);
+    ck_assert_int_eq(hl.hosts[3].max_slots, 0);
+    ck_assert_int_eq(hosts_slots(&hl), 11); /* slots, not max_slots, by default */
+    hosts_free(&hl);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        f = fopen(path, "w");
+        fprintf(f, "ok slots=1\n%s", bad[i][0]);
+        fclose(f);
+        ck_assert_int_eq(hosts_parse_file(&hl, path, &err), -1);
+        ck_assert_msg(strstr(err.text, ":2: ") != NULL && strstr(err.text, bad[i][1]) != NULL,
+                      "'%s' gave '%s'", bad[i][0], err.text);
+        hosts_free(&hl);
+    }
+    unlink(path);
+}
+END_TEST
+
 START_TEST(placement_fills_hosts_in_order)
 {
     struct hostlist hl = {0};
@@ -121,6 +171,7 @@ int main(void)
         parse_list_with_and_without_slots,
         malformed_lists_say_what_is_wrong,
         hostfile_formats,
+        hostfile_max_slots_as_open_mpi_reads_it,
         placement_fills_hosts_in_order,
         placement_rejects_too_many_ranks,
         local_names,

@@ -66,6 +66,7 @@ static int add_host(struct hostlist *hl, const char *name, size_t n, int slots, 
     memcpy(grown[hl->count].name, name, n);
     grown[hl->count].name[n] = '\0';
     grown[hl->count].slots = slots;
+    grown[hl->count].max_slots = 0;
     hl->count++;
     return 0;
 }
@@ -92,6 +93,60 @@ static int parse_entry(struct hostlist *hl, const char *e, size_t n, struct erro
                              e, SLOTS_MAX);
     }
     return add_host(hl, e, name_len, slots, err);
+}
+
+/*
+ * Parses one hostfile line "host slots=N max_slots=M" (s, blanks trimmed), Open MPI's form:
+ * slots is how many ranks the host takes; max_slots the most it may take when oversubscribed,
+ * at least slots. Either may be left out: slots defaults to max_slots when only that is given,
+ * else to 1, and max_slots to none.
+ */
+static int parse_keys(struct hostlist *hl, char *s, struct error *err)
+{
+    static const char want[] = "want 'host slots=N', 'host max_slots=M' or both";
+    size_t name_len = strcspn(s, " \t");
+    int slots = 0, max = 0;
+    char *w = s + name_len;
+
+    if (!name_ok(s, name_len))
+        return errprintf(err, "bad host name '%.*s' (letters, digits, '-', '.', '_')",
+                         (int)name_len, s);
+    for (;;) {
+        int *into, v;
+        size_t n;
+        w += strspn(w, " \t");
+        if (*w == '\0')
+            break;
+        n = strcspn(w, " \t");
+        if (w[n] != '\0')
+            w[n++] = '\0';
+        if (strncmp(w, "slots=", 6) == 0)
+            into = &slots;
+        else if (strncmp(w, "max_slots=", 10) == 0)
+            into = &max;
+        else
+            return errprintf(err, "unknown '%.40s' after host '%.*s' (%s)", w, (int)name_len, s,
+                             want);
+        if (*into != 0)
+            return errprintf(err, "'%.*s' given twice for host '%.*s'", (int)(strchr(w, '=') - w),
+                             w, (int)name_len, s);
+        if (parse_slots(strchr(w, '=') + 1, &v) < 0)
+            return errprintf(err, "bad value in '%.40s' for host '%.*s' (want an integer in 1..%d)",
+                             w, (int)name_len, s, SLOTS_MAX);
+        *into = v;
+        w += n;
+    }
+    if (slots == 0 && max == 0)
+        return errprintf(err, "nothing after host '%.*s' (%s)", (int)name_len, s, want);
+    if (slots == 0)
+        slots = max;
+    if (max != 0 && max < slots)
+        return errprintf(err, "max_slots=%d is less than slots=%d for host '%.*s'", max, slots,
+                         (int)name_len, s);
+    if (add_host(hl, s, name_len, slots, err) < 0)
+        return -1;
+    hl->hosts[hl->count - 1].max_slots = max;
+    return 0;
 }
 
 int hosts_parse_list(struct hostlist *hl, const char *spec, struct error *err)
@@ -131,7 +186,7 @@ int hosts_parse_stream(struct hostlist *hl, FILE *f, const char *path, struct er
     int lineno = 0, rc = 0;
 
     while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-        char *s = line, *end, *slots;
+        char *s = line, *end;
         lineno++;
         if (strchr(line, '\n') == NULL && !feof(f)) {
             rc = errprintf(err, "%s:%d: line too long", path, lineno);
@@ -146,17 +201,10 @@ int hosts_parse_stream(struct hostlist *hl, FILE *f, const char *path, struct er
             *--end = '\0';
         if (*s == '\0')
             continue;
-        slots = strstr(s, "slots=");
-        if (slots != NULL) { /* "host slots=N" */
-            char *name_end = s;
-            int n;
-            while (*name_end && !isspace((unsigned char)*name_end))
-                name_end++;
-            if (!name_ok(s, (size_t)(name_end - s)) || parse_slots(slots + 6, &n) < 0) {
-                rc = errprintf(err, "%s:%d: want 'host', 'host:N' or 'host slots=N'", path, lineno);
-                break;
-            }
-            rc = add_host(hl, s, (size_t)(name_end - s), n, err);
+        if (strpbrk(s, " \t") != NULL) { /* "host key=N ...", as Open MPI writes it */
+            struct error e2;
+            if (parse_keys(hl, s, &e2) < 0)
+                rc = errprintf(err, "%s:%d: %s", path, lineno, e2.text);
         } else {
             struct error e2;
             if (parse_entry(hl, s, strlen(s), &e2) < 0)

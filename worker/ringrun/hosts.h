@@ -12,7 +12,8 @@
 
 struct host {
     char name[HOSTS_NAME_MAX + 1];
-    int slots;
+    int slots;     /* ranks it takes */
+    int max_slots; /* the most it may take oversubscribed (hostfile max_slots=); 0: no limit */
 };
 
 struct hostlist {
@@ -38,8 +39,9 @@ struct error {
 int hosts_parse_list(struct hostlist *hl, const char *spec, struct error *err);
 
 /*
- * Parses a hostfile: one host per line as "host", "host:N" or "host slots=N"; '#' starts a
- * comment. Returns 0, or -1 with err->text naming the file and line.
+ * Parses a hostfile: one host per line as "host", "host:N", or in Open MPI's form
+ * "host slots=N max_slots=M" (either key may be left out: slots defaults to max_slots, or 1);
+ * '#' starts a comment. Returns 0, or -1 with err->text naming the file and line.
  */
 int hosts_parse_file(struct hostlist *hl, const char *path, struct error *err);
 /* The same for a hostfile already open as f (not closed), named path in messages. */

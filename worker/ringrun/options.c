@@ -38,7 +38,7 @@ void options_usage(FILE *f)
         "\n"
         "  -np N                 number of ranks\n"
         "  -H, --hosts LIST      host:slots,... (default localhost:N)\n"
-        "  --hostfile FILE       one 'host slots=N' or 'host:N' per line\n"
+        "  --hostfile FILE       one 'host slots=N [max_slots=M]' or 'host:N' per line\n"
         "  --rsh CMD             remote shell for other hosts (default 'ssh'); %%h stands\n"
         "                        for the host, else it is appended. The last argument is\n"
         "                        one shell command line, e.g. --rsh 'ip netns exec %%h sh -c'\n"
