@@ -20,10 +20,11 @@ struct api_config {
     const char *ckpt_prefix; /* work_dir/checkpoints/: the default checkpoint_dir is this + id */
     const struct cluster *cluster; /* what jobs run on (the scheduler's, fixed at start) */
     const char *backend;           /* the backend's name: what JobSpecs may ask for */
-    /* Creates an API token (the server owns the hashing): writes the secret token into
-     * token (at least 128 bytes). Returns 0 or -1 with err. */
+    /* Creates an API token (the server owns the hashing) that expires at expires (Unix
+     * seconds; 0: never): writes the secret token into token (at least 128 bytes). Returns 0
+     * or -1 with err. */
     int (*token_create)(struct store *st, const char *name, int admin, const char *unix_user,
-                        char *token, struct error *err);
+                        int64_t expires, char *token, struct error *err);
     /* Called after a token is revoked: the server drops the tokens it had checked. */
     void (*token_revoked)(void);
     struct scheduler *sched; /* woken on submissions; carries out cancels */

@@ -8,7 +8,7 @@
  *   ringctl cancel|stop|resume|rm ID          ringctl events ID [-f]
  *   ringctl logs ID [--rank R] [--stderr | --launcher] [--tail N] [-f]
  *   ringctl cluster                           ringctl policy [NAME]
- *   ringctl token create NAME [--admin] [--user U]
+ *   ringctl token create NAME [--admin] [--user U] [--expires-in 30d | --expires-at T]
  *   ringctl token list                        ringctl token revoke ID
  *
  * RINGMASTER_URL (default http://127.0.0.1:8080) and RINGMASTER_TOKEN configure it. Output
@@ -687,10 +687,42 @@ static int cmd_cluster(void)
 
 static int token_usage(void)
 {
-    fprintf(stderr, "usage: ringctl token create NAME [--admin] [--user UNIX_USER] | "
+    fprintf(stderr, "usage: ringctl token create NAME [--admin] [--user UNIX_USER] "
+                    "[--expires-in N[s|m|h|d] | --expires-at RFC3339] | "
                     "token list | "
                     "token revoke ID\n");
     return EXIT_USAGE;
+}
+
+/* "90", "90s", "15m", "12h", "30d" as seconds; -1 when s is none of these. The server
+ * bounds the value. */
+static long long duration_s(const char *s)
+{
+    char *end;
+    long long v;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || v > 1000000000000LL)
+        return -1;
+    switch (*end) {
+    case '\0':
+    case 's':
+        break;
+    case 'm':
+        v *= 60;
+        break;
+    case 'h':
+        v *= 3600;
+        break;
+    case 'd':
+        v *= 86400;
+        break;
+    default:
+        return -1;
+    }
+    return *end == '\0' || end[1] == '\0' ? v : -1;
 }
 
 static int cmd_token(int argc, char **argv)
@@ -702,18 +734,34 @@ static int cmd_token(int argc, char **argv)
 
     if (argc >= 3 && !strcmp(argv[1], "create")) {
         int admin = 0;
-        const char *user = NULL;
+        const char *user = NULL, *at = NULL;
+        long long in = 0;
         for (int a = 3; a < argc; a++) {
-            if (!strcmp(argv[a], "--admin"))
+            if (!strcmp(argv[a], "--admin")) {
                 admin = 1;
-            else if (!strcmp(argv[a], "--user") && a + 1 < argc)
+            } else if (!strcmp(argv[a], "--user") && a + 1 < argc) {
                 user = argv[++a];
-            else
+            } else if (!strcmp(argv[a], "--expires-at") && a + 1 < argc) {
+                at = argv[++a];
+            } else if (!strcmp(argv[a], "--expires-in") && a + 1 < argc) {
+                if ((in = duration_s(argv[++a])) <= 0) {
+                    fprintf(stderr,
+                            "ringctl: --expires-in '%s' must be a positive number of seconds, "
+                            "or of minutes, hours or days with m, h or d (e.g. 30d)\n",
+                            argv[a]);
+                    return EXIT_USAGE;
+                }
+            } else {
                 return token_usage();
+            }
         }
         t = json_pack("{s:s, s:b}", "name", argv[2], "admin", admin);
         if (t != NULL && user != NULL)
             json_object_set_new(t, "user", json_string(user));
+        if (t != NULL && in > 0)
+            json_object_set_new(t, "expires_in", json_integer(in));
+        if (t != NULL && at != NULL)
+            json_object_set_new(t, "expires_at", json_string(at));
         body = json_dumps(t, JSON_COMPACT);
         json_decref(t);
         rc = ringctl__call("POST", "/v1/tokens", body, &t);
@@ -735,14 +783,15 @@ static int cmd_token(int argc, char **argv)
             json_decref(t);
             return 0;
         }
-        printf("%-14s %-20s %-6s %-12s %-25s %s\n", "ID", "NAME", "ADMIN", "USER", "CREATED",
-               "REVOKED");
+        printf("%-14s %-20s %-6s %-12s %-25s %-21s %s\n", "ID", "NAME", "ADMIN", "USER", "CREATED",
+               "EXPIRES", "REVOKED");
         list = json_object_get(t, "tokens");
         json_array_foreach(list, i, tok)
         {
-            printf("%-14s %-20.20s %-6s %-12.12s %-25s %s\n", str(tok, "id"), str(tok, "name"),
-                   json_is_true(json_object_get(tok, "admin")) ? "yes" : "no",
+            printf("%-14s %-20.20s %-6s %-12.12s %-25s %-21s %s\n", str(tok, "id"),
+                   str(tok, "name"), json_is_true(json_object_get(tok, "admin")) ? "yes" : "no",
                    json_object_get(tok, "user") ? str(tok, "user") : "-", str(tok, "created_at"),
+                   json_object_get(tok, "expires_at") ? str(tok, "expires_at") : "never",
                    json_object_get(tok, "revoked_at") ? str(tok, "revoked_at") : "-");
         }
         json_decref(t);
@@ -785,7 +834,8 @@ static void usage(FILE *f)
                "  logs ID [--rank R] [--stderr | --launcher] [--tail N] [-f]\n"
                "  cluster\n"
                "  policy [fifo|priority|tiresias|dynamic]   (switching it takes an admin)\n"
-               "  token create NAME [--admin] [--user UNIX_USER] | "
+               "  token create NAME [--admin] [--user UNIX_USER] [--expires-in N[s|m|h|d] |\n"
+               "    --expires-at RFC3339] | "
                "token list | token revoke ID\n"
                "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN,\n"
                "RINGMASTER_CACERT (as --cacert). Tokens go in clear text only to loopback,\n"

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "routes_impl.h"
@@ -208,8 +209,108 @@ static int name_taken(const struct api_request *req, struct api_response *resp, 
     return taken;
 }
 
+/* The longest a token may live: 100 years, far past any real need, and a bound that keeps
+ * now + expires_in and the year (4 digits in RFC 3339) in range. */
+#define TOKEN_LIFE_MAX_S 3155760000LL
+
 /*
- * POST /v1/tokens {"name": "alice", "admin": false, "user": "alice"}: admins create tokens
+ * An RFC 3339 date-time ("2027-01-31T12:00:00Z", "2027-01-31t13:00:00.5+01:00") as Unix
+ * seconds, any fraction dropped, into *out. Returns 0, or -1 when s is not one.
+ */
+static int rfc3339(const char *s, int64_t *out)
+{
+    static const char form[] = "dddd-dd-ddTdd:dd:dd";
+    int v[6], off = 0;
+    struct tm tm = {0}, back;
+    time_t t;
+    const char *p = s;
+
+    for (size_t i = 0; i < sizeof(form) - 1; i++, p++) {
+        if (form[i] == 'd' ? (*p < '0' || *p > '9')
+                           : (form[i] == 'T' ? (*p != 'T' && *p != 't') : *p != form[i]))
+            return -1;
+    }
+    sscanf(s, "%4d-%2d-%2d%*c%2d:%2d:%2d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    if (*p == '.') {
+        if (p[1] < '0' || p[1] > '9')
+            return -1;
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            ;
+    }
+    if ((*p == 'Z' || *p == 'z') && p[1] == '\0') {
+        off = 0;
+    } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':' &&
+               strspn(p + 1, "0123456789") == 2 && strspn(p + 4, "0123456789") == 2) {
+        int h = (p[1] - '0') * 10 + (p[2] - '0'), m = (p[4] - '0') * 10 + (p[5] - '0');
+        if (h > 23 || m > 59)
+            return -1;
+        off = (*p == '+' ? 1 : -1) * (h * 3600 + m * 60);
+    } else {
+        return -1;
+    }
+    /* timegm normalizes "02-30" into March: a date that comes back changed did not exist.
+     * A leap second (:60) is not a time a token would be set to expire at. */
+    tm.tm_year = v[0] - 1900;
+    tm.tm_mon = v[1] - 1;
+    tm.tm_mday = v[2];
+    tm.tm_hour = v[3];
+    tm.tm_min = v[4];
+    tm.tm_sec = v[5];
+    back = tm;
+    t = timegm(&tm);
+    if (t == (time_t)-1 || tm.tm_year != back.tm_year || tm.tm_mon != back.tm_mon ||
+        tm.tm_mday != back.tm_mday || tm.tm_hour != back.tm_hour || tm.tm_min != back.tm_min ||
+        tm.tm_sec != back.tm_sec)
+        return -1;
+    *out = (int64_t)t - off;
+    return 0;
+}
+
+/*
+ * A token request's expiry: "expires_in" seconds from now, or "expires_at" an RFC 3339 time,
+ * or neither (never). Returns 0 with *expires (0: never), or -1 with a 422 in resp.
+ */
+static int token_expiry(const struct api_request *req, struct api_response *resp, json_t *body,
+                        int64_t *expires)
+{
+    json_t *in = json_object_get(body, "expires_in"), *at = json_object_get(body, "expires_at");
+    int64_t now = (int64_t)time(NULL);
+
+    *expires = 0;
+    if (in != NULL && at != NULL) {
+        api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
+                    "give expires_in or expires_at, not both");
+        return -1;
+    }
+    if (in != NULL) {
+        if (!json_is_integer(in) || json_integer_value(in) < 1 ||
+            json_integer_value(in) > TOKEN_LIFE_MAX_S) {
+            api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
+                        "expires_in must be an integer number of seconds in [1, %lld]",
+                        TOKEN_LIFE_MAX_S);
+            return -1;
+        }
+        *expires = now + (int64_t)json_integer_value(in);
+    } else if (at != NULL) {
+        if (!json_is_string(at) || rfc3339(json_string_value(at), expires) < 0) {
+            api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
+                        "expires_at must be an RFC 3339 date-time such as "
+                        "\"2027-01-31T12:00:00Z\" or \"2027-01-31T13:00:00+01:00\"");
+            return -1;
+        }
+        if (*expires <= now || *expires - now > TOKEN_LIFE_MAX_S) {
+            api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
+                        "expires_at '%.40s' is %s", json_string_value(at),
+                        *expires <= now ? "not in the future" : "more than 100 years away");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * POST /v1/tokens {"name": "alice", "admin": false, "user": "alice", "expires_in": 86400}:
+ * admins create tokens
  * for users. "user" is the Unix account the token's jobs run as (when ringd runs as root);
  * it must exist here, and a ringd that is not root accepts only its own account.
  */
@@ -222,6 +323,7 @@ static void token_create(const struct api_config *cfg, const struct api_request 
     struct local_identity id;
     const char *n, *key, *u = NULL;
     json_t *v;
+    int64_t expires;
 
     if (!req->admin) {
         api_problem(resp, 403, "forbidden", "Forbidden", req->path,
@@ -233,9 +335,12 @@ static void token_create(const struct api_config *cfg, const struct api_request 
         return;
     json_object_foreach(body, key, v)
     {
-        if (strcmp(key, "name") && strcmp(key, "admin") && strcmp(key, "user")) {
+        if (strcmp(key, "name") && strcmp(key, "admin") && strcmp(key, "user") &&
+            strcmp(key, "expires_in") && strcmp(key, "expires_at")) {
             api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
-                        "unknown field '%.64s'; a token has name, admin and user", key);
+                        "unknown field '%.64s'; a token has name, admin, user, and expires_in "
+                        "or expires_at",
+                        key);
             json_decref(body);
             return;
         }
@@ -251,7 +356,8 @@ static void token_create(const struct api_config *cfg, const struct api_request 
         json_decref(body);
         return;
     }
-    if (name_taken(req, resp, n, json_is_true(admin))) {
+    if (token_expiry(req, resp, body, &expires) < 0 ||
+        name_taken(req, resp, n, json_is_true(admin))) {
         json_decref(body);
         return;
     }
@@ -264,7 +370,7 @@ static void token_create(const struct api_config *cfg, const struct api_request 
             return;
         }
     }
-    if (cfg->token_create(req->store, n, json_is_true(admin), u, token, &err) < 0) {
+    if (cfg->token_create(req->store, n, json_is_true(admin), u, expires, token, &err) < 0) {
         api__store_problem(resp, req->path, &err);
         json_decref(body);
         return;
@@ -275,6 +381,14 @@ static void token_create(const struct api_config *cfg, const struct api_request 
                            json_is_true(admin), "token", token);
     if (resp->body != NULL && u != NULL)
         json_object_set_new(resp->body, "user", json_string(u));
+    if (resp->body != NULL && expires > 0) {
+        /* As GET /v1/tokens shows it (store.c): UTC, whole seconds. */
+        char when[32];
+        time_t t = (time_t)expires;
+        struct tm tm;
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        json_object_set_new(resp->body, "expires_at", json_string(when));
+    }
     json_decref(body);
 }
 

@@ -108,6 +108,9 @@ static const char *const migrations[] = {
     "ALTER TABLE attempts ADD COLUMN stop_s REAL;"
     "ALTER TABLE attempts ADD COLUMN start_s REAL;"
     "ALTER TABLE attempts ADD COLUMN samples_per_s REAL;",
+    /* 8: a token may expire (UTC, whole seconds: "2027-01-31T12:00:00Z"); NULL, as every
+     * older token gets, never does */
+    "ALTER TABLE tokens ADD COLUMN expires_at TEXT;",
 };
 
 static const char SQL_JOB_INSERT[] =
@@ -156,22 +159,27 @@ static const char SQL_JOB_LIST[] =
     " AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(j.spec, '$.labels')"
     "  WHERE key = ?4 AND value = ?5))"
     " ORDER BY j.seq LIMIT ?6";
+/* ?7: when it expires, in Unix seconds (NULL: never), stored as UTC text like created_at. */
 static const char SQL_TOKEN_INSERT[] =
-    "INSERT INTO tokens (id, name, hash, admin, created_at, unix_user)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    "INSERT INTO tokens (id, name, hash, admin, created_at, unix_user, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, strftime('%Y-%m-%dT%H:%M:%SZ', ?7, 'unixepoch'))";
 static const char SQL_TOKEN_FIND[] =
-    "SELECT hash, name, admin, unix_user FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
+    "SELECT hash, name, admin, unix_user, CAST(strftime('%s', expires_at) AS INTEGER)"
+    " FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
 static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
 static const char SQL_TOKEN_LIST[] =
-    "SELECT id, name, admin, created_at, revoked_at, unix_user FROM tokens"
+    "SELECT id, name, admin, created_at, revoked_at, unix_user, expires_at FROM tokens"
     " WHERE ?1 IS NULL OR name = ?1 ORDER BY created_at, id";
-/* Never the last live admin token: without one nobody could create tokens again. */
+/* Never the last live admin token: without one nobody could create tokens again. An
+ * expired admin token is not live: it may go, and does not count as another. */
+#define TOKEN_EXPIRED "expires_at <= strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
 static const char SQL_TOKEN_REVOKE[] =
     "UPDATE tokens SET revoked_at = coalesce(revoked_at, ?3)"
     " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)"
-    " AND (admin = 0 OR revoked_at IS NOT NULL OR"
-    "  (SELECT count(*) FROM tokens WHERE admin = 1 AND revoked_at IS NULL) > 1)"
-    " RETURNING id, name, admin, created_at, revoked_at, unix_user";
+    " AND (admin = 0 OR revoked_at IS NOT NULL OR " TOKEN_EXPIRED " OR"
+    "  (SELECT count(*) FROM tokens WHERE admin = 1 AND revoked_at IS NULL"
+    "   AND NOT coalesce(" TOKEN_EXPIRED ", 0)) > 1)"
+    " RETURNING id, name, admin, created_at, revoked_at, unix_user, expires_at";
 static const char SQL_JOB_STATE[] = "UPDATE jobs SET state = ?2, updated_at = ?3,"
                                     " doc = json_set(doc, '$.state', ?2, '$.updated_at', ?3)"
                                     " WHERE id = ?1 AND (?4 IS NULL OR state = ?4)";
@@ -449,7 +457,7 @@ int store__get_one(struct store *st, sqlite3_stmt *s, const char *id, const char
 }
 
 int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
-                       int admin, const char *unix_user, struct error *err)
+                       int admin, const char *unix_user, int64_t expires, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_TOKEN_INSERT];
     char now[40];
@@ -460,6 +468,8 @@ int store_token_create(struct store *st, const char *id, const char *name, const
     sqlite3_bind_int(s, 4, admin);
     sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 6, unix_user, -1, SQLITE_STATIC);
+    if (expires > 0)
+        sqlite3_bind_int64(s, 7, expires);
     return store__step_done(st, s, err, "insert token");
 }
 
@@ -475,6 +485,7 @@ int store_token_find(struct store *st, const char *id, struct store_token *out, 
         out->admin = sqlite3_column_int(s, 2);
         snprintf(out->user, sizeof(out->user), "%s",
                  sqlite3_column_type(s, 3) == SQLITE_NULL ? "" : store__col(s, 3));
+        out->expires = sqlite3_column_int64(s, 4); /* NULL reads 0: never */
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
@@ -506,6 +517,8 @@ static json_t *token_json(sqlite3_stmt *s)
         json_object_set_new(t, "revoked_at", json_string(store__col(s, 4)));
     if (t != NULL && sqlite3_column_type(s, 5) != SQLITE_NULL)
         json_object_set_new(t, "user", json_string(store__col(s, 5)));
+    if (t != NULL && sqlite3_column_type(s, 6) != SQLITE_NULL)
+        json_object_set_new(t, "expires_at", json_string(store__col(s, 6)));
     return t;
 }
 

@@ -98,20 +98,23 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
 /*
  * Tokens: hash is the hex SHA-256 of the secret; the secret itself is never stored.
  * unix_user (NULL: none) is the account the token's jobs run as when ringd is root.
+ * expires is when the token stops working, in Unix seconds (0: never).
  */
 int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
-                       int admin, const char *unix_user, struct error *err);
+                       int admin, const char *unix_user, int64_t expires, struct error *err);
 /* A live token as store_token_find gives it. */
 struct store_token {
     char hash[65];
     char name[128]; /* its owner's name */
     char user[64];  /* its Unix user, "" when it has none */
     int admin;
+    int64_t expires; /* Unix seconds; 0: never. An expired token is still found: the caller
+                      * decides, so that it can say why the token no longer works. */
 };
-/* Finds the live token id into *out, or fails with ENOENT (unknown or revoked). */
+/* Finds the unrevoked token id into *out, or fails with ENOENT (unknown or revoked). */
 int store_token_find(struct store *st, const char *id, struct store_token *out, struct error *err);
-/* Tokens as a new array of {id, name, admin, user?, created_at, revoked_at?}, oldest first; only
- * name's when name is not NULL. Neither secrets nor hashes. */
+/* Tokens as a new array of {id, name, admin, user?, created_at, revoked_at?, expires_at?},
+ * oldest first; only name's when name is not NULL. Neither secrets nor hashes. */
 int store_token_list(struct store *st, const char *name, json_t **out, struct error *err);
 /* Revokes token id (when name is not NULL, only if it is name's); revoking twice keeps the
  * first time. *out (when not NULL) gets the token as store_token_list shows it. ENOENT when

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -22,7 +23,7 @@ static void hash_hex(const char *secret, char out[65])
 }
 
 int auth_token_create(struct store *st, const char *name, int admin, const char *unix_user,
-                      char *token, struct error *err)
+                      int64_t expires, char *token, struct error *err)
 {
     unsigned char idb[6], sb[32];
     char id[13], secret[65], hash[65];
@@ -32,7 +33,7 @@ int auth_token_create(struct store *st, const char *name, int admin, const char 
     sodium_bin2hex(id, sizeof(id), idb, sizeof(idb));
     sodium_bin2hex(secret, sizeof(secret), sb, sizeof(sb));
     hash_hex(secret, hash);
-    if (store_token_create(st, id, name, hash, admin, unix_user, err) < 0)
+    if (store_token_create(st, id, name, hash, admin, unix_user, expires, err) < 0)
         return -1;
     snprintf(token, AUTH_TOKEN_LEN, "ringd_%s_%s", id, secret);
     sodium_memzero(secret, sizeof(secret));
@@ -80,8 +81,19 @@ int auth_check(struct store *st, const char *header, struct auth_identity *who, 
     sodium_memzero(secret, sizeof(secret));
     if (sodium_memcmp(got, tok.hash, 64) != 0)
         return errno = EACCES, errprintf(err, "the bearer token is unknown or revoked");
+    /* Only a caller who holds the secret learns that the token exists and expired. */
+    if (tok.expires > 0 && (int64_t)time(NULL) >= tok.expires) {
+        char when[32];
+        time_t at = (time_t)tok.expires;
+        struct tm tm;
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&at, &tm));
+        return errno = EKEYEXPIRED,
+               errprintf(err, "the bearer token %s expired at %s; ask an admin for a new one", id,
+                         when);
+    }
     snprintf(who->owner, sizeof(who->owner), "%s", tok.name);
     snprintf(who->user, sizeof(who->user), "%s", tok.user);
     who->admin = tok.admin;
+    who->expires = tok.expires;
     return 0;
 }

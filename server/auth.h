@@ -8,6 +8,7 @@
 #define RINGD_AUTH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -17,16 +18,17 @@
 int auth_init(void);
 /*
  * Creates a token named name and stores its hash; writes the full token (shown once) into
- * token (AUTH_TOKEN_LEN bytes). unix_user (NULL: none) is the account its jobs run as.
- * Returns 0 or -1 with err.
+ * token (AUTH_TOKEN_LEN bytes). unix_user (NULL: none) is the account its jobs run as;
+ * expires (Unix seconds, 0: never) when it stops working. Returns 0 or -1 with err.
  */
 int auth_token_create(struct store *st, const char *name, int admin, const char *unix_user,
-                      char *token, struct error *err);
+                      int64_t expires, char *token, struct error *err);
 /* Who a checked token speaks for. */
 struct auth_identity {
     char owner[128]; /* the token's name: the jobs it submits are owner's */
     char user[64];   /* its Unix user; "" when it has none (ringd's default user applies) */
     int admin;
+    int64_t expires; /* when the token stops working (Unix seconds); 0: never */
 };
 
 /*
@@ -38,8 +40,9 @@ void auth_revoked(void);
 unsigned auth_generation(void);
 /*
  * Checks an Authorization header value ("Bearer ringd_..."). Returns 0 and fills *who, or -1
- * with errno EACCES/ENOENT (err says why, without echoing the secret) or another errno when
- * the store failed.
+ * with errno EACCES/ENOENT (err says why, without echoing the secret), EKEYEXPIRED when the
+ * token is right but past its expiry (err says when it expired), or another errno when the
+ * store failed.
  */
 int auth_check(struct store *st, const char *header, struct auth_identity *who, struct error *err);
 

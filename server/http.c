@@ -96,8 +96,11 @@ static int authorize(struct store *st, const char *header, struct auth_identity 
     unsigned gen = auth_generation();
     size_t slot = 0;
     if (header != NULL && strlen(header) < sizeof(auth_cache[0].header)) {
+        int64_t wall = (int64_t)time(NULL);
         for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
+            /* A token past its own expiry is checked again, which says it expired. */
             if (auth_cache[i].expires > now && auth_cache[i].generation == gen &&
+                (auth_cache[i].who.expires == 0 || wall < auth_cache[i].who.expires) &&
                 strcmp(auth_cache[i].header, header) == 0) {
                 *who = auth_cache[i].who;
                 return 0;
@@ -369,6 +372,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (authorize(req.store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), &who, &err) < 0) {
             if (errno == EACCES || errno == ENOENT)
                 api_problem(&resp, 401, "unauthorized", "Unauthorized", url, "%s", err.text);
+            else if (errno == EKEYEXPIRED)
+                api_problem(&resp, 401, "token-expired", "Unauthorized", url, "%s", err.text);
             else
                 api_problem(&resp, 503, "busy", "Service Unavailable", url, "%s", err.text);
             goto send;

@@ -221,7 +221,7 @@ static void fixture(void)
         if (store_job_transition(t, job_ids[i], states[i][1], states[i][2], "fixture", NULL, &err) <
             0)
             die("store_job_transition", &err);
-    if (auth_token_create(t, "alice", 0, NULL, token, &err) < 0)
+    if (auth_token_create(t, "alice", 0, NULL, 0, token, &err) < 0)
         die("auth_token_create", &err);
     snprintf(token_id, sizeof(token_id), "%.12s", token + 6);
     store_close(t);

@@ -191,6 +191,23 @@ expect_in out "revoked $BOB_ID (bob)"
 RINGMASTER_TOKEN=$BOB expect_rc 5 "$C" ls
 expect_rc 3 "$C" token revoke 000000000000
 expect_rc 2 "$C" token frob
+day1=$(date -u -d '+30 days' +%Y-%m-%d)
+expect_rc 0 "$C" token create eve --expires-in 30d
+day2=$(date -u -d '+30 days' +%Y-%m-%d)
+EVE_ID=$(cut -d_ -f2 "$WORK/out")
+expect_rc 0 "$C" --json token create eve --expires-at 2099-01-01T00:00:00+02:00
+expect_in out '"expires_at": "2098-12-31T22:00:00Z"'
+expect_rc 0 "$C" token list
+expect_in out "EXPIRES"
+grep "^$EVE_ID " "$WORK/out" | grep -Eq " ($day1|$day2)T" ||
+    { cat "$WORK/out"; fail "token list does not show eve's expiry in 30 days"; }
+grep "^$(cut -d_ -f2 <<<"$RINGMASTER_TOKEN") " "$WORK/out" | grep -qw never ||
+    { cat "$WORK/out"; fail "token list does not say the admin token never expires"; }
+expect_rc 2 "$C" token create eve --expires-in soon
+expect_in err "--expires-in 'soon' must be a positive number of seconds"
+expect_rc 2 "$C" token create eve --expires-in 0
+expect_rc 1 "$C" token create eve --expires-at yesterday
+expect_in err "expires_at must be an RFC 3339 date-time"
 RINGMASTER_TOKEN=nope expect_rc 5 "$C" ls
 RINGMASTER_URL=http://127.0.0.1:1 expect_rc 69 "$C" ls
 expect_in err "cannot reach ringd"
@@ -207,7 +224,7 @@ expect_in err "workers must be in [1"
 expect_rc 2 "$C" frobnicate
 expect_rc 2 "$C" submit --env NOEQUALS -- x
 expect_rc 0 "$C" --version
-ok "exit codes: 5 unauthorized, 69 unreachable, 1 refused, 2 usage"
+ok "exit codes: 5 unauthorized, 69 unreachable, 1 refused, 2 usage; tokens with an expiry"
 
 ringd_stop
 summary

@@ -198,6 +198,35 @@ call GET /v1/jobs; expect 401 unauthorized "unknown or revoked"
 TOKEN=$(cat "$DATA/admin.token")
 ok "tokens: listed without secrets, users revoke only their own, a revoked token fails at once"
 
+# Tokens may expire: expires_in seconds or an RFC 3339 expires_at; listed with the expiry;
+# past it, 401 saying the token expired (also when the server had it remembered).
+tok() { call POST /v1/tokens -H 'Content-Type: application/json' -d "$1"; }
+tok '{"name":"dora","expires_in":0}'; expect 422 validation-error "expires_in must be an integer number of seconds"
+tok '{"name":"dora","expires_in":"1h"}'; expect 422 validation-error "expires_in must be an integer"
+tok '{"name":"dora","expires_in":99999999999}'; expect 422 validation-error "expires_in must be"
+tok '{"name":"dora","expires_in":60,"expires_at":"2099-01-01T00:00:00Z"}'; expect 422 validation-error "not both"
+for at in '2099-02-30T00:00:00Z' '2099-01-01 00:00:00Z' '2099-01-01T00:00:00' '2099-01-01T25:00:00Z' \
+    '2099-01-01T00:00:00+1:00' 'tomorrow' '2099-01-01T00:00:00Zjunk'; do
+    tok "{\"name\":\"dora\",\"expires_at\":\"$at\"}"; expect 422 validation-error "expires_at must be an RFC 3339 date-time"
+done
+tok '{"name":"dora","expires_at":"2001-01-01T00:00:00Z"}'; expect 422 validation-error "not in the future"
+tok '{"name":"dora","expires_at":"2099-06-30T23:30:00.75-01:30"}'; expect 201
+jq -e '.expires_at == "2099-07-01T01:00:00Z"' "$WORK/body" >/dev/null || fail "expires_at not in UTC: $(cat "$WORK/body")"
+tok '{"name":"dora","expires_in":2}'; expect 201
+DORA=$(jq -r .token "$WORK/body")
+DORA_ID=$(jq -r .id "$WORK/body")
+[ "$(jq -r .expires_at "$WORK/body")" \> "$(date -u +%Y-%m-%dT%H:%M:%SZ)" ] || fail "expires_at is not ahead: $(cat "$WORK/body")"
+call GET /v1/tokens; expect 200
+jq -e --arg d "$DORA_ID" '(.tokens[] | select(.id == $d) | .expires_at | test("^[0-9-]{10}T[0-9:]{8}Z$")) and
+    (.tokens[] | select(.name == "admin") | has("expires_at") | not)' "$WORK/body" >/dev/null ||
+    fail "the token list does not show the expiry: $(cat "$WORK/body")"
+TOKEN=$DORA
+call GET /v1/jobs; expect 200 # works, and is now remembered by the server's thread
+wait_for 30 "dora's token to expire" 'call GET /v1/jobs; [ "$(cat "$WORK/status")" = 401 ]'
+expect 401 token-expired "the bearer token $DORA_ID expired at "
+TOKEN=$(cat "$DATA/admin.token")
+ok "tokens may expire (expires_in, expires_at); listed with their expiry; then 401 token-expired"
+
 # A token's name owns its jobs and tokens: a user token named as an admin token would see
 # and cancel the admin's jobs and revoke the admin's token.
 call POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"admin"}'

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -81,7 +82,7 @@ START_TEST(created_token_has_the_documented_form)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
     ck_assert_uint_eq(strlen(tok), 6 + 12 + 1 + 64);
     ck_assert_int_eq(strncmp(tok, "ringd_", 6), 0);
     ck_assert(is_hex(tok + 6, 12));
@@ -96,8 +97,8 @@ START_TEST(created_token_checks_with_its_owner)
     struct store *st = open_fresh();
     char user[AUTH_TOKEN_LEN], root[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, user, &err), 0);
-    ck_assert_int_eq(auth_token_create(st, "root", 1, NULL, root, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, user, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "root", 1, NULL, 0, root, &err), 0);
     ck_assert_int_eq(check_token(st, user), 0);
     ck_assert_str_eq(who.owner, "alice");
     ck_assert_str_eq(who.user, "");
@@ -115,7 +116,7 @@ START_TEST(unix_user_comes_with_the_token)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, "alice1", tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, "alice1", 0, tok, &err), 0);
     ck_assert_int_eq(check_token(st, tok), 0);
     ck_assert_str_eq(who.owner, "alice");
     ck_assert_str_eq(who.user, "alice1");
@@ -128,8 +129,8 @@ START_TEST(tokens_differ)
     struct store *st = open_fresh();
     char a[AUTH_TOKEN_LEN], b[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "a", 0, NULL, a, &err), 0);
-    ck_assert_int_eq(auth_token_create(st, "a", 0, NULL, b, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "a", 0, NULL, 0, a, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "a", 0, NULL, 0, b, &err), 0);
     ck_assert_int_ne(memcmp(a + 6, b + 6, 12), 0);   /* ids */
     ck_assert_int_ne(memcmp(a + 19, b + 19, 64), 0); /* secrets */
     close_and_remove(st);
@@ -141,7 +142,7 @@ START_TEST(scheme_is_case_insensitive)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN], h[AUTH_TOKEN_LEN + 16];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
     snprintf(h, sizeof(h), "bearer %s", tok);
     ck_assert_int_eq(check_header(st, h), 0);
     snprintf(h, sizeof(h), "BEARER %s", tok);
@@ -169,7 +170,7 @@ START_TEST(malformed_tokens_are_refused)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN], bad[AUTH_TOKEN_LEN + 2];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
     /* one character short, one too many */
     snprintf(bad, sizeof(bad), "%.*s", (int)strlen(tok) - 1, tok);
     expect_refused(check_token(st, bad), "not a ringd token");
@@ -201,7 +202,8 @@ START_TEST(stored_hash_is_sha256_of_the_secret)
 {
     struct store *st = open_fresh();
 
-    ck_assert_int_eq(store_token_create(st, "0000000000a1", "vec", VEC_SHA256, 0, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "0000000000a1", "vec", VEC_SHA256, 0, NULL, 0, &err),
+                     0);
     ck_assert_int_eq(check_token(st, "ringd_0000000000a1_" VEC_SECRET), 0);
     ck_assert_str_eq(who.owner, "vec");
     close_and_remove(st);
@@ -219,7 +221,7 @@ START_TEST(compare_covers_every_digit)
         char hash[65] = VEC_SHA256, id[13], tok[96];
         hash[i] = hash[i] == '0' ? '1' : '0';
         snprintf(id, sizeof(id), "%012x", 0xb00 + i);
-        ck_assert_int_eq(store_token_create(st, id, "near", hash, 0, NULL, &err), 0);
+        ck_assert_int_eq(store_token_create(st, id, "near", hash, 0, NULL, 0, &err), 0);
         snprintf(tok, sizeof(tok), "ringd_%s_%s", id, VEC_SECRET);
         expect_refused(check_token(st, tok), "unknown or revoked");
         ck_assert_int_eq(errno, EACCES);
@@ -234,7 +236,7 @@ START_TEST(wrong_secret_is_refused)
     char tok[AUTH_TOKEN_LEN];
     size_t last;
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
     last = strlen(tok) - 1;
     tok[last] = tok[last] == '0' ? '1' : '0';
     expect_refused(check_token(st, tok), "unknown or revoked");
@@ -253,7 +255,7 @@ START_TEST(unknown_id_is_refused)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
     memcpy(tok + 6, "ffffffffffff", 12);
     expect_refused(check_token(st, tok), "unknown or revoked");
     close_and_remove(st);
@@ -266,8 +268,8 @@ START_TEST(revoked_token_is_refused)
     char tok[AUTH_TOKEN_LEN], other[AUTH_TOKEN_LEN], id[13];
     unsigned gen = auth_generation();
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, tok, &err), 0);
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, other, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, other, &err), 0);
     ck_assert_int_eq(check_token(st, tok), 0);
     snprintf(id, sizeof(id), "%.12s", tok + 6);
     ck_assert_int_eq(store_token_revoke(st, id, NULL, NULL, &err), 0);
@@ -279,13 +281,41 @@ START_TEST(revoked_token_is_refused)
 }
 END_TEST
 
+/* A token past its expiry is refused saying so (EKEYEXPIRED, and when), but only to someone
+ * who holds its secret; one not yet expired works, and carries its expiry. */
+START_TEST(expired_token_is_refused_saying_when)
+{
+    struct store *st = open_fresh();
+    char tok[AUTH_TOKEN_LEN], live[AUTH_TOKEN_LEN], when[32];
+    time_t past = time(NULL) - 3600;
+    struct tm tm;
+
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, (int64_t)past, tok, &err), 0);
+    ck_assert_int_eq(
+        auth_token_create(st, "alice", 0, NULL, (int64_t)time(NULL) + 3600, live, &err), 0);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&past, &tm));
+    ck_assert_int_eq(check_token(st, tok), -1);
+    ck_assert_int_eq(errno, EKEYEXPIRED);
+    ck_assert_msg(strstr(err.text, "expired at ") != NULL && strstr(err.text, when) != NULL,
+                  "'%s' does not say it expired at %s", err.text, when);
+    ck_assert_ptr_null(strstr(err.text, tok + 19)); /* never the secret */
+    tok[AUTH_TOKEN_LEN - 1] = '\0';
+    tok[strlen(tok) - 1] = tok[strlen(tok) - 1] == '0' ? '1' : '0';
+    expect_refused(check_token(st, tok), "unknown or revoked"); /* a wrong secret learns nothing */
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_int_eq(check_token(st, live), 0);
+    ck_assert(who.expires > (int64_t)time(NULL));
+    close_and_remove(st);
+}
+END_TEST
+
 /* Error texts go to logs and to clients: they never carry the secret. */
 START_TEST(errors_never_echo_the_secret)
 {
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN], secret[65], bad[AUTH_TOKEN_LEN + 2];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
     memcpy(secret, tok + 19, 64);
     secret[64] = '\0';
     snprintf(bad, sizeof(bad), "%s0", tok);
@@ -328,8 +358,9 @@ START_TEST(secret_is_never_stored)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN], wal[80];
 
-    ck_assert_int_eq(store_token_create(st, "0000000000a1", "vec", VEC_SHA256, 0, NULL, &err), 0);
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, tok, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "0000000000a1", "vec", VEC_SHA256, 0, NULL, 0, &err),
+                     0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
     snprintf(wal, sizeof(wal), "%s-wal", path);
     ck_assert(file_holds(path, VEC_SHA256) || file_holds(wal, VEC_SHA256));
     ck_assert(!file_holds(path, tok + 19) && !file_holds(wal, tok + 19));
@@ -351,6 +382,7 @@ int main(void)
                             wrong_secret_is_refused,
                             unknown_id_is_refused,
                             revoked_token_is_refused,
+                            expired_token_is_refused_saying_when,
                             errors_never_echo_the_secret,
                             secret_is_never_stored,
                             NULL};

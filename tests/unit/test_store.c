@@ -34,10 +34,10 @@ START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 7);
+    ck_assert_int_eq(store_schema_version(st), 8);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 7);
+    ck_assert_int_eq(store_schema_version(again), 8);
     store_close(again);
     unlink(path);
 }
@@ -79,12 +79,13 @@ START_TEST(migrations_4_to_7_backfill)
                                   "ALTER TABLE attempts DROP COLUMN stop_s;"
                                   "ALTER TABLE attempts DROP COLUMN start_s;"
                                   "ALTER TABLE attempts DROP COLUMN samples_per_s;"
+                                  "ALTER TABLE tokens DROP COLUMN expires_at;"
                                   "PRAGMA user_version = 3",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), 7);
+    ck_assert_int_eq(store_schema_version(st), 8);
     ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &after, NULL, &err), 0);
     ck_assert_str_eq(after, before);
     free(before);
@@ -377,6 +378,49 @@ START_TEST(group_commit)
 }
 END_TEST
 
+/* A database from before migration 8 keeps its tokens, which never expire; new ones may. */
+START_TEST(migration_8_token_expiry)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    struct store_token t;
+    json_t *list;
+    sqlite3 *db;
+
+    ck_assert_int_eq(store_token_create(st, "old", "alice", "aa", 0, NULL, 0, &err), 0);
+    store_close(st);
+    /* back to schema 7 */
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "ALTER TABLE tokens DROP COLUMN expires_at;"
+                                  "PRAGMA user_version = 7",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    ck_assert_int_eq(store_open(path, &st, &err), 0);
+    ck_assert_int_eq(store_schema_version(st), 8);
+    ck_assert_int_eq(store_token_find(st, "old", &t, &err), 0);
+    ck_assert_int_eq(t.expires, 0);
+    /* 2027-01-31T12:00:00Z */
+    ck_assert_int_eq(store_token_create(st, "new", "alice", "bb", 0, NULL, 1801396800, &err), 0);
+    ck_assert_int_eq(store_token_find(st, "new", &t, &err), 0);
+    ck_assert_int_eq(t.expires, 1801396800);
+    ck_assert_int_eq(store_token_list(st, NULL, &list, &err), 0);
+    ck_assert_int_eq(json_array_size(list), 2);
+    ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "expires_at"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 1), "expires_at")),
+                     "2027-01-31T12:00:00Z");
+    json_decref(list);
+    /* a revoked token shows its expiry too */
+    ck_assert_int_eq(store_token_revoke(st, "new", NULL, &list, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(list, "expires_at")),
+                     "2027-01-31T12:00:00Z");
+    json_decref(list);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(tokens)
 {
     struct store *st = open_fresh();
@@ -385,7 +429,7 @@ START_TEST(tokens)
     int n;
     ck_assert_int_eq(store_token_count(st, &n, &err), 0);
     ck_assert_int_eq(n, 0);
-    ck_assert_int_eq(store_token_create(st, "abc", "alice", "deadbeef", 0, "alice", &err), 0);
+    ck_assert_int_eq(store_token_create(st, "abc", "alice", "deadbeef", 0, "alice", 0, &err), 0);
     ck_assert_int_eq(store_token_find(st, "abc", &t, &err), 0);
     ck_assert_str_eq(t.hash, "deadbeef");
     ck_assert_str_eq(t.name, "alice");
@@ -393,9 +437,9 @@ START_TEST(tokens)
     ck_assert_int_eq(t.admin, 0);
     ck_assert_int_eq(store_token_find(st, "zzz", &t, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
-    ck_assert_int_eq(store_token_create(st, "abc", "dup", "x", 0, NULL, &err), -1);
+    ck_assert_int_eq(store_token_create(st, "abc", "dup", "x", 0, NULL, 0, &err), -1);
     ck_assert_int_eq(errno, EEXIST);
-    ck_assert_int_eq(store_token_create(st, "def", "bob", "cafe", 1, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "def", "bob", "cafe", 1, NULL, 0, &err), 0);
     ck_assert_int_eq(store_token_find(st, "def", &t, &err), 0);
     ck_assert_str_eq(t.user, ""); /* no Unix user: the default user applies */
     {
@@ -430,8 +474,8 @@ START_TEST(the_last_admin_token_stays)
     struct store *st = open_fresh();
     struct error err;
     struct store_token t;
-    ck_assert_int_eq(store_token_create(st, "adm", "admin", "aa", 1, NULL, &err), 0);
-    ck_assert_int_eq(store_token_create(st, "usr", "alice", "bb", 0, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "adm", "admin", "aa", 1, NULL, 0, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "usr", "alice", "bb", 0, NULL, 0, &err), 0);
     ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), -1);
     ck_assert_int_eq(errno, EPERM);
     ck_assert_int_eq(store_token_revoke(st, "adm", "admin", NULL, &err), -1);
@@ -440,11 +484,19 @@ START_TEST(the_last_admin_token_stays)
     ck_assert_int_eq(errno, ENOENT); /* not alice's to know about */
     ck_assert_int_eq(store_token_find(st, "adm", &t, &err), 0);
     ck_assert_int_eq(store_token_revoke(st, "usr", NULL, NULL, &err), 0); /* users may all go */
-    ck_assert_int_eq(store_token_create(st, "ad2", "ops", "cc", 1, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "ad2", "ops", "cc", 1, NULL, 0, &err), 0);
     ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), 0);
     ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), 0); /* twice is fine */
     ck_assert_int_eq(store_token_revoke(st, "ad2", NULL, NULL, &err), -1);
     ck_assert_int_eq(errno, EPERM);
+    /* An expired admin token is no other admin: ad2 stays; the expired one may go. */
+    ck_assert_int_eq(store_token_create(st, "ad3", "ops", "dd", 1, NULL, 1000000000, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "ad2", NULL, NULL, &err), -1);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_int_eq(store_token_revoke(st, "ad3", NULL, NULL, &err), 0);
+    /* One that has not expired yet is. */
+    ck_assert_int_eq(store_token_create(st, "ad4", "ops", "ee", 1, NULL, 4000000000, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "ad2", NULL, NULL, &err), 0);
     store_close(st);
     unlink(path);
 }
@@ -454,6 +506,7 @@ int main(void)
 {
     const TTest *tests[] = {migrations_run_once,
                             migrations_4_to_7_backfill,
+                            migration_8_token_expiry,
                             create_get_and_owner_scoping,
                             idempotency_keys,
                             paging_and_filters,
