@@ -84,7 +84,12 @@ printf 'localhost slots=2 max_slots=4\n' >"$WORK/hostfile"
 expect_rc 0 "$RINGRUN" --hostfile "$WORK/hostfile" sh -c 'echo n=$RING_SIZE'
 expect_in out "[1]<stdout>:n=2"
 expect_rc 64 "$RINGRUN" -np 3 --hostfile "$WORK/hostfile" true
-expect_in err "-np 3 is more than the 2 slots"
+expect_in err "-np 3 is more than the 2 slots of the host list (--oversubscribe allows more)"
+expect_rc 0 "$RINGRUN" -np 4 --oversubscribe --hostfile "$WORK/hostfile" \
+    sh -c 'echo "n=$RING_SIZE local=$RING_LOCAL_RANK/$RING_LOCAL_SIZE"'
+expect_in out "[3]<stdout>:n=4 local=3/4"
+expect_rc 64 "$RINGRUN" -np 5 --oversubscribe --hostfile "$WORK/hostfile" true
+expect_in err "-np 5 is more than the 4 max_slots"
 printf 'localhost max_slots=3\n' >"$WORK/hostfile"
 expect_rc 0 "$RINGRUN" --hostfile "$WORK/hostfile" sh -c 'echo n=$RING_SIZE'
 expect_in out "[2]<stdout>:n=3"
@@ -95,7 +100,7 @@ printf 'localhost slots=2 max_slots=1\n' >"$WORK/hostfile"
 expect_rc 64 "$RINGRUN" --hostfile "$WORK/hostfile" true
 expect_in err "max_slots=1 is less than slots=2"
 printf 'localhost slots=2\n' >"$WORK/hostfile"
-ok "--hostfile gives the slots and, without -np, the rank count; Open MPI's max_slots too"
+ok "--hostfile gives the slots and, without -np, the rank count; max_slots bounds --oversubscribe"
 
 # Bad arguments: each gets a clear message and a documented exit code.
 expect_rc 64 "$RINGRUN" -np 5 -H localhost:2 true

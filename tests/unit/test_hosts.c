@@ -154,6 +154,55 @@ START_TEST(placement_rejects_too_many_ranks)
 }
 END_TEST
 
+/* --oversubscribe: past the slots, one more rank per host in turn up to each max_slots (a host
+ * without one takes any number); each host's ranks stay consecutive. */
+START_TEST(oversubscribed_placement_stops_at_max_slots)
+{
+    struct hostlist hl = {0};
+    struct placement pl[16];
+    struct error err;
+    char path[] = "/tmp/ring-hostfile-XXXXXX";
+    FILE *f = fdopen(mkstemp(path), "w");
+    static const int want_host[] = {0, 0, 0, 1, 1, 2, 2, 2, 2};
+
+    fprintf(f, "a slots=2 max_slots=3\nb max_slots=2\nc slots=1\n");
+    fclose(f);
+    ck_assert_int_eq(hosts_parse_file(&hl, path, &err), 0);
+    unlink(path);
+    ck_assert_int_eq(hosts_place(&hl, 6, pl, &err), -1); /* 5 slots, not oversubscribed */
+    ck_assert_msg(strstr(err.text, "-np 6 is more than the 5 slots of the host list "
+                                   "(--oversubscribe allows more)") != NULL,
+                  "%s", err.text);
+    hl.oversubscribe = 1;
+    /* 5 slots, then a (to its 3) and c (no max); b is full at 2 */
+    ck_assert_int_eq(hosts_place(&hl, 9, pl, &err), 0);
+    for (int r = 0; r < 9; r++) {
+        ck_assert_int_eq(pl[r].host, want_host[r]);
+        ck_assert_int_eq(pl[r].cross_size, 3);
+    }
+    ck_assert_int_eq(pl[2].local_rank, 2);
+    ck_assert_int_eq(pl[2].local_size, 3);
+    ck_assert_int_eq(pl[4].local_size, 2);
+    ck_assert_int_eq(pl[8].local_rank, 3);
+    ck_assert_int_eq(pl[8].local_size, 4);
+    ck_assert_int_eq(pl[8].cross_rank, 2);
+    /* fewer ranks than slots: the same as without --oversubscribe */
+    ck_assert_int_eq(hosts_place(&hl, 3, pl, &err), 0);
+    ck_assert_int_eq(pl[2].host, 1);
+    ck_assert_int_eq(pl[2].cross_size, 2);
+    hosts_free(&hl);
+
+    /* every host capped: past the sum of max_slots is an error */
+    ck_assert_int_eq(hosts_parse_list(&hl, "a:2", &err), 0);
+    hl.hosts[0].max_slots = 3;
+    hl.oversubscribe = 1;
+    ck_assert_int_eq(hosts_place(&hl, 3, pl, &err), 0);
+    ck_assert_int_eq(hosts_place(&hl, 4, pl, &err), -1);
+    ck_assert_msg(strstr(err.text, "-np 4 is more than the 3 max_slots") != NULL, "%s", err.text);
+    hosts_free(&hl);
+}
+END_TEST
+
 START_TEST(local_names)
 {
     char me[256];
@@ -172,6 +221,7 @@ int main(void)
         malformed_lists_say_what_is_wrong,
         hostfile_formats,
         hostfile_max_slots_as_open_mpi_reads_it,
+        oversubscribed_placement_stops_at_max_slots,
         placement_fills_hosts_in_order,
         placement_rejects_too_many_ranks,
         local_names,

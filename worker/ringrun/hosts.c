@@ -226,25 +226,47 @@ int hosts_slots(const struct hostlist *hl)
 
 int hosts_place(const struct hostlist *hl, int np, struct placement *out, struct error *err)
 {
-    int total = hosts_slots(hl), rank = 0, used = 0;
+    int total = hosts_slots(hl), rank = 0, used = 0, left = np, *n;
 
     if (np < 1)
         return errprintf(err, "-np must be at least 1");
-    if (np > total)
-        return errprintf(err, "-np %d is more than the %d slots of the host list", np, total);
-    for (int h = 0; h < hl->count && rank < np; h++) {
-        int here = hl->hosts[h].slots < np - rank ? hl->hosts[h].slots : np - rank;
-        for (int i = 0; i < here; i++) {
+    if (np > total && !hl->oversubscribe)
+        return errprintf(err, "-np %d is more than the %d slots of the host list%s", np, total,
+                         hl->count > 0 ? " (--oversubscribe allows more)" : "");
+    if ((n = calloc((size_t)hl->count + 1, sizeof(*n))) == NULL)
+        return errprintf(err, "out of memory");
+    for (int h = 0; h < hl->count && left > 0; h++) {
+        n[h] = hl->hosts[h].slots < left ? hl->hosts[h].slots : left;
+        left -= n[h];
+    }
+    while (left > 0) { /* oversubscribed: one more rank per host in turn */
+        int took = 0;
+        for (int h = 0; h < hl->count && left > 0; h++) {
+            if (hl->hosts[h].max_slots == 0 || n[h] < hl->hosts[h].max_slots) {
+                n[h]++;
+                left--;
+                took = 1;
+            }
+        }
+        if (!took) {
+            free(n);
+            return errprintf(err, "-np %d is more than the %d max_slots of the host list", np,
+                             np - left);
+        }
+    }
+    for (int h = 0; h < hl->count; h++) {
+        for (int i = 0; i < n[h]; i++) {
             out[rank + i].host = h;
             out[rank + i].local_rank = i;
-            out[rank + i].local_size = here;
+            out[rank + i].local_size = n[h];
             out[rank + i].cross_rank = used;
         }
-        rank += here;
-        used++;
+        rank += n[h];
+        used += n[h] > 0;
     }
     for (int r = 0; r < np; r++)
         out[r].cross_size = used;
+    free(n);
     return 0;
 }
 

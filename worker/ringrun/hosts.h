@@ -19,6 +19,7 @@ struct host {
 struct hostlist {
     struct host *hosts;
     int count;
+    int oversubscribe; /* hosts_place may put ranks past a host's slots, up to its max_slots */
 };
 
 /* Where one rank runs, and its place in the worker contract. */
@@ -52,8 +53,10 @@ int hosts_slots(const struct hostlist *hl);
 
 /*
  * Places np ranks on the hosts in order, filling each host's slots before the next, as
- * horovodrun and mpirun --map-by slot do. Fills out[0..np-1]. Returns 0, or -1 with err->text
- * when np exceeds the slots.
+ * horovodrun and mpirun --map-by slot do. With hl->oversubscribe, ranks past the slots go
+ * one per host in turn to the hosts below their max_slots (any host without one), as
+ * mpirun --oversubscribe does; a host's ranks stay consecutive. Fills out[0..np-1]. Returns
+ * 0, or -1 with err->text when np exceeds the slots (oversubscribed: the max_slots).
  */
 int hosts_place(const struct hostlist *hl, int np, struct placement *out, struct error *err);
 

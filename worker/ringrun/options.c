@@ -39,6 +39,8 @@ void options_usage(FILE *f)
         "  -np N                 number of ranks\n"
         "  -H, --hosts LIST      host:slots,... (default localhost:N)\n"
         "  --hostfile FILE       one 'host slots=N [max_slots=M]' or 'host:N' per line\n"
+        "  --oversubscribe       allow -np above the slots: the ranks past them go one per\n"
+        "                        host in turn, each host up to its max_slots\n"
         "  --rsh CMD             remote shell for other hosts (default 'ssh'); %%h stands\n"
         "                        for the host, else it is appended. The last argument is\n"
         "                        one shell command line, e.g. --rsh 'ip netns exec %%h sh -c'\n"
@@ -85,6 +87,7 @@ enum {
     OPT_GPUS,
     OPT_GPUS_PER_RANK,
     OPT_NO_SLURM,
+    OPT_OVERSUBSCRIBE,
     OPT_VERSION,
     OPT_HELP,
 };
@@ -104,6 +107,7 @@ int options_parse(int argc, char **argv, struct opts *o)
         {"gpus", required_argument, NULL, OPT_GPUS},
         {"gpus-per-rank", required_argument, NULL, OPT_GPUS_PER_RANK},
         {"no-slurm", no_argument, NULL, OPT_NO_SLURM},
+        {"oversubscribe", no_argument, NULL, OPT_OVERSUBSCRIBE},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -166,6 +170,9 @@ int options_parse(int argc, char **argv, struct opts *o)
             break;
         case OPT_NO_SLURM:
             o->no_slurm = 1;
+            break;
+        case OPT_OVERSUBSCRIBE:
+            o->hosts.oversubscribe = 1;
             break;
         case 'x': {
             const char **grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
