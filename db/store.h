@@ -142,6 +142,7 @@ struct store_attempt {
     const char *gpus;       /* "0,1,2,3" or "" */
     const char *backend_id; /* the process group, or the Slurm job id */
     const char *run_dir;
+    const char *id_label; /* what backend_id is, for the event: "process group", "Slurm job" */
 };
 
 /* Sets state, records an event of type with message, and (when sched) the scheduler fields. */

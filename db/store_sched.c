@@ -155,8 +155,9 @@ int store_attempt_start(struct store *st, const char *id, const struct store_att
     sqlite3_bind_text(s, 8, now, -1, SQLITE_STATIC);
     if (store__step_done(st, s, err, "insert attempt") < 0)
         return store__rollback(st);
-    snprintf(msg, sizeof(msg), "attempt %d: %d workers on %s, GPUs [%s], process group %s",
-             a->number, a->world_size, a->hosts, a->gpus, a->backend_id);
+    snprintf(msg, sizeof(msg), "attempt %d: %d worker%s on %s, GPUs [%s], %s %s", a->number,
+             a->world_size, a->world_size == 1 ? "" : "s", a->hosts, a->gpus,
+             a->id_label ? a->id_label : "attempt", a->backend_id);
     if (store__set_state(st, id, "RUNNING", now, err) < 0 ||
         store__event(st, id, now, "started", "RUNNING", msg, err) < 0)
         return store__rollback(st);

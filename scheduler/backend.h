@@ -133,7 +133,8 @@ enum backend_recovered {
 };
 
 struct backend_ops {
-    const char *name; /* "local", "sim", "slurm": what a JobSpec's `backend` names */
+    const char *name;     /* "local", "sim", "slurm": what a JobSpec's `backend` names */
+    const char *id_label; /* what an attempt's id is, for events: "process group", "Slurm job" */
     /*
      * Prepares the backend from cfg. Returns a context in *ctx and 0; or -1 when the backend
      * declines (errno ENOTSUP: not built in, not configured, its service unreachable) or

@@ -326,6 +326,7 @@ static double local_now(void *ctx)
 
 const struct backend_ops backend_local_ops = {
     .name = "local",
+    .id_label = "process group",
     .init = local_init,
     .fini = local_fini,
     .describe = local_describe,

@@ -433,6 +433,7 @@ static double sim_now(void *ctx)
 
 const struct backend_ops backend_sim_ops = {
     .name = "sim",
+    .id_label = "simulated attempt",
     .init = sim_init,
     .fini = sim_fini,
     .describe = sim_describe,

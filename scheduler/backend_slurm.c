@@ -639,6 +639,7 @@ static json_t *slurm_cluster_json(void *ctx)
 
 const struct backend_ops backend_slurm_ops = {
     .name = "slurm",
+    .id_label = "Slurm job",
     .init = slurm_init_backend,
     .fini = slurm_fini_backend,
     .describe = slurm_describe,

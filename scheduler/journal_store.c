@@ -57,7 +57,13 @@ static int js_started(void *j, const struct loop_job *job, int attempt, const st
     char hosts[1024], gpus[1024];
     placement_hosts(js->cluster, p, hosts, sizeof(hosts));
     placement_gpus(p, gpus, sizeof(gpus));
-    a = (struct store_attempt){attempt, p->workers, hosts, gpus, backend_id, run_dir};
+    a = (struct store_attempt){.number = attempt,
+                               .world_size = p->workers,
+                               .hosts = hosts,
+                               .gpus = gpus,
+                               .backend_id = backend_id,
+                               .run_dir = run_dir,
+                               .id_label = js->id_label ? js->id_label : "attempt"};
     return store_attempt_start(js->st, job->id, &a, &s, err);
 }
 

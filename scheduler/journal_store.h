@@ -12,6 +12,7 @@
 struct journal_store {
     struct store *st;
     const struct cluster *cluster;
+    const char *id_label; /* the backend's (backend_ops.id_label) */
 };
 
 extern const struct journal_ops journal_store_ops;

@@ -355,6 +355,7 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
         .speed_mode = SPEED_WEAK,
         .log = log_line,
     };
+    s->journal.id_label = s->bops->id_label;
     s->loop = loop_create(&lcfg, s->bops, s->bctx, &journal_store_ops, &s->journal, err);
     if (s->loop == NULL) {
         store_close(s->journal.st);

@@ -245,7 +245,7 @@ START_TEST(render)
     char *text, *run_dir, want[64];
     int created;
     const char *id;
-    struct store_attempt at = {1, 2, "localhost:2", "", "123", "/run/1"};
+    struct store_attempt at = {1, 2, "localhost:2", "", "123", "/run/1", "Slurm job"};
     struct store_sched sc = {1, 0, 0, 0};
 
     ck_assert_int_eq(store_job_create(st, "alice", s, NULL, "h", &job, &created, &err), 0);
@@ -289,6 +289,16 @@ START_TEST(render)
     ck_assert_int_eq(json_integer_value(json_object_get(a, "world_size")), 2);
     ck_assert_ptr_null(json_object_get(a, "ended_at"));
     json_decref(got);
+    {
+        /* The event says what the backend's id is: a Slurm job id is no process group. */
+        json_t *ev, *last;
+        ck_assert_int_eq(store_events(st, id, 0, 100, &ev, &err), 0);
+        last = json_array_get(ev, json_array_size(ev) - 1);
+        ck_assert_str_eq(json_string_value(json_object_get(last, "type")), "started");
+        ck_assert_str_eq(json_string_value(json_object_get(last, "message")),
+                         "attempt 1: 2 workers on localhost:2, GPUs [], Slurm job 123");
+        json_decref(ev);
+    }
     /* Its resource manager placed it elsewhere: the record follows, with an event. */
     ck_assert_int_eq(store_attempt_placed(st, id, 1, "n2:2", "0,1", "RUNNING",
                                           "attempt 1 runs on n2:2 (planned: n1:2)", &err),
