@@ -24,12 +24,17 @@
 /*
  * The end of a rank wrapper that has just started the program in the background with
  * SIGUSR2 ignored: it passes SIGUSR2 and SIGTERM on to the program as SIGTERM and exits
- * with its status. A wait interrupted by a trapped signal returns early, so it waits again
- * while the program lives.
+ * with its status. A wait interrupted by a trapped signal returns early (128 + the signal),
+ * so it waits again while the program lives. The program may also end just as the signal
+ * comes (the ranks agree on a stop, so a rank can exit before its own signal arrives): then
+ * the shell may have collected it while running the trap, and only a second wait gives its
+ * status; a second wait for a program already reported answers 127, and the first status
+ * stands. (A program that itself exits 127 at that instant is reported as the signal.)
  */
 #define RANK_STOP_RELAY                                                                            \
     "p=$!; trap \"kill -TERM $p 2>/dev/null\" TERM USR2; "                                         \
-    "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || exit $s; done"
+    "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null && continue; "                              \
+    "if [ $s -gt 128 ]; then wait $p; r=$?; [ $r = 127 ] || s=$r; fi; exit $s; done"
 
 /*
  * The wrapper around each rank of an srun step: sh -c RANK_STOP_WRAPPER rank PROGRAM ARGS.

@@ -198,6 +198,45 @@ START_TEST(an_unrunnable_program_fails_for_good)
 }
 END_TEST
 
+/* A stop's signal that reaches a rank's wrapper just as its program exits (its peers agreed
+ * on the stop first) must not replace the program's status by the signal's: a wrapper that
+ * lost the race reported 140 (128 + SIGUSR2) for a rank that exited 75, and ringd took the
+ * stop for a failure. Here the program exits 75 on its own while SIGUSR2 hammers the wrapper
+ * until it is gone; every try must give 75 (the old wrapper failed about 1 in 4). */
+START_TEST(a_stop_signal_racing_the_exit_keeps_its_status)
+{
+    for (int t = 0; t < 25; t++) {
+        int fds[2], status;
+        char c;
+        pid_t pid, got;
+
+        ck_assert_int_eq(pipe(fds), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, STDERR_FILENO);
+            dup2(fds[1], 3);
+            execl("/bin/sh", "sh", "-c", RANK_STOP_WRAPPER, "rank", "sh", "-c",
+                  "trap \"\" TERM; echo >&3; exec 3>&-; sleep 0.03; exit 75", (char *)NULL);
+            _exit(99);
+        }
+        close(fds[1]);
+        /* The program runs: the wrapper has set SIGUSR2 aside already. */
+        ck_assert_int_eq(read(fds[0], &c, 1), 1);
+        close(fds[0]);
+        while ((got = waitpid(pid, &status, WNOHANG)) == 0) {
+            kill(pid, SIGUSR2);
+            usleep(100);
+        }
+        ck_assert_int_eq(got, pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 75,
+                      "try %d: the wrapper exited %d, not the program's 75", t,
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
+    }
+}
+END_TEST
+
 START_TEST(gres_counts)
 {
     ck_assert_int_eq(slurm_gres_count("gpu:2", "gpu"), 2);
@@ -321,6 +360,7 @@ int main(void)
         script_runs_the_arguments_through_srun,
         outcome_of_each_state,
         an_unrunnable_program_fails_for_good,
+        a_stop_signal_racing_the_exit_keeps_its_status,
         gres_counts,
         gres_indexes,
         a_success_with_ranks_that_never_started_fails,
