@@ -783,13 +783,16 @@ static int cmd_token(int argc, char **argv)
             json_decref(t);
             return 0;
         }
-        printf("%-14s %-20s %-6s %-12s %-25s %-21s %s\n", "ID", "NAME", "ADMIN", "USER", "CREATED",
-               "EXPIRES", "REVOKED");
+        /* PRINCIPAL: who the token speaks for; two rows of one name may be two people. */
+        printf("%-14s %-20s %-9s %-6s %-12s %-25s %-21s %s\n", "ID", "NAME", "PRINCIPAL", "ADMIN",
+               "USER", "CREATED", "EXPIRES", "REVOKED");
         list = json_object_get(t, "tokens");
         json_array_foreach(list, i, tok)
         {
-            printf("%-14s %-20.20s %-6s %-12.12s %-25s %-21s %s\n", str(tok, "id"),
-                   str(tok, "name"), json_is_true(json_object_get(tok, "admin")) ? "yes" : "no",
+            printf("%-14s %-20.20s %-9lld %-6s %-12.12s %-25s %-21s %s\n", str(tok, "id"),
+                   str(tok, "name"),
+                   (long long)json_integer_value(json_object_get(tok, "principal")),
+                   json_is_true(json_object_get(tok, "admin")) ? "yes" : "no",
                    json_object_get(tok, "user") ? str(tok, "user") : "-", str(tok, "created_at"),
                    json_object_get(tok, "expires_at") ? str(tok, "expires_at") : "never",
                    json_object_get(tok, "revoked_at") ? str(tok, "revoked_at") : "-");

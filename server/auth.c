@@ -23,7 +23,7 @@ static void hash_hex(const char *secret, char out[65])
 }
 
 int auth_token_create(struct store *st, const char *name, int admin, const char *unix_user,
-                      int64_t expires, char *token, struct error *err)
+                      int64_t expires, char *token, int64_t *principal, struct error *err)
 {
     unsigned char idb[6], sb[32];
     char id[13], secret[65], hash[65];
@@ -33,7 +33,7 @@ int auth_token_create(struct store *st, const char *name, int admin, const char 
     sodium_bin2hex(id, sizeof(id), idb, sizeof(idb));
     sodium_bin2hex(secret, sizeof(secret), sb, sizeof(sb));
     hash_hex(secret, hash);
-    if (store_token_create(st, id, name, hash, admin, unix_user, expires, err) < 0)
+    if (store_token_create(st, id, name, hash, admin, unix_user, expires, principal, err) < 0)
         return -1;
     snprintf(token, AUTH_TOKEN_LEN, "ringd_%s_%s", id, secret);
     sodium_memzero(secret, sizeof(secret));
@@ -91,6 +91,7 @@ int auth_check(struct store *st, const char *header, struct auth_identity *who, 
                errprintf(err, "the bearer token %s expired at %s; ask an admin for a new one", id,
                          when);
     }
+    who->principal = tok.principal;
     snprintf(who->owner, sizeof(who->owner), "%s", tok.name);
     snprintf(who->user, sizeof(who->user), "%s", tok.user);
     who->admin = tok.admin;

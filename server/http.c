@@ -316,7 +316,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct api_response resp = {0};
     struct api_request req = {0};
     struct error err;
-    struct auth_identity who = {.owner = "local", .admin = 1};
+    struct auth_identity who = {.principal = STORE_LOCAL, .owner = "local", .admin = 1};
     int reading = 0;
 
     if (rq == NULL) { /* on_uri could not allocate */
@@ -354,6 +354,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         req.method = method;
         req.path = url;
         req.owner = who.owner;
+        req.principal = rq->submit.sub.owner_id;
         req.conn = c;
         req.query = query;
         req.header = header;
@@ -387,6 +388,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req.header = header;
     req.conn = c;
     req.owner = who.owner;
+    req.principal = who.principal;
     req.user = who.user[0] ? who.user : NULL;
     req.admin = who.admin;
     req.defer = &rq->submit;

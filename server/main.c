@@ -192,7 +192,7 @@ static int first_token(struct store *st, const char *dir)
     }
     if (n > 0)
         return 0;
-    if (auth_token_create(st, "admin", 1, NULL, 0, token, &err) < 0) {
+    if (auth_token_create(st, "admin", 1, NULL, 0, token, NULL, &err) < 0) {
         say("error", "cannot create the admin token: %s", err.text);
         return -1;
     }

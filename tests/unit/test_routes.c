@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "auth.h"
 #include "unit.h"
 
 static char path[] = "/tmp/ring-routes-XXXXXX";
@@ -46,6 +47,7 @@ static struct api_config cfg = {
     .data_dir = "/nonexistent/ringd",
     .ckpt_prefix = "/nonexistent/ringd/checkpoints/",
     .default_user = "", /* the test's own user runs the jobs (see submit) */
+    .token_create = auth_token_create,
 };
 
 static void setup(void)
@@ -62,6 +64,7 @@ static void setup(void)
     cfg.default_user = me;
     close(fd);
     unlink(path);
+    ck_assert_int_eq(auth_init(), 0);
     ck_assert_msg(store_open(path, &st, &err) == 0, "%s", err.text);
 }
 
@@ -71,9 +74,28 @@ static void teardown(void)
     unlink(path);
 }
 
-/* Handles one request as owner (admin when owner is NULL); the response is the caller's. */
-static void handle(const char *method, const char *url, const char *body, struct fake *f,
-                   const char *owner, struct api_response *resp)
+/*
+ * The principal of a user token named owner, made on first use (the store gives each name
+ * its principal, as POST /v1/tokens would): what a request of owner's speaks for.
+ */
+static int64_t principal_named(const char *owner)
+{
+    struct store_token t;
+    struct error err;
+    int64_t p;
+    char hash[80];
+    if (store_token_find(st, owner, &t, &err) == 0)
+        return t.principal;
+    snprintf(hash, sizeof(hash), "hash-of-%s", owner);
+    ck_assert_msg(store_token_create(st, owner, owner, hash, 0, NULL, 0, &p, &err) == 0, "%s",
+                  err.text);
+    return p;
+}
+
+/* Handles one request from principal, named owner (admin when owner is NULL); the response
+ * is the caller's. */
+static void handle_as(const char *method, const char *url, const char *body, struct fake *f,
+                      const char *owner, int64_t principal, struct api_response *resp)
 {
     static struct fake none;
     struct api_request req = {
@@ -85,11 +107,20 @@ static void handle(const char *method, const char *url, const char *body, struct
         .header = fake_header,
         .conn = f ? f : &none,
         .owner = owner ? owner : "admin",
+        .principal = principal,
         .admin = owner == NULL,
         .store = st,
     };
     memset(resp, 0, sizeof(*resp));
     api_handle(&cfg, &req, resp);
+}
+
+/* handle_as owner's principal (admin when owner is NULL). */
+static void handle(const char *method, const char *url, const char *body, struct fake *f,
+                   const char *owner, struct api_response *resp)
+{
+    handle_as(method, url, body, f, owner,
+              owner ? principal_named(owner) : principal_named("admin"), resp);
 }
 
 static void release(struct api_response *r)
@@ -158,6 +189,93 @@ START_TEST(another_owners_job_is_not_found)
     release(&r);
     handle("GET", url, NULL, NULL, NULL, &r); /* admin */
     ck_assert_int_eq(r.status, 200);
+    release(&r);
+}
+END_TEST
+
+/*
+ * What decides whose a job is: the principal, not the name. A caller named like the owner
+ * (another Unix user's token of that name, or the name given out again) reaches none of
+ * its routes: each answers 404, as for a job that does not exist.
+ */
+START_TEST(a_namesake_reaches_nothing)
+{
+    static const char *const routes[][2] = {
+        {"GET", ""},       {"GET", "/events"},  {"GET", "/logs"}, {"POST", "/cancel"},
+        {"POST", "/stop"}, {"POST", "/resume"}, {"DELETE", ""},
+    };
+    struct fake sse = {.header = {{"Accept", "text/event-stream"}}};
+    struct fake follow = {.query = {{"follow", "1"}}};
+    struct api_response r;
+    char url[160];
+    const char *id = submit("alice");
+    int64_t namesake = principal_named("alice") + 1000;
+
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        snprintf(url, sizeof(url), "/v1/jobs/%s%s", id, routes[i][1]);
+        handle_as(routes[i][0], url, NULL, NULL, "alice", namesake, &r);
+        ck_assert_msg(r.status == 404, "%s %s: %d", routes[i][0], url, r.status);
+        ck_assert_str_eq(problem_type(&r), "urn:ringmaster:problem:job-not-found");
+        release(&r);
+    }
+    snprintf(url, sizeof(url), "/v1/jobs/%s/events", id);
+    handle_as("GET", url, NULL, &sse, "alice", namesake, &r);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.stream, API_STREAM_NONE);
+    release(&r);
+    snprintf(url, sizeof(url), "/v1/jobs/%s/logs", id);
+    handle_as("GET", url, NULL, &follow, "alice", namesake, &r);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.stream, API_STREAM_NONE);
+    release(&r);
+    {
+        /* nor the list, even asking for alice's jobs by name */
+        struct fake by_name = {.query = {{"owner", "alice"}}};
+        json_error_t jerr;
+        json_t *page;
+        handle_as("GET", "/v1/jobs", NULL, &by_name, "alice", namesake, &r);
+        ck_assert_int_eq(r.status, 200);
+        page = json_loads(r.json_text, 0, &jerr);
+        ck_assert_int_eq(json_array_size(json_object_get(page, "jobs")), 0);
+        json_decref(page);
+        release(&r);
+        handle("GET", "/v1/jobs", NULL, NULL, "alice", &r);
+        page = json_loads(r.json_text, 0, &jerr);
+        ck_assert_int_eq(json_array_size(json_object_get(page, "jobs")), 1);
+        ck_assert_int_eq(json_integer_value(json_object_get(
+                             json_array_get(json_object_get(page, "jobs"), 0), "owner_id")),
+                         principal_named("alice"));
+        json_decref(page);
+        release(&r);
+    }
+}
+END_TEST
+
+/* A token's name live for another Unix user is refused with what to do; the same user's
+ * joins its principal (the response names it). */
+START_TEST(a_name_speaks_for_one_user)
+{
+    struct api_response r;
+    char body[200];
+    int64_t p;
+    handle("POST", "/v1/tokens", "{\"name\":\"carol\"}", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 201);
+    p = json_integer_value(json_object_get(r.body, "principal"));
+    ck_assert_int_gt(p, 0);
+    release(&r);
+    snprintf(body, sizeof(body), "{\"name\":\"carol\",\"user\":\"%s\"}", cfg.default_user);
+    handle("POST", "/v1/tokens", body, NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 409);
+    ck_assert_str_eq(problem_type(&r), "urn:ringmaster:problem:token-name-taken");
+    ck_assert_ptr_nonnull(
+        strstr(json_string_value(json_object_get(r.body, "detail")), "revoke all of them"));
+    release(&r);
+    handle("POST", "/v1/tokens", "{\"name\":\"carol\"}", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 201);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.body, "principal")), p);
+    release(&r);
+    handle("POST", "/v1/tokens", "{\"name\":\"carol\",\"admin\":true}", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 409);
     release(&r);
 }
 END_TEST
@@ -276,6 +394,8 @@ int main(void)
 {
     const TTest *tests[] = {unknown_paths_are_404_and_wrong_methods_405_with_allow,
                             another_owners_job_is_not_found,
+                            a_namesake_reaches_nothing,
+                            a_name_speaks_for_one_user,
                             stream_parameters_are_checked_like_plain_ones,
                             a_valid_stream_request_describes_the_stream,
                             token_requests_are_checked,
