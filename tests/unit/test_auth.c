@@ -161,6 +161,26 @@ START_TEST(identity_is_the_principal_not_the_name)
 }
 END_TEST
 
+/* A token made in two steps (the first admin token's way) checks like any other, and exists
+ * only once stored. */
+START_TEST(generated_token_exists_once_stored)
+{
+    struct store *st = open_fresh();
+    struct auth_new_token t;
+    int64_t p;
+
+    auth_token_generate(&t);
+    ck_assert_uint_eq(strlen(t.token), 6 + 12 + 1 + 64);
+    ck_assert_int_eq(strncmp(t.token + 6, t.id, 12), 0);
+    ck_assert_int_eq(check_token(st, t.token), -1);
+    ck_assert_int_eq(auth_token_store(st, &t, "admin", 1, NULL, 0, &p, &err), 0);
+    ck_assert_int_eq(check_token(st, t.token), 0);
+    ck_assert_int_eq(who.admin, 1);
+    ck_assert_int_eq(who.principal, p);
+    close_and_remove(st);
+}
+END_TEST
+
 START_TEST(tokens_differ)
 {
     struct store *st = open_fresh();
@@ -411,6 +431,7 @@ int main(void)
                             created_token_checks_with_its_owner,
                             unix_user_comes_with_the_token,
                             identity_is_the_principal_not_the_name,
+                            generated_token_exists_once_stored,
                             tokens_differ,
                             scheme_is_case_insensitive,
                             missing_header_or_other_scheme_is_refused,

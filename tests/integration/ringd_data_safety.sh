@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# What ringd keeps must survive its own failures: the first admin token is never committed
+# unless its file was written.
+source "$(dirname "$0")/lib.sh"
+: "${RINGD:?}"
+
+DATA=$WORK/data
+
+# call TOKEN METHOD PATH: the status in $WORK/status, the body in $WORK/body
+call() {
+    curl -s -o "$WORK/body" -w '%{http_code}' -X "$2" -H "Authorization: Bearer $1" "$URL$3" \
+        >"$WORK/status"
+}
+want() { # want STATUS
+    [ "$(cat "$WORK/status")" = "$1" ] || { cat "$WORK/body" >&2; fail "got $(cat "$WORK/status"), want $1"; }
+}
+
+# ---- the first admin token: its file first, then its row --------------------------------
+# Something in the way of admin.token (here a directory) makes the write fail. ringd must
+# say so and store nothing, so that once the way is clear the next start makes a token
+# that can be read; committing first would leave a token nobody has, forever.
+mkdir -p "$DATA/admin.token/in-the-way"
+expect_rc 73 "$RINGD" --listen 127.0.0.1:0 --data-dir "$DATA"
+expect_in err "cannot write the first admin token to $(realpath "$DATA")/admin.token"
+expect_in err "no token was created"
+ls -a "$DATA" | grep -q '^\.admin\.token\.' && fail "a temporary token file was left: $(ls -a "$DATA")"
+ok "a failed write of the first admin token exits 73, says what to fix, and leaves nothing"
+
+rm -r "$DATA/admin.token"
+ringd_start "$DATA"
+[ -f "$DATA/admin.token" ] || fail "the restart made no admin.token; the token of the failed start is lost"
+[ "$(stat -c %a "$DATA/admin.token")" = 600 ] || fail "admin.token is $(stat -c %a "$DATA/admin.token"), want 600"
+ADMIN=$(cat "$DATA/admin.token")
+call "$ADMIN" GET /v1/tokens
+want 200
+[ "$(jq '[.tokens[] | select(.admin)] | length' "$WORK/body")" = 1 ] ||
+    fail "want exactly one admin token, the readable one: $(cat "$WORK/body")"
+ls -a "$DATA" | grep -q '^\.admin\.token\.' && fail "a temporary token file was left: $(ls -a "$DATA")"
+ok "once it is cleared, the next start writes a usable admin token (0600), the only one"
+ringd_stop
+
+summary
