@@ -5,7 +5,7 @@
  * reset after each use and finalized at close; migrations are numbered and keyed on PRAGMA
  * user_version, each applied in one transaction. Jobs as the API sees them are in
  * store_jobs.c, tokens and principals in store_tokens.c, the scheduler's side in
- * store_sched.c.
+ * store_sched.c, backups and checks in backup.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -359,6 +359,10 @@ int store__fail(struct store *st, int rc, struct error *err, const char *what)
         break;
     case SQLITE_FULL:
         errno = ENOSPC;
+        break;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        errno = EUCLEAN; /* Linux's "structure needs cleaning", as filesystems say it */
         break;
     default:
         errno = EIO;

@@ -9,7 +9,8 @@
  * commits (synchronous=FULL: on disk) before the caller answers the client.
  *
  * Errors: functions return 0 or -1 with errno set (ENOENT not found, EEXIST conflict,
- * EBUSY locked too long, EIO anything else) and a message in err when err is not NULL.
+ * EBUSY locked too long, EUCLEAN the database file is corrupt, EIO anything else) and a
+ * message in err when err is not NULL.
  *
  * Who owns a job is a principal's id (a row of the principals table), never a name: ids come
  * from AUTOINCREMENT and are never reused, so a name given out again, or the same name given
@@ -152,6 +153,14 @@ int store_token_revoke(struct store *st, const char *id, int64_t principal, json
                        struct error *err);
 /* Number of tokens ever created (revoked ones included). */
 int store_token_count(struct store *st, int *count, struct error *err);
+
+/*
+ * Checks (backup.c) the database file at path (PRAGMA quick_check: every page and b-tree, but not that
+ * indexes agree with their tables) without changing it. Returns 0 when it is sound or does
+ * not exist yet; -1 with EUCLEAN and the first problems found in err when it is corrupt, or
+ * another errno when it cannot be read.
+ */
+int store_check(const char *path, struct error *err);
 
 /* ---- the scheduler's side: every transition is one transaction with its event ---- */
 

@@ -2,7 +2,8 @@
 /*
  * store_impl.h - what store.c (the connection, migrations and SQL), store_tokens.c (tokens
  * and the principals they speak for), store_jobs.c (submission, a job's document, the list),
- * and store_sched.c (the scheduler's transitions, attempts, events and metrics) share.
+ * store_sched.c (the scheduler's transitions, attempts, events and metrics) and backup.c
+ * share.
  */
 #ifndef RINGD_STORE_IMPL_H
 #define RINGD_STORE_IMPL_H

@@ -5,9 +5,10 @@
  *   ringd --listen 127.0.0.1:8080 --data-dir var
  *
  * Holds DATA_DIR/ringd.lock for its lifetime (two daemons never share a data directory),
- * keeps jobs in DATA_DIR/ringd.db, writes the bound address to DATA_DIR/ringd.addr and, on
- * its first start, an admin token to DATA_DIR/admin.token (mode 0600; 73 when it cannot be
- * written). SIGTERM or SIGINT stop it gracefully: requests in flight finish, then it exits 0.
+ * keeps jobs in DATA_DIR/ringd.db (checked at start: a corrupt one exits 65), writes the
+ * bound address to DATA_DIR/ringd.addr and, on its first start, an admin token to
+ * DATA_DIR/admin.token (mode 0600; 73 when it cannot be written). SIGTERM or SIGINT stop it
+ * gracefully: requests in flight finish, then it exits 0.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,6 +35,7 @@
 #include "store.h"
 
 #define EXIT_CONFIG      64
+#define EXIT_DATAERR     65 /* the job database is corrupt */
 #define EXIT_UNAVAILABLE 69
 #define EXIT_SOFTWARE    70
 #define EXIT_CANTCREAT   73 /* the first admin token cannot be written */
@@ -421,6 +423,20 @@ int main(int argc, char **argv)
         return EXIT_SOFTWARE;
     }
     snprintf(db_path, sizeof(db_path), "%s/ringd.db", cfg.data_dir);
+    /* Before anything writes to it (a migration, a checkpoint): a corrupt database only gets
+     * worse with use, and jobs read from it would be started wrong or lost. */
+    if (store_check(db_path, &err) < 0) {
+        if (errno == EUCLEAN) {
+            say("error",
+                "the job database %s is corrupt (%s); ringd will not run on it. Move it (with "
+                "any ringd.db-wal) aside for inspection and restore the latest backup "
+                "(ringctl admin backup FILE; see README, Backup and restore)",
+                db_path, err.text);
+            return EXIT_DATAERR;
+        }
+        say("error", "cannot check the job database %s: %s", db_path, err.text);
+        return EXIT_SOFTWARE;
+    }
     if ((ckpt = store_checkpointer_start(db_path, &err)) == NULL ||
         store_open(db_path, &st, &err) < 0) {
         store_checkpointer_stop(ckpt);

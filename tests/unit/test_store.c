@@ -2,6 +2,7 @@
 /* Unit tests of ringd's SQLite store: migrations, jobs, idempotency, paging, tokens. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -768,6 +769,59 @@ START_TEST(the_last_admin_token_stays)
 }
 END_TEST
 
+/* Overwrites len bytes of the file at path at offset off with garbage. */
+static void scribble(const char *file, long off, size_t len)
+{
+    FILE *f = fopen(file, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, off, SEEK_SET), 0);
+    for (size_t i = 0; i < len; i++)
+        fputc(0xa5, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* store_check: a sound database (or none yet) passes; a broken b-tree page, or a header
+ * that is no SQLite database, is EUCLEAN with what quick_check found. */
+START_TEST(check_finds_corruption)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *s = spec("a", "x"), *job;
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    int created, root = 0;
+
+    ck_assert_int_eq(store_check("/nonexistent/ringd.db", &err), 0);
+    for (int i = 0; i < 50; i++) {
+        ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err),
+                         0);
+        json_decref(job);
+    }
+    store_close(st); /* the last connection: the WAL is checkpointed into the file */
+    ck_assert_msg(store_check(path, &err) == 0, "%s", err.text);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "SELECT rootpage FROM sqlite_schema WHERE name = "
+                                        "'jobs_state'",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    root = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    ck_assert_int_gt(root, 1);
+    scribble(path, (long)(root - 1) * 4096, 64); /* the index's root page header */
+    ck_assert_int_eq(store_check(path, &err), -1);
+    ck_assert_int_eq(errno, EUCLEAN);
+    ck_assert_msg(strstr(err.text, "age") != NULL, "%s", err.text); /* "Page N: ..." etc. */
+    scribble(path, 0, 16);                                          /* "SQLite format 3" no more */
+    ck_assert_int_eq(store_check(path, &err), -1);
+    ck_assert_int_eq(errno, EUCLEAN);
+    json_decref(s);
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {migrations_run_once,
@@ -782,6 +836,7 @@ int main(void)
                             tokens_speak_for_principals,
                             migration_9_principals,
                             the_last_admin_token_stays,
+                            check_finds_corruption,
                             NULL};
     return unit_main("store", tests, 30);
 }
