@@ -72,6 +72,15 @@ struct api_response {
     size_t text_len;
     long long log_offset; /* with text: where the client continues (X-Ring-Log-Offset) */
     /*
+     * A file to send instead of a body (the database's backup), when file is 1: file_fd is
+     * open for reading at its start, file_size bytes long, of type file_type (static text).
+     * Whoever answers owns file_fd and closes it, sent or not.
+     */
+    int file;
+    int file_fd;
+    long long file_size;
+    const char *file_type;
+    /*
      * A stream to start instead of a body (status 200): the handler checked the request
      * and the caller's right to the job; the server runs the stream.
      */

@@ -10,6 +10,7 @@
  *   ringctl cluster                           ringctl policy [NAME]
  *   ringctl token create NAME [--admin] [--user U] [--expires-in 30d | --expires-at T]
  *   ringctl token list                        ringctl token revoke ID
+ *   ringctl admin backup FILE                 (a copy of ringd's database, taken live)
  *
  * RINGMASTER_URL (default http://127.0.0.1:8080) and RINGMASTER_TOKEN configure it. Output
  * is a table for people, or the server's JSON with --json.
@@ -30,6 +31,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "ringctl_admin.h"
 #include "ringctl_http.h"
 #include "ringctl_sched.h"
 #include "spec_yaml.h"
@@ -840,6 +842,7 @@ static void usage(FILE *f)
                "  token create NAME [--admin] [--user UNIX_USER] [--expires-in N[s|m|h|d] |\n"
                "    --expires-at RFC3339] | "
                "token list | token revoke ID\n"
+               "  admin backup FILE   (ringd's database, taken while it runs; admins only)\n"
                "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN,\n"
                "RINGMASTER_CACERT (as --cacert). Tokens go in clear text only to loopback,\n"
                "unless --insecure-http.\n"
@@ -909,6 +912,8 @@ int main(int argc, char **argv)
         rc = ringctl_policy(argc, argv);
     else if (!strcmp(cmd, "token"))
         rc = cmd_token(argc, argv);
+    else if (!strcmp(cmd, "admin"))
+        rc = ringctl_admin(argc, argv);
     else if ((!strcmp(cmd, "show") || !strcmp(cmd, "cancel") || !strcmp(cmd, "stop") ||
               !strcmp(cmd, "resume") || !strcmp(cmd, "rm") || !strcmp(cmd, "events")) &&
              argc >= 2) {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * routes.c - REST API v1's dispatch over the route tables, and the routes other than jobs':
- * the cluster, the scheduler, tokens, the API's description and the probes (the jobs' are
- * in routes_jobs.c). A path that exists with another method gets 405 with Allow; an
- * unknown path gets 404.
+ * the cluster, the scheduler, tokens, the database's backup, the API's description and the
+ * probes (the jobs' are in routes_jobs.c). A path that exists with another method gets 405 with
+ * Allow; an unknown path gets 404.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include "backend_local.h"
 
 static api__handler cluster, healthz, readyz, openapi, token_create, token_list, token_revoke,
-    scheduler_get, scheduler_put;
+    scheduler_get, scheduler_put, admin_backup;
 
 /* The rest of the API: the cluster, the scheduler, tokens, the API's own description and
  * the probes. */
@@ -26,6 +26,7 @@ static const struct api__route routes[] = {
     {"POST", "/v1/tokens", token_create},
     {"GET", "/v1/tokens", token_list},
     {"DELETE", "/v1/tokens/{}", token_revoke},
+    {"GET", "/v1/admin/backup", admin_backup},
     {"GET", "/v1/openapi.json", openapi},
     {"GET", "/healthz", healthz},
     {"GET", "/readyz", readyz},
@@ -407,6 +408,41 @@ static void token_revoke(const struct api_config *cfg, const struct api_request 
         cfg->token_revoked();
     resp->status = 200;
     resp->body = token;
+}
+
+/*
+ * GET /v1/admin/backup: the database as of one commit (store_backup: SQLite's online backup
+ * API, while jobs keep being written), as application/vnd.sqlite3; admins only, since it
+ * holds every job and every token's hash. The copy is made in the data directory, which is
+ * as private as the database, never at a path the client names.
+ */
+static void admin_backup(const struct api_config *cfg, const struct api_request *req,
+                         const char *param, struct api_response *resp)
+{
+    struct error err;
+    int64_t size;
+    int fd;
+
+    if (!req->admin) {
+        api_problem(resp, 403, "forbidden", "Forbidden", req->path,
+                    "only an admin token can take a backup: it holds every job and token");
+        return;
+    }
+    if (store_backup(req->store, cfg->data_dir, &fd, &size, &err) < 0) {
+        if (errno == ENOSPC)
+            api_problem(resp, 507, "no-space", "Insufficient Storage", req->path,
+                        "no room for the backup's copy in ringd's data directory: %s; free some "
+                        "space and retry",
+                        err.text);
+        else
+            api__store_problem(resp, req->path, &err);
+        return;
+    }
+    resp->status = 200;
+    resp->file = 1;
+    resp->file_fd = fd;
+    resp->file_size = size;
+    resp->file_type = "application/vnd.sqlite3";
 }
 
 static void healthz(const struct api_config *cfg, const struct api_request *req, const char *param,

@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * backup.c - the database's check at start.
+ * backup.c - an online copy of the database, and its check at start.
+ *
+ * A copy of ringd.db made with cp while ringd runs is no backup: commits since the last
+ * checkpoint live only in ringd.db-wal (ringd checkpoints in the background, never on
+ * commit: wal_autocheckpoint=0), and a cp racing a checkpoint copies pages from two
+ * different moments. SQLite's backup API reads the database, WAL included, under one read
+ * snapshot as any reader does: commits carry on meanwhile, and the copy is the database as
+ * of one commit.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +20,101 @@
 #include <unistd.h>
 
 #include "store_impl.h"
+
+/* Copies st's database into the empty file at path. */
+static int copy_into(struct store *st, const char *path, struct error *err)
+{
+    sqlite3 *dst = NULL;
+    sqlite3_backup *b;
+    int rc;
+
+    rc = sqlite3_open_v2(path, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    /* No journal and no fsync: a copy that fails half-way is thrown away, never repaired. */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(dst, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        errprintf(err, "backup: cannot open %s: %s", path,
+                  dst ? sqlite3_errmsg(dst) : sqlite3_errstr(rc));
+        sqlite3_close(dst);
+        return errno = EIO, -1;
+    }
+    b = sqlite3_backup_init(dst, "main", st->db, "main");
+    if (b == NULL) {
+        errprintf(err, "backup: %s", sqlite3_errmsg(dst));
+        sqlite3_close(dst);
+        return errno = EIO, -1;
+    }
+    /*
+     * Every page in one step: one read snapshot for the whole copy. In smaller steps a
+     * commit by another connection between two of them restarts the copy, which under a
+     * steady stream of submissions might never finish.
+     */
+    rc = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        store__fail(NULL, rc, err, "backup");
+        sqlite3_close(dst);
+        return -1;
+    }
+    /* The copy says WAL, as its source does; a backup is one self-contained file, which
+     * opens read-only anywhere, so it goes back to a rollback journal (ringd puts it in WAL
+     * again when it runs on it). */
+    rc = sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        store__fail(NULL, rc, err, "backup");
+        sqlite3_close(dst);
+        return -1;
+    }
+    if (sqlite3_close(dst) != SQLITE_OK)
+        return errno = EIO, errprintf(err, "backup: cannot close %s", path);
+    return 0;
+}
+
+int store_backup(struct store *st, const char *dir, int *fd, int64_t *size, struct error *err)
+{
+    char path[PATH_MAX];
+    struct stat sb;
+    int tfd;
+
+    if (snprintf(path, sizeof(path), "%s/backup-XXXXXX", dir) >= (int)sizeof(path))
+        return errno = ENAMETOOLONG,
+               errprintf(err, "backup: the data directory's path is too long");
+    /* mkostemp makes it 0600: the copy holds every token's hash, like the database. */
+    if ((tfd = mkostemp(path, O_CLOEXEC)) < 0)
+        return errprintf(err, "backup: cannot create a file in %s: %s", dir, strerror(errno));
+    if (copy_into(st, path, err) < 0) {
+        int saved = errno;
+        unlink(path);
+        close(tfd);
+        errno = saved;
+        return -1;
+    }
+    /* Nameless from here: the caller's descriptor is all that is left of it. */
+    unlink(path);
+    if (fstat(tfd, &sb) < 0 || lseek(tfd, 0, SEEK_SET) < 0) {
+        int saved = errno;
+        close(tfd);
+        errno = saved;
+        return errprintf(err, "backup: %s", strerror(errno));
+    }
+    *fd = tfd;
+    *size = (int64_t)sb.st_size;
+    return 0;
+}
+
+void store_backup_sweep(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (d == NULL)
+        return;
+    /* store_backup's names: "backup-" and mkostemp's 6 characters */
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "backup-", 7) == 0 && strlen(e->d_name) == 13)
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
 
 /*
  * quick_check rather than integrity_check: it reads every page and b-tree but does not

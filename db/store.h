@@ -155,7 +155,22 @@ int store_token_revoke(struct store *st, const char *id, int64_t principal, json
 int store_token_count(struct store *st, int *count, struct error *err);
 
 /*
- * Checks (backup.c) the database file at path (PRAGMA quick_check: every page and b-tree, but not that
+ * Backups and checks (backup.c).
+ *
+ * store_backup copies the database as it is at one instant (SQLite's online backup API in
+ * one step: one read snapshot, so commits going on meanwhile neither wait for it nor tear
+ * it) into a new file in dir, and gives that file open for reading at its start in *fd
+ * (the caller closes it), with its size in *size. The file is unlinked before the call
+ * returns: nothing is left behind, whatever becomes of the caller. It is 0600, as it holds
+ * what the database holds.
+ */
+int store_backup(struct store *st, const char *dir, int *fd, int64_t *size, struct error *err);
+/* Removes from dir the copies of backups that a crash cut short (store_backup unlinks its
+ * copy at once, but a crash between its creation and then leaves it). Call it while no
+ * backup can be under way: at start, holding the data directory's lock. */
+void store_backup_sweep(const char *dir);
+/*
+ * Checks the database file at path (PRAGMA quick_check: every page and b-tree, but not that
  * indexes agree with their tables) without changing it. Returns 0 when it is sound or does
  * not exist yet; -1 with EUCLEAN and the first problems found in err when it is corrupt, or
  * another errno when it cannot be read.

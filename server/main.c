@@ -423,6 +423,7 @@ int main(int argc, char **argv)
         return EXIT_SOFTWARE;
     }
     snprintf(db_path, sizeof(db_path), "%s/ringd.db", cfg.data_dir);
+    store_backup_sweep(cfg.data_dir);
     /* Before anything writes to it (a migration, a checkpoint): a corrupt database only gets
      * worse with use, and jobs read from it would be started wrong or lost. */
     if (store_check(db_path, &err) < 0) {

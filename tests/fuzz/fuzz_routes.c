@@ -328,6 +328,8 @@ static void release(struct api_response *r)
     json_decref(r->body);
     free(r->json_text);
     free(r->text);
+    if (r->file) /* GET /v1/admin/backup */
+        close(r->file_fd);
     memset(r, 0, sizeof(*r));
 }
 

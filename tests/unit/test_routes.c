@@ -5,6 +5,7 @@
  * stream a handler asks the server to start, and token requests.
  */
 #include <check.h>
+#include <dirent.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <strings.h>
@@ -128,6 +129,8 @@ static void release(struct api_response *r)
     json_decref(r->body);
     free(r->json_text);
     free(r->text);
+    if (r->file)
+        close(r->file_fd);
 }
 
 static const char *problem_type(const struct api_response *r)
@@ -376,6 +379,60 @@ START_TEST(token_requests_are_checked)
 }
 END_TEST
 
+/* GET /v1/admin/backup: admins get the database as a file (a nameless copy in the data
+ * directory); users 403. */
+START_TEST(backup_is_a_database_for_admins)
+{
+    struct api_response r;
+    char dir[] = "/tmp/ring-backup-XXXXXX", copy[64], head[16];
+    const char *saved = cfg.data_dir, *id = submit("alice");
+    struct store *back;
+    struct error err;
+    json_t *job;
+    DIR *d;
+    FILE *f;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    cfg.data_dir = dir;
+    handle("GET", "/v1/admin/backup", NULL, NULL, "alice", &r);
+    ck_assert_int_eq(r.status, 403);
+    ck_assert_int_eq(r.file, 0);
+    release(&r);
+    handle("GET", "/v1/admin/backup", NULL, NULL, NULL, &r);
+    cfg.data_dir = saved;
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.file, 1);
+    ck_assert_str_eq(r.file_type, "application/vnd.sqlite3");
+    ck_assert_int_eq(pread(r.file_fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+    ck_assert_int_eq(memcmp(head, "SQLite format 3", 16), 0);
+    ck_assert_int_eq(lseek(r.file_fd, 0, SEEK_END), r.file_size);
+    /* nothing left in the data directory: the copy has no name */
+    ck_assert_ptr_nonnull(d = opendir(dir));
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        ck_assert_msg(e->d_name[0] == '.', "left in the data directory: %s", e->d_name);
+    closedir(d);
+    /* and it is the database: the job is in it */
+    snprintf(copy, sizeof(copy), "%s/copy.db", dir);
+    ck_assert_ptr_nonnull(f = fopen(copy, "wb"));
+    {
+        char buf[65536];
+        ssize_t n;
+        lseek(r.file_fd, 0, SEEK_SET);
+        while ((n = read(r.file_fd, buf, sizeof(buf))) > 0)
+            ck_assert_int_eq(fwrite(buf, 1, (size_t)n, f), (size_t)n);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+    release(&r);
+    ck_assert_msg(store_check(copy, &err) == 0, "%s", err.text);
+    ck_assert_msg(store_open(copy, &back, &err) == 0, "%s", err.text);
+    ck_assert_int_eq(store_job_get(back, id, STORE_ANYONE, &job, &err), 0);
+    json_decref(job);
+    store_close(back);
+    unlink(copy);
+    rmdir(dir);
+}
+END_TEST
+
 /* Every problem has a body, even when what it quotes is not UTF-8. */
 START_TEST(problems_always_have_a_body)
 {
@@ -399,6 +456,7 @@ int main(void)
                             stream_parameters_are_checked_like_plain_ones,
                             a_valid_stream_request_describes_the_stream,
                             token_requests_are_checked,
+                            backup_is_a_database_for_admins,
                             problems_always_have_a_body,
                             NULL};
     return unit_main_fixture("routes", tests, 30, setup, teardown);
