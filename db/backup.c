@@ -120,8 +120,9 @@ void store_backup_sweep(const char *dir)
  * quick_check rather than integrity_check: it reads every page and b-tree but does not
  * match each index against its table. On a database of 100,000 jobs (128 MiB) it takes
  * 0.45 s against integrity_check's 1.97 s (medians of 10 interleaved runs, page cache
- * warm): a delay paid at every start, for damage (an index out of step with its table, with sound pages) that
- * a torn write or a bad disk hardly ever makes without also breaking a page.
+ * warm): a delay paid at every start, for damage (an index out of step with its table,
+ * with sound pages) that a torn write or a bad disk hardly ever makes without also breaking
+ * a page.
  */
 int store_check(const char *path, struct error *err)
 {
