@@ -21,10 +21,11 @@ struct api_config {
     const struct cluster *cluster; /* what jobs run on (the scheduler's, fixed at start) */
     const char *backend;           /* the backend's name: what JobSpecs may ask for */
     /* Creates an API token (the server owns the hashing) that expires at expires (Unix
-     * seconds; 0: never): writes the secret token into token (at least 128 bytes). Returns 0
-     * or -1 with err. */
+     * seconds; 0: never): writes the secret token into token (at least 128 bytes) and its
+     * principal into *principal (store_token_create says which one; EEXIST: the name is
+     * another user's). Returns 0 or -1 with err. */
     int (*token_create)(struct store *st, const char *name, int admin, const char *unix_user,
-                        int64_t expires, char *token, struct error *err);
+                        int64_t expires, char *token, int64_t *principal, struct error *err);
     /* Called after a token is revoked: the server drops the tokens it had checked. */
     void (*token_revoked)(void);
     struct scheduler *sched; /* woken on submissions; carries out cancels */
@@ -47,7 +48,9 @@ struct api_request {
     const char *(*query)(void *conn, const char *key);
     const char *(*header)(void *conn, const char *key);
     void *conn;
-    const char *owner;   /* who is calling (the token's name) */
+    int64_t principal;   /* who is calling: what owns the jobs it submits (store.h); without
+                          * auth STORE_LOCAL */
+    const char *owner;   /* the principal's name, as jobs show their owner */
     const char *user;    /* the token's Unix user; NULL when it has none */
     int admin;           /* an admin acts on every owner's jobs */
     struct store *store; /* this thread's connection */
@@ -68,6 +71,15 @@ struct api_response {
     char *text;      /* owned; a text/plain body instead of JSON (logs) */
     size_t text_len;
     long long log_offset; /* with text: where the client continues (X-Ring-Log-Offset) */
+    /*
+     * A file to send instead of a body (the database's backup), when file is 1: file_fd is
+     * open for reading at its start, file_size bytes long, of type file_type (static text).
+     * Whoever answers owns file_fd and closes it, sent or not.
+     */
+    int file;
+    int file_fd;
+    long long file_size;
+    const char *file_type;
     /*
      * A stream to start instead of a body (status 200): the handler checked the request
      * and the caller's right to the job; the server runs the stream.

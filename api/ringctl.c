@@ -10,6 +10,7 @@
  *   ringctl cluster                           ringctl policy [NAME]
  *   ringctl token create NAME [--admin] [--user U] [--expires-in 30d | --expires-at T]
  *   ringctl token list                        ringctl token revoke ID
+ *   ringctl admin backup FILE                 (a copy of ringd's database, taken live)
  *
  * RINGMASTER_URL (default http://127.0.0.1:8080) and RINGMASTER_TOKEN configure it. Output
  * is a table for people, or the server's JSON with --json.
@@ -30,6 +31,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "ringctl_admin.h"
 #include "ringctl_http.h"
 #include "ringctl_sched.h"
 #include "spec_yaml.h"
@@ -783,13 +785,16 @@ static int cmd_token(int argc, char **argv)
             json_decref(t);
             return 0;
         }
-        printf("%-14s %-20s %-6s %-12s %-25s %-21s %s\n", "ID", "NAME", "ADMIN", "USER", "CREATED",
-               "EXPIRES", "REVOKED");
+        /* PRINCIPAL: who the token speaks for; two rows of one name may be two people. */
+        printf("%-14s %-20s %-9s %-6s %-12s %-25s %-21s %s\n", "ID", "NAME", "PRINCIPAL", "ADMIN",
+               "USER", "CREATED", "EXPIRES", "REVOKED");
         list = json_object_get(t, "tokens");
         json_array_foreach(list, i, tok)
         {
-            printf("%-14s %-20.20s %-6s %-12.12s %-25s %-21s %s\n", str(tok, "id"),
-                   str(tok, "name"), json_is_true(json_object_get(tok, "admin")) ? "yes" : "no",
+            printf("%-14s %-20.20s %-9lld %-6s %-12.12s %-25s %-21s %s\n", str(tok, "id"),
+                   str(tok, "name"),
+                   (long long)json_integer_value(json_object_get(tok, "principal")),
+                   json_is_true(json_object_get(tok, "admin")) ? "yes" : "no",
                    json_object_get(tok, "user") ? str(tok, "user") : "-", str(tok, "created_at"),
                    json_object_get(tok, "expires_at") ? str(tok, "expires_at") : "never",
                    json_object_get(tok, "revoked_at") ? str(tok, "revoked_at") : "-");
@@ -837,6 +842,7 @@ static void usage(FILE *f)
                "  token create NAME [--admin] [--user UNIX_USER] [--expires-in N[s|m|h|d] |\n"
                "    --expires-at RFC3339] | "
                "token list | token revoke ID\n"
+               "  admin backup FILE   (ringd's database, taken while it runs; admins only)\n"
                "Environment: RINGMASTER_URL (default http://127.0.0.1:8080), RINGMASTER_TOKEN,\n"
                "RINGMASTER_CACERT (as --cacert). Tokens go in clear text only to loopback,\n"
                "unless --insecure-http.\n"
@@ -906,6 +912,8 @@ int main(int argc, char **argv)
         rc = ringctl_policy(argc, argv);
     else if (!strcmp(cmd, "token"))
         rc = cmd_token(argc, argv);
+    else if (!strcmp(cmd, "admin"))
+        rc = ringctl_admin(argc, argv);
     else if ((!strcmp(cmd, "show") || !strcmp(cmd, "cancel") || !strcmp(cmd, "stop") ||
               !strcmp(cmd, "resume") || !strcmp(cmd, "rm") || !strcmp(cmd, "events")) &&
              argc >= 2) {

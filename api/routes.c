@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * routes.c - REST API v1's dispatch over the route tables, and the routes other than jobs':
- * the cluster, the scheduler, tokens, the API's description and the probes (the jobs' are
- * in routes_jobs.c). A path that exists with another method gets 405 with Allow; an
- * unknown path gets 404.
+ * the cluster, the scheduler, tokens, the database's backup, the API's description and the
+ * probes (the jobs' are in routes_jobs.c). A path that exists with another method gets 405 with
+ * Allow; an unknown path gets 404.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include "backend_local.h"
 
 static api__handler cluster, healthz, readyz, openapi, token_create, token_list, token_revoke,
-    scheduler_get, scheduler_put;
+    scheduler_get, scheduler_put, admin_backup;
 
 /* The rest of the API: the cluster, the scheduler, tokens, the API's own description and
  * the probes. */
@@ -26,6 +26,7 @@ static const struct api__route routes[] = {
     {"POST", "/v1/tokens", token_create},
     {"GET", "/v1/tokens", token_list},
     {"DELETE", "/v1/tokens/{}", token_revoke},
+    {"GET", "/v1/admin/backup", admin_backup},
     {"GET", "/v1/openapi.json", openapi},
     {"GET", "/healthz", healthz},
     {"GET", "/readyz", readyz},
@@ -166,47 +167,13 @@ static json_t *body_object(const struct api_request *req, struct api_response *r
     return NULL;
 }
 
-/* A token's name: what owns its jobs, shown in lists and logs. */
+/* A token's name: its principal's, shown as its jobs' owner in lists and logs. */
 static int token_name_ok(const char *n)
 {
     return n != NULL && *n != '\0' && strlen(n) <= 64 &&
            strspn(n, "abcdefghijklmnopqrstuvwxyz"
                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                      "0123456789._-") == strlen(n);
-}
-
-/*
- * A token's name owns jobs and tokens: a user token named as an admin token would see and
- * cancel that admin's jobs and revoke its token. Several tokens may share a name (keys of
- * one owner), all admin or all not. Returns 1 with a problem in resp when name is taken by
- * the other kind, else 0.
- */
-static int name_taken(const struct api_request *req, struct api_response *resp, const char *name,
-                      int admin)
-{
-    json_t *tokens, *t;
-    struct error err;
-    size_t i;
-    int taken = 0;
-
-    if (store_token_list(req->store, name, &tokens, &err) < 0) {
-        api__store_problem(resp, req->path, &err);
-        return 1;
-    }
-    json_array_foreach(tokens, i, t)
-    {
-        if (json_is_true(json_object_get(t, "admin")) != admin) {
-            taken = 1;
-            break;
-        }
-    }
-    json_decref(tokens);
-    if (taken)
-        api_problem(resp, 409, "token-name-taken", "Conflict", req->path,
-                    "name '%s' belongs to %s token; a name owns its jobs and tokens, so give "
-                    "this %s token a name of its own",
-                    name, admin ? "a user" : "an admin", admin ? "admin" : "user");
-    return taken;
 }
 
 /* The longest a token may live: 100 years, far past any real need, and a bound that keeps
@@ -310,9 +277,11 @@ static int token_expiry(const struct api_request *req, struct api_response *resp
 
 /*
  * POST /v1/tokens {"name": "alice", "admin": false, "user": "alice", "expires_in": 86400}:
- * admins create tokens
- * for users. "user" is the Unix account the token's jobs run as (when ringd runs as root);
- * it must exist here, and a ringd that is not root accepts only its own account.
+ * admins create tokens for users. "user" is the Unix account the token's jobs run as (when
+ * ringd runs as root); it must exist here, and a ringd that is not root accepts only its own
+ * account. The token speaks for a principal (store.h): the live one of that name and user,
+ * whose jobs it sees (another key for the same person), or a new one; a name that is live
+ * for another user, or for the other kind of token, is refused (409).
  */
 static void token_create(const struct api_config *cfg, const struct api_request *req,
                          const char *param, struct api_response *resp)
@@ -323,7 +292,7 @@ static void token_create(const struct api_config *cfg, const struct api_request 
     struct local_identity id;
     const char *n, *key, *u = NULL;
     json_t *v;
-    int64_t expires;
+    int64_t expires, principal = 0;
 
     if (!req->admin) {
         api_problem(resp, 403, "forbidden", "Forbidden", req->path,
@@ -356,8 +325,7 @@ static void token_create(const struct api_config *cfg, const struct api_request 
         json_decref(body);
         return;
     }
-    if (token_expiry(req, resp, body, &expires) < 0 ||
-        name_taken(req, resp, n, json_is_true(admin))) {
+    if (token_expiry(req, resp, body, &expires) < 0) {
         json_decref(body);
         return;
     }
@@ -370,15 +338,21 @@ static void token_create(const struct api_config *cfg, const struct api_request 
             return;
         }
     }
-    if (cfg->token_create(req->store, n, json_is_true(admin), u, expires, token, &err) < 0) {
-        api__store_problem(resp, req->path, &err);
+    if (cfg->token_create(req->store, n, json_is_true(admin), u, expires, token, &principal, &err) <
+        0) {
+        if (errno == EEXIST)
+            api_problem(resp, 409, "token-name-taken", "Conflict", req->path,
+                        "%s; a name speaks for one person, who owns its jobs", err.text);
+        else
+            api__store_problem(resp, req->path, &err);
         json_decref(body);
         return;
     }
     resp->status = 201;
     /* The id is the token's public part ("ringd_<id>_<secret>"): what list and revoke use. */
-    resp->body = json_pack("{s:s%, s:s, s:b, s:s}", "id", token + 6, (size_t)12, "name", n, "admin",
-                           json_is_true(admin), "token", token);
+    resp->body =
+        json_pack("{s:s%, s:s, s:I, s:b, s:s}", "id", token + 6, (size_t)12, "name", n, "principal",
+                  (json_int_t)principal, "admin", json_is_true(admin), "token", token);
     if (resp->body != NULL && u != NULL)
         json_object_set_new(resp->body, "user", json_string(u));
     if (resp->body != NULL && expires > 0) {
@@ -392,13 +366,14 @@ static void token_create(const struct api_config *cfg, const struct api_request 
     json_decref(body);
 }
 
-/* GET /v1/tokens: admins see every token, users their own; never a secret. */
+/* GET /v1/tokens: admins see every token, users their principal's; never a secret. */
 static void token_list(const struct api_config *cfg, const struct api_request *req,
                        const char *param, struct api_response *resp)
 {
     json_t *tokens;
     struct error err;
-    if (store_token_list(req->store, req->admin ? NULL : req->owner, &tokens, &err) < 0) {
+    if (store_token_list(req->store, req->admin ? STORE_ANYONE : req->principal, &tokens, &err) <
+        0) {
         api__store_problem(resp, req->path, &err);
         return;
     }
@@ -407,14 +382,16 @@ static void token_list(const struct api_config *cfg, const struct api_request *r
 }
 
 /* DELETE /v1/tokens/{id}: revokes at once (the server forgets the tokens it had checked).
- * Users revoke their own tokens; admins anyone's. */
+ * Users revoke their principal's tokens; admins anyone's. Revoking a principal's last token
+ * retires its name: a new token of that name is someone new. */
 static void token_revoke(const struct api_config *cfg, const struct api_request *req,
                          const char *param, struct api_response *resp)
 {
     struct error err;
     json_t *token;
 
-    if (store_token_revoke(req->store, param, req->admin ? NULL : req->owner, &token, &err) < 0) {
+    if (store_token_revoke(req->store, param, req->admin ? STORE_ANYONE : req->principal, &token,
+                           &err) < 0) {
         if (errno == EPERM)
             api_problem(resp, 409, "last-admin-token", "Conflict", req->path,
                         "token %s is the last admin token: without it nobody could create or "
@@ -431,6 +408,41 @@ static void token_revoke(const struct api_config *cfg, const struct api_request 
         cfg->token_revoked();
     resp->status = 200;
     resp->body = token;
+}
+
+/*
+ * GET /v1/admin/backup: the database as of one commit (store_backup: SQLite's online backup
+ * API, while jobs keep being written), as application/vnd.sqlite3; admins only, since it
+ * holds every job and every token's hash. The copy is made in the data directory, which is
+ * as private as the database, never at a path the client names.
+ */
+static void admin_backup(const struct api_config *cfg, const struct api_request *req,
+                         const char *param, struct api_response *resp)
+{
+    struct error err;
+    int64_t size;
+    int fd;
+
+    if (!req->admin) {
+        api_problem(resp, 403, "forbidden", "Forbidden", req->path,
+                    "only an admin token can take a backup: it holds every job and token");
+        return;
+    }
+    if (store_backup(req->store, cfg->data_dir, &fd, &size, &err) < 0) {
+        if (errno == ENOSPC)
+            api_problem(resp, 507, "no-space", "Insufficient Storage", req->path,
+                        "no room for the backup's copy in ringd's data directory: %s; free some "
+                        "space and retry",
+                        err.text);
+        else
+            api__store_problem(resp, req->path, &err);
+        return;
+    }
+    resp->status = 200;
+    resp->file = 1;
+    resp->file_fd = fd;
+    resp->file_size = size;
+    resp->file_type = "application/vnd.sqlite3";
 }
 
 static void healthz(const struct api_config *cfg, const struct api_request *req, const char *param,

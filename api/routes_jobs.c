@@ -61,10 +61,19 @@ static char *progress_text(const char *run_dir)
     return text;
 }
 
+/*
+ * Whose jobs the caller may reach: an admin anyone's (STORE_ANYONE), a user their
+ * principal's. Never a name: two tokens named alike may be two people (store.h).
+ */
+static int64_t caller_scope(const struct api_request *req)
+{
+    return req->admin ? STORE_ANYONE : req->principal;
+}
+
 /* Renders job id with its attempts and its latest progress into resp (404 when it is not
- * there for owner). */
+ * there for owner, a principal or STORE_ANYONE). */
 static void render_job(const struct api_config *cfg, const struct api_request *req, const char *id,
-                       const char *owner, int status, struct api_response *resp)
+                       int64_t owner, int status, struct api_response *resp)
 {
     char *text, *run_dir, *progress;
     struct error err;
@@ -209,6 +218,7 @@ int api_submit_begin(const struct api_config *cfg, const struct api_request *req
     }
     snprintf(s->owner, sizeof(s->owner), "%s", req->owner);
     s->sub.owner = s->owner;
+    s->sub.owner_id = req->principal;
     s->sub.run_as = s->run_as;
     s->sub.ckpt_prefix = cfg->ckpt_prefix;
     s->sub.spec = spec;
@@ -241,7 +251,7 @@ void api_submit_end(const struct api_config *cfg, const struct api_request *req,
         resp->json_text = s->sub.job_text;
         s->sub.job_text = NULL;
     } else {
-        render_job(cfg, req, s->sub.id, NULL, 201, resp);
+        render_job(cfg, req, s->sub.id, STORE_ANYONE, 201, resp); /* the caller's new job */
     }
     if (resp->status == 201)
         snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%s", s->sub.id);
@@ -271,7 +281,7 @@ static void job_get(const struct api_config *cfg, const struct api_request *req,
 {
     /* Another user's job is "not found", not "forbidden": its existence is not theirs to
      * learn. */
-    render_job(cfg, req, param, req->admin ? NULL : req->owner, 200, resp);
+    render_job(cfg, req, param, caller_scope(req), 200, resp);
 }
 
 static int finished(const char *state)
@@ -285,7 +295,7 @@ static int own_job(const struct api_request *req, const char *param, struct api_
                    json_t **job)
 {
     struct error err;
-    if (store_job_get(req->store, param, req->admin ? NULL : req->owner, job, &err) == 0)
+    if (store_job_get(req->store, param, caller_scope(req), job, &err) == 0)
         return 0;
     if (errno == ENOENT)
         api_problem(resp, 404, "job-not-found", "Not Found", req->path,
@@ -295,11 +305,11 @@ static int own_job(const struct api_request *req, const char *param, struct api_
     return -1;
 }
 
-/* Answers with the job as it is now. */
+/* Answers with the job as it is now (own_job checked that it is the caller's). */
 static void reply_job(const struct api_config *cfg, const struct api_request *req, const char *id,
                       int status, struct api_response *resp)
 {
-    render_job(cfg, req, id, NULL, status, resp);
+    render_job(cfg, req, id, caller_scope(req), status, resp);
 }
 
 /* cancel and stop: the scheduler carries them out; a running job ends when reaped. */
@@ -618,6 +628,7 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     const char *ps = req->query(req->conn, "page_size"), *tok = req->query(req->conn, "page_token");
     const char *state = req->query(req->conn, "state"), *label = req->query(req->conn, "label");
     const char *owner = req->query(req->conn, "owner");
+    const char *owner_id = req->query(req->conn, "owner_id");
     char key[128] = "", *end;
     const char *value = NULL;
     long size = PAGE_SIZE_DEFAULT;
@@ -625,8 +636,17 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     int64_t next;
     char *jobs;
     struct error err;
-    struct store_filter filter = {0};
+    struct store_filter filter = {.owner_id = STORE_ANYONE};
+    long long principal;
 
+    if (owner_id != NULL && parse_count(owner_id, INT64_MAX, &principal) < 0) {
+        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                    "owner_id must be a principal's id (a non-negative integer), not '%.64s'",
+                    owner_id);
+        return;
+    }
+    if (owner_id != NULL)
+        filter.owner_id = principal;
     if (ps != NULL) {
         long long v;
         if (parse_count(ps, PAGE_SIZE_MAX, &v) < 0 || v < 1) {
@@ -666,9 +686,12 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
         key[eq - label] = '\0';
         value = eq + 1;
     }
-    /* Users list their own jobs; admins anyone's, optionally one owner's. */
-    if (!req->admin)
-        owner = req->owner;
+    /* Users list their own jobs; admins anyone's, optionally one owner's (by name: every
+     * principal that had it; by owner_id: one). */
+    if (!req->admin) {
+        filter.owner_id = req->principal;
+        owner = NULL;
+    }
     filter.owner = owner;
     filter.state = state;
     filter.label_key = value ? key : NULL;

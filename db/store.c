@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store.c - SQLite behind ringd: the connection, migrations, every statement's SQL text,
- * transactions and tokens. SQL text lives in file-scope constants, statements are prepared
- * at open, reset after each use and finalized at close; migrations are numbered and keyed
- * on PRAGMA user_version, each applied in one transaction. Jobs as the API sees them are in
- * store_jobs.c, the scheduler's side in store_sched.c.
+ * store.c - SQLite behind ringd: the connection, migrations, every statement's SQL text and
+ * transactions. SQL text lives in file-scope constants, statements are prepared at open,
+ * reset after each use and finalized at close; migrations are numbered and keyed on PRAGMA
+ * user_version, each applied in one transaction. Jobs as the API sees them are in
+ * store_jobs.c, tokens and principals in store_tokens.c, the scheduler's side in
+ * store_sched.c, backups and checks in backup.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +21,69 @@
 /* A writer waits this long for the lock before giving up with EBUSY. Commits are a few
  * milliseconds, so 5 s only expires when something holds the database far too long. */
 #define BUSY_TIMEOUT_MS 5000
+
+/*
+ * 9: jobs belong to principals, not to names. Until now a job's owner was its token's name,
+ * so two tokens named alike (for two Unix users, or a name given out again after its tokens
+ * were revoked) saw, cancelled and deleted each other's jobs. A principal is a row whose id
+ * is never reused (AUTOINCREMENT), with a name and a Unix user; each token speaks for one,
+ * and a job, its idempotency keys and every "is this mine" check key on its id.
+ *
+ * Existing data: one principal per (name, Unix user) among the tokens, retired (its name
+ * free for another) when all its tokens are revoked. A job goes to the principal of its
+ * owner's name; where that name has several, to the one whose user the job ran as, else
+ * to the one with no user (its jobs ran as the default user). A job that matches none (an
+ * owner with no token, e.g. "local" from --no-auth, or a user that no principal of the name
+ * has) gets a principal of its own, made retired: admins see it, no later token does. No
+ * job is dropped.
+ */
+#define MIGRATION_PRINCIPALS                                                                       \
+    "CREATE TABLE principals ("                                                                    \
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"                                                      \
+    "  name TEXT NOT NULL,"                                                                        \
+    "  unix_user TEXT,"                                                                            \
+    "  created_at TEXT NOT NULL,"                                                                  \
+    "  retired_at TEXT);"                                                                          \
+    "CREATE INDEX principals_name ON principals(name);"                                            \
+    "INSERT INTO principals (name, unix_user, created_at, retired_at)"                             \
+    " SELECT name, unix_user, min(created_at),"                                                    \
+    "  CASE WHEN count(*) = count(revoked_at) THEN max(revoked_at) END"                            \
+    " FROM tokens GROUP BY name, unix_user ORDER BY min(created_at), name;"                        \
+    "ALTER TABLE tokens ADD COLUMN principal INTEGER REFERENCES principals(id);"                   \
+    "UPDATE tokens SET principal = (SELECT p.id FROM principals p"                                 \
+    " WHERE p.name = tokens.name AND p.unix_user IS tokens.unix_user);"                            \
+    "CREATE INDEX tokens_principal ON tokens(principal);"                                          \
+    "ALTER TABLE jobs ADD COLUMN principal INTEGER NOT NULL DEFAULT 0;"                            \
+    "UPDATE jobs SET principal = coalesce((SELECT p.id FROM principals p"                          \
+    " WHERE p.name = jobs.owner AND ((SELECT count(*) FROM principals q WHERE q.name = p.name) = " \
+    "1"                                                                                            \
+    "  OR p.unix_user = jobs.run_as OR (p.unix_user IS NULL AND NOT EXISTS (SELECT 1 FROM"         \
+    "  principals q WHERE q.name = p.name AND q.unix_user = jobs.run_as)))"                        \
+    " ORDER BY p.unix_user IS NULL LIMIT 1), 0);"                                                  \
+    "INSERT INTO principals (name, unix_user, created_at, retired_at)"                             \
+    " SELECT owner, run_as, min(created_at), strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"                \
+    " FROM jobs WHERE principal = 0 GROUP BY owner, run_as ORDER BY min(seq);"                     \
+    "UPDATE jobs SET principal = (SELECT p.id FROM principals p WHERE p.name = jobs.owner"         \
+    " AND p.unix_user IS jobs.run_as AND NOT EXISTS (SELECT 1 FROM tokens t"                       \
+    "  WHERE t.principal = p.id)) WHERE principal = 0;"                                            \
+    "UPDATE jobs SET doc = json_set(doc, '$.owner_id', principal);"                                \
+    "CREATE INDEX jobs_principal ON jobs(principal, seq);"                                         \
+    "CREATE TABLE idempotency_by_principal ("                                                      \
+    "  principal INTEGER NOT NULL,"                                                                \
+    "  key TEXT NOT NULL,"                                                                         \
+    "  job_id TEXT NOT NULL,"                                                                      \
+    "  request_hash TEXT NOT NULL,"                                                                \
+    "  PRIMARY KEY (principal, key));"                                                             \
+    "INSERT OR IGNORE INTO idempotency_by_principal"                                               \
+    " SELECT j.principal, i.key, i.job_id, i.request_hash FROM idempotency i"                      \
+    " JOIN jobs j ON j.id = i.job_id;"                                                             \
+    "DROP TABLE idempotency;"                                                                      \
+    "ALTER TABLE idempotency_by_principal RENAME TO idempotency;"                                  \
+    "CREATE TRIGGER tokens_retire AFTER UPDATE OF revoked_at ON tokens"                            \
+    " WHEN NEW.revoked_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tokens"                        \
+    "  WHERE principal = NEW.principal AND revoked_at IS NULL)"                                    \
+    " BEGIN UPDATE principals SET retired_at = coalesce(retired_at, NEW.revoked_at)"               \
+    "  WHERE id = NEW.principal; END;"
 
 static const char *const migrations[] = {
     /* 1: jobs, events, idempotency keys, tokens */
@@ -111,25 +175,27 @@ static const char *const migrations[] = {
     /* 8: a token may expire (UTC, whole seconds: "2027-01-31T12:00:00Z"); NULL, as every
      * older token gets, never does */
     "ALTER TABLE tokens ADD COLUMN expires_at TEXT;",
+    MIGRATION_PRINCIPALS,
 };
 
 static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, checkpoint_dir, doc,"
     " min_workers, max_workers, gpus_per_worker, priority, run_as, cpus_per_worker,"
-    " max_restarts)"
+    " max_restarts, principal)"
     " VALUES (?1, ?2, ?3, 'QUEUED', ?4, ?5, ?5, ?6, json_object('id', ?1, 'name', ?2, 'owner',"
-    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5, 'user', ?11),"
-    " ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+    " ?3, 'state', 'QUEUED', 'spec', json(?4), 'created_at', ?5, 'updated_at', ?5, 'user', ?11,"
+    " 'owner_id', ?14), ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
     " RETURNING doc";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO events (job_id, time, type, state, message) VALUES (?1, ?2, ?3, ?4, ?5)";
 static const char SQL_IDEM_GET[] =
-    "SELECT job_id, request_hash FROM idempotency WHERE owner = ?1 AND key = ?2";
+    "SELECT job_id, request_hash FROM idempotency WHERE principal = ?1 AND key = ?2";
 static const char SQL_IDEM_INSERT[] =
-    "INSERT INTO idempotency (owner, key, job_id, request_hash) VALUES (?1, ?2, ?3, ?4)";
+    "INSERT INTO idempotency (principal, key, job_id, request_hash) VALUES (?1, ?2, ?3, ?4)";
+/* ?2, the owner's principal, is NULL for an admin (STORE_ANYONE): every owner's. */
 static const char SQL_JOB_GET[] =
-    "SELECT id, name, owner, state, spec, created_at, updated_at FROM jobs"
-    " WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)";
+    "SELECT id, name, owner, state, spec, created_at, updated_at, principal FROM jobs"
+    " WHERE id = ?1 AND (?2 IS NULL OR principal = ?2)";
 /*
  * Reads copy the job's stored document (written by SQLite's json_object at submission and
  * kept current by every state change) and add checkpoint_dir, whose default depends on
@@ -152,34 +218,42 @@ static const char SQL_JOB_GET[] =
 static const char SQL_JOB_RENDER[] =
     "SELECT " JOB_COLUMNS ", " JOB_ATTEMPTS ","
     " (SELECT run_dir FROM attempts WHERE job_id = j.id ORDER BY number DESC LIMIT 1)"
-    " FROM jobs j WHERE j.id = ?1 AND (?2 IS NULL OR j.owner = ?2)";
+    " FROM jobs j WHERE j.id = ?1 AND (?2 IS NULL OR j.principal = ?2)";
+/* ?7: the owner's principal (NULL: anyone's), ?2 the owner's name (NULL: any) */
 static const char SQL_JOB_LIST[] =
     "SELECT " JOB_COLUMNS ", j.seq FROM jobs j"
-    " WHERE j.seq > ?1 AND (?2 IS NULL OR j.owner = ?2) AND (?3 IS NULL OR j.state = ?3)"
+    " WHERE j.seq > ?1 AND (?7 IS NULL OR j.principal = ?7) AND (?2 IS NULL OR j.owner = ?2)"
+    " AND (?3 IS NULL OR j.state = ?3)"
     " AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(j.spec, '$.labels')"
     "  WHERE key = ?4 AND value = ?5))"
     " ORDER BY j.seq LIMIT ?6";
 /* ?7: when it expires, in Unix seconds (NULL: never), stored as UTC text like created_at. */
 static const char SQL_TOKEN_INSERT[] =
-    "INSERT INTO tokens (id, name, hash, admin, created_at, unix_user, expires_at)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, strftime('%Y-%m-%dT%H:%M:%SZ', ?7, 'unixepoch'))";
+    "INSERT INTO tokens (id, name, hash, admin, created_at, unix_user, expires_at, principal)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, strftime('%Y-%m-%dT%H:%M:%SZ', ?7, 'unixepoch'), ?8)";
 static const char SQL_TOKEN_FIND[] =
-    "SELECT hash, name, admin, unix_user, CAST(strftime('%s', expires_at) AS INTEGER)"
-    " FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
+    "SELECT hash, name, admin, unix_user, CAST(strftime('%s', expires_at) AS INTEGER),"
+    " principal FROM tokens WHERE id = ?1 AND revoked_at IS NULL";
 static const char SQL_TOKEN_COUNT[] = "SELECT count(*) FROM tokens";
 static const char SQL_TOKEN_LIST[] =
-    "SELECT id, name, admin, created_at, revoked_at, unix_user, expires_at FROM tokens"
-    " WHERE ?1 IS NULL OR name = ?1 ORDER BY created_at, id";
+    "SELECT id, name, admin, created_at, revoked_at, unix_user, expires_at, principal"
+    " FROM tokens WHERE ?1 IS NULL OR principal = ?1 ORDER BY created_at, id";
+/* The live principals named ?1: each with its Unix user and whether its tokens are admin. */
+static const char SQL_PRINCIPAL_LIVE[] =
+    "SELECT p.id, p.unix_user, (SELECT max(admin) FROM tokens t WHERE t.principal = p.id)"
+    " FROM principals p WHERE p.name = ?1 AND p.retired_at IS NULL ORDER BY p.id";
+static const char SQL_PRINCIPAL_INSERT[] =
+    "INSERT INTO principals (name, unix_user, created_at) VALUES (?1, ?2, ?3) RETURNING id";
 /* Never the last live admin token: without one nobody could create tokens again. An
  * expired admin token is not live: it may go, and does not count as another. */
 #define TOKEN_EXPIRED "expires_at <= strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
 static const char SQL_TOKEN_REVOKE[] =
     "UPDATE tokens SET revoked_at = coalesce(revoked_at, ?3)"
-    " WHERE id = ?1 AND (?2 IS NULL OR name = ?2)"
+    " WHERE id = ?1 AND (?2 IS NULL OR principal = ?2)"
     " AND (admin = 0 OR revoked_at IS NOT NULL OR " TOKEN_EXPIRED " OR"
     "  (SELECT count(*) FROM tokens WHERE admin = 1 AND revoked_at IS NULL"
     "   AND NOT coalesce(" TOKEN_EXPIRED ", 0)) > 1)"
-    " RETURNING id, name, admin, created_at, revoked_at, unix_user, expires_at";
+    " RETURNING id, name, admin, created_at, revoked_at, unix_user, expires_at, principal";
 static const char SQL_JOB_STATE[] = "UPDATE jobs SET state = ?2, updated_at = ?3,"
                                     " doc = json_set(doc, '$.state', ?2, '$.updated_at', ?3)"
                                     " WHERE id = ?1 AND (?4 IS NULL OR state = ?4)";
@@ -240,6 +314,8 @@ static const char *const sql_text[S_COUNT] = {
     [S_TOKEN_COUNT] = SQL_TOKEN_COUNT,
     [S_TOKEN_LIST] = SQL_TOKEN_LIST,
     [S_TOKEN_REVOKE] = SQL_TOKEN_REVOKE,
+    [S_PRINCIPAL_LIVE] = SQL_PRINCIPAL_LIVE,
+    [S_PRINCIPAL_INSERT] = SQL_PRINCIPAL_INSERT,
     [S_JOB_STATE] = SQL_JOB_STATE,
     [S_JOB_SCHED] = SQL_JOB_SCHED,
     [S_JOBS_ACTIVE] = SQL_JOBS_ACTIVE,
@@ -284,6 +360,10 @@ int store__fail(struct store *st, int rc, struct error *err, const char *what)
     case SQLITE_FULL:
         errno = ENOSPC;
         break;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        errno = EUCLEAN; /* Linux's "structure needs cleaning", as filesystems say it */
+        break;
     default:
         errno = EIO;
     }
@@ -315,17 +395,17 @@ static int exec(struct store *st, const char *sql, struct error *err)
     return 0;
 }
 
-static int migrate(struct store *st, struct error *err)
+/* Applies the migrations after the database's version up to n, each in its transaction. */
+static int migrate(struct store *st, int n, struct error *err)
 {
-    int n = (int)(sizeof(migrations) / sizeof(migrations[0]));
     int version = store_schema_version(st);
 
-    if (version > n)
+    if (version > (int)(sizeof(migrations) / sizeof(migrations[0])))
         return errno = EPROTO,
                errprintf(err,
                          "the database has schema %d but this ringd knows %d; run a newer "
                          "ringd",
-                         version, n);
+                         version, (int)(sizeof(migrations) / sizeof(migrations[0])));
     for (int v = version; v < n; v++) {
         char pragma[64];
         snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
@@ -374,7 +454,7 @@ int store_open(const char *path, struct store **out, struct error *err)
      * returns, so a job is durable before its 201 is sent. */
     if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", err) <
             0 ||
-        migrate(st, err) < 0)
+        migrate(st, (int)(sizeof(migrations) / sizeof(migrations[0])), err) < 0)
         goto error;
     if (store__background_checkpoints && exec(st, "PRAGMA wal_autocheckpoint=0", err) < 0)
         goto error;
@@ -390,6 +470,20 @@ int store_open(const char *path, struct store **out, struct error *err)
 error:
     store_close(st);
     return -1;
+}
+
+int store__create_at(const char *path, int version, struct error *err)
+{
+    struct store st = {0};
+    int rc = sqlite3_open_v2(path, &st.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        store__fail(&st, rc, err, path);
+        sqlite3_close(st.db);
+        return -1;
+    }
+    rc = exec(&st, "PRAGMA journal_mode=WAL", err) < 0 || migrate(&st, version, err) < 0 ? -1 : 0;
+    sqlite3_close(st.db);
+    return rc;
 }
 
 void store_close(struct store *st)
@@ -433,15 +527,15 @@ const char *store__col(sqlite3_stmt *s, int i)
     return t ? (const char *)t : "";
 }
 
-int store__get_one(struct store *st, sqlite3_stmt *s, const char *id, const char *owner,
+int store__get_one(struct store *st, sqlite3_stmt *s, const char *id, int64_t owner,
                    json_t *(*conv)(sqlite3_stmt *), json_t **out, struct error *err)
 {
     int rc;
 
     *out = NULL;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    if (owner)
-        sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
+    if (owner != STORE_ANYONE)
+        sqlite3_bind_int64(s, 2, owner);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
         *out = conv(s);
@@ -453,133 +547,6 @@ int store__get_one(struct store *st, sqlite3_stmt *s, const char *id, const char
         return store__fail(st, rc, err, "job lookup");
     if (*out == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
-    return 0;
-}
-
-int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
-                       int admin, const char *unix_user, int64_t expires, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_TOKEN_INSERT];
-    char now[40];
-    store_now_iso(now, sizeof(now));
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, hash, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 4, admin);
-    sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 6, unix_user, -1, SQLITE_STATIC);
-    if (expires > 0)
-        sqlite3_bind_int64(s, 7, expires);
-    return store__step_done(st, s, err, "insert token");
-}
-
-int store_token_find(struct store *st, const char *id, struct store_token *out, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_TOKEN_FIND];
-    int rc;
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        snprintf(out->hash, sizeof(out->hash), "%s", store__col(s, 0));
-        snprintf(out->name, sizeof(out->name), "%s", store__col(s, 1));
-        out->admin = sqlite3_column_int(s, 2);
-        snprintf(out->user, sizeof(out->user), "%s",
-                 sqlite3_column_type(s, 3) == SQLITE_NULL ? "" : store__col(s, 3));
-        out->expires = sqlite3_column_int64(s, 4); /* NULL reads 0: never */
-    }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc == SQLITE_DONE)
-        return errno = ENOENT, errprintf(err, "no such token");
-    if (rc != SQLITE_ROW)
-        return store__fail(st, rc, err, "token lookup");
-    return 0;
-}
-
-int store_token_count(struct store *st, int *count, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_TOKEN_COUNT];
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *count = sqlite3_column_int(s, 0);
-    sqlite3_reset(s);
-    if (rc != SQLITE_ROW)
-        return store__fail(st, rc, err, "token count");
-    return 0;
-}
-
-/* The token row under s (SQL_TOKEN_LIST's columns) as JSON; never its hash. */
-static json_t *token_json(sqlite3_stmt *s)
-{
-    json_t *t = json_pack("{s:s, s:s, s:b, s:s}", "id", store__col(s, 0), "name", store__col(s, 1),
-                          "admin", sqlite3_column_int(s, 2), "created_at", store__col(s, 3));
-    if (t != NULL && sqlite3_column_type(s, 4) != SQLITE_NULL)
-        json_object_set_new(t, "revoked_at", json_string(store__col(s, 4)));
-    if (t != NULL && sqlite3_column_type(s, 5) != SQLITE_NULL)
-        json_object_set_new(t, "user", json_string(store__col(s, 5)));
-    if (t != NULL && sqlite3_column_type(s, 6) != SQLITE_NULL)
-        json_object_set_new(t, "expires_at", json_string(store__col(s, 6)));
-    return t;
-}
-
-int store_token_list(struct store *st, const char *name, json_t **out, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_TOKEN_LIST];
-    json_t *arr = json_array();
-    int rc;
-    if (arr == NULL)
-        return errno = ENOMEM, errprintf(err, "out of memory");
-    if (name)
-        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        json_array_append_new(arr, token_json(s));
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return store__fail(st, rc, err, "token list");
-    }
-    *out = arr;
-    return 0;
-}
-
-int store_token_revoke(struct store *st, const char *id, const char *name, json_t **out,
-                       struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_TOKEN_REVOKE];
-    json_t *t = NULL;
-    char now[40];
-    int rc;
-
-    store_now_iso(now, sizeof(now));
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    if (name)
-        sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        t = token_json(s);
-        rc = sqlite3_step(s);
-    } else if (rc == SQLITE_DONE) {
-        rc = SQLITE_NOTFOUND;
-    }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc == SQLITE_NOTFOUND) {
-        struct store_token live;
-        if (store_token_find(st, id, &live, err) == 0 && live.admin &&
-            (name == NULL || strcmp(live.name, name) == 0))
-            return errno = EPERM, errprintf(err, "token %s is the last admin token", id);
-        return errno = ENOENT, errprintf(err, "no token %s", id);
-    }
-    if (rc != SQLITE_DONE) {
-        json_decref(t);
-        return store__fail(st, rc, err, "revoke token");
-    }
-    if (out != NULL)
-        *out = t;
-    else
-        json_decref(t);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store.h - ringd's SQLite store: jobs, their events, idempotency keys and API tokens.
+ * store.h - ringd's SQLite store: jobs, their events, idempotency keys, API tokens and the
+ * principals (users) that tokens speak for and jobs belong to.
  *
  * One struct store per thread (SQLite connections are not shared between threads); all of
  * them open the same file in WAL mode with a busy timeout, so readers never block the writer
@@ -8,7 +9,13 @@
  * commits (synchronous=FULL: on disk) before the caller answers the client.
  *
  * Errors: functions return 0 or -1 with errno set (ENOENT not found, EEXIST conflict,
- * EBUSY locked too long, EIO anything else) and a message in err when err is not NULL.
+ * EBUSY locked too long, EUCLEAN the database file is corrupt, EIO anything else) and a
+ * message in err when err is not NULL.
+ *
+ * Who owns a job is a principal's id (a row of the principals table), never a name: ids come
+ * from AUTOINCREMENT and are never reused, so a name given out again, or the same name given
+ * to another Unix user, is another principal that cannot reach the first one's jobs. Where a
+ * function takes an owner, STORE_ANYONE (an admin's view) matches every owner.
  */
 #ifndef RINGD_STORE_H
 #define RINGD_STORE_H
@@ -19,6 +26,12 @@
 #include "error.h"
 
 struct store;
+
+/* An owner argument that matches every job's owner: what an admin sees. */
+#define STORE_ANYONE ((int64_t)-1)
+/* The owner of the jobs submitted to a ringd without auth: its one local caller, who is no
+ * principal (no principal has id 0). Only an admin's view (STORE_ANYONE) reaches them. */
+#define STORE_LOCAL ((int64_t)0)
 
 /* The current UTC time as ISO 8601 with milliseconds, as every record stores it (ringd's
  * access log uses it too, so that log lines and records compare). */
@@ -32,14 +45,15 @@ void store_close(struct store *st);
 int store_schema_version(struct store *st);
 
 /*
- * Creates a job in state QUEUED with its first event, in one transaction. spec is the
- * validated JobSpec (borrowed). With idem_key, a second call with the same owner and key
- * returns the job the first one created (*created = 0) when req_hash matches, and fails
- * with EEXIST when the request differs. On success *job_out is a new reference to the
- * job's JSON (the caller decrefs).
+ * Creates a job of principal owner (named owner_name, as the API shows it) in state QUEUED
+ * with its first event, in one transaction. spec is the validated JobSpec (borrowed). With
+ * idem_key, a second call with the same owner and key returns the job the first one created
+ * (*created = 0) when req_hash matches, and fails with EEXIST when the request differs. On
+ * success *job_out is a new reference to the job's JSON (the caller decrefs).
  */
-int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
-                     const char *req_hash, json_t **job_out, int *created, struct error *err);
+int store_job_create(struct store *st, int64_t owner, const char *owner_name, json_t *spec,
+                     const char *idem_key, const char *req_hash, json_t **job_out, int *created,
+                     struct error *err);
 /*
  * Group commit: the submissions of many requests in ONE transaction, so one fsync covers
  * them all. Each runs as store_job_create would, under its own savepoint (a failure undoes
@@ -49,7 +63,8 @@ int store_job_create(struct store *st, const char *owner, json_t *spec, const ch
  */
 struct store_submission {
     /* in (borrowed) */
-    const char *owner;
+    int64_t owner_id;  /* the principal that owns the job (STORE_LOCAL without auth) */
+    const char *owner; /* its name, as the API shows it */
     json_t *spec;
     const char *idem_key; /* NULL: none */
     const char *req_hash;
@@ -68,21 +83,23 @@ int store_job_create_batch(struct store *st, struct store_submission *const *sub
                            struct error *err);
 /* Marks sub failed with errno errnum and the reason why (its job_text, if any, freed). */
 void store_submission_fail(struct store_submission *sub, int errnum, const struct error *why);
-/* The job as JSON (new reference), or ENOENT. owner NULL matches any owner (admin). */
-int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
-                  struct error *err);
+/* The job as JSON (new reference), or ENOENT when there is no job id of owner (STORE_ANYONE:
+ * of anyone). */
+int store_job_get(struct store *st, const char *id, int64_t owner, json_t **out, struct error *err);
 /*
  * The job as the API shows it, as JSON text rendered by SQLite (a malloc'ed string): the
  * fields of store_job_get plus checkpoint_dir (ckpt_prefix followed by the id when the spec
  * names none) and its attempts. *last_run_dir (when not NULL) gets the newest attempt's run
- * directory (malloc'ed) or NULL. ENOENT when there is no such job of owner (NULL: any).
+ * directory (malloc'ed) or NULL. ENOENT when there is no such job of owner (STORE_ANYONE:
+ * of anyone).
  */
-int store_job_render(struct store *st, const char *id, const char *owner, const char *ckpt_prefix,
+int store_job_render(struct store *st, const char *id, int64_t owner, const char *ckpt_prefix,
                      char **out, char **last_run_dir, struct error *err);
 
 /* Which jobs a list shows; a NULL field matches anything. */
 struct store_filter {
-    const char *owner;
+    int64_t owner_id;  /* the owner's principal, or STORE_ANYONE (0 is STORE_LOCAL's jobs) */
+    const char *owner; /* the owner's name: every principal that had it */
     const char *state;
     const char *label_key, *label_value; /* one label key=value */
 };
@@ -96,33 +113,69 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
                    const char *ckpt_prefix, char **out, int64_t *next, struct error *err);
 
 /*
- * Tokens: hash is the hex SHA-256 of the secret; the secret itself is never stored.
- * unix_user (NULL: none) is the account the token's jobs run as when ringd is root.
- * expires is when the token stops working, in Unix seconds (0: never).
+ * Tokens: hash is the hex SHA-256 of the secret; the secret itself is never stored. Every
+ * token speaks for one principal, found or made when the token is created:
+ * - a live principal (one with a token not revoked) named name with the same Unix user
+ *   (unix_user, NULL: none) and the same kind (admin or not): the token joins it, and sees
+ *   its jobs (a key rotated: create the new token, then revoke the old one);
+ * - a live principal named name for another Unix user, or of the other kind: refused with
+ *   EEXIST, err saying which and what to do;
+ * - else a new principal. A name whose tokens were all revoked is retired: its principal
+ *   stays with its jobs, and the new token starts a new one that does not see them.
+ * expires is when the token stops working, in Unix seconds (0: never). *principal (when not
+ * NULL) gets the token's principal.
  */
 int store_token_create(struct store *st, const char *id, const char *name, const char *hash,
-                       int admin, const char *unix_user, int64_t expires, struct error *err);
+                       int admin, const char *unix_user, int64_t expires, int64_t *principal,
+                       struct error *err);
 /* A live token as store_token_find gives it. */
 struct store_token {
     char hash[65];
-    char name[128]; /* its owner's name */
-    char user[64];  /* its Unix user, "" when it has none */
+    char name[128];    /* its principal's name */
+    char user[64];     /* its Unix user, "" when it has none */
+    int64_t principal; /* who it speaks for: the owner of the jobs it submits */
     int admin;
     int64_t expires; /* Unix seconds; 0: never. An expired token is still found: the caller
                       * decides, so that it can say why the token no longer works. */
 };
 /* Finds the unrevoked token id into *out, or fails with ENOENT (unknown or revoked). */
 int store_token_find(struct store *st, const char *id, struct store_token *out, struct error *err);
-/* Tokens as a new array of {id, name, admin, user?, created_at, revoked_at?, expires_at?},
- * oldest first; only name's when name is not NULL. Neither secrets nor hashes. */
-int store_token_list(struct store *st, const char *name, json_t **out, struct error *err);
-/* Revokes token id (when name is not NULL, only if it is name's); revoking twice keeps the
- * first time. *out (when not NULL) gets the token as store_token_list shows it. ENOENT when
- * there is no such token (of name); EPERM when it is the last live admin token. */
-int store_token_revoke(struct store *st, const char *id, const char *name, json_t **out,
+/* Tokens as a new array of {id, name, principal, admin, user?, created_at, revoked_at?,
+ * expires_at?}, oldest first; only principal's when it is not STORE_ANYONE. Neither secrets
+ * nor hashes. */
+int store_token_list(struct store *st, int64_t principal, json_t **out, struct error *err);
+/* Revokes token id (when principal is not STORE_ANYONE, only if it is principal's); revoking
+ * twice keeps the first time. Revoking a principal's last live token retires the principal
+ * (see store_token_create). *out (when not NULL) gets the token as store_token_list shows it.
+ * ENOENT when there is no such token (of principal); EPERM when it is the last live admin
+ * token. */
+int store_token_revoke(struct store *st, const char *id, int64_t principal, json_t **out,
                        struct error *err);
 /* Number of tokens ever created (revoked ones included). */
 int store_token_count(struct store *st, int *count, struct error *err);
+
+/*
+ * Backups and checks (backup.c).
+ *
+ * store_backup copies the database as it is at one instant (SQLite's online backup API in
+ * one step: one read snapshot, so commits going on meanwhile neither wait for it nor tear
+ * it) into a new file in dir, and gives that file open for reading at its start in *fd
+ * (the caller closes it), with its size in *size. The file is unlinked before the call
+ * returns: nothing is left behind, whatever becomes of the caller. It is 0600, as it holds
+ * what the database holds.
+ */
+int store_backup(struct store *st, const char *dir, int *fd, int64_t *size, struct error *err);
+/* Removes from dir the copies of backups that a crash cut short (store_backup unlinks its
+ * copy at once, but a crash between its creation and then leaves it). Call it while no
+ * backup can be under way: at start, holding the data directory's lock. */
+void store_backup_sweep(const char *dir);
+/*
+ * Checks the database file at path (PRAGMA quick_check: every page and b-tree, but not that
+ * indexes agree with their tables) without changing it. Returns 0 when it is sound or does
+ * not exist yet; -1 with EUCLEAN and the first problems found in err when it is corrupt, or
+ * another errno when it cannot be read.
+ */
+int store_check(const char *path, struct error *err);
 
 /* ---- the scheduler's side: every transition is one transaction with its event ---- */
 

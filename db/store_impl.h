@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store_impl.h - what store.c (the connection, migrations, SQL and tokens), store_jobs.c
- * (submission, a job's document, the list) and store_sched.c (the scheduler's transitions,
- * attempts, events and metrics) share.
+ * store_impl.h - what store.c (the connection, migrations and SQL), store_tokens.c (tokens
+ * and the principals they speak for), store_jobs.c (submission, a job's document, the list),
+ * store_sched.c (the scheduler's transitions, attempts, events and metrics) and backup.c
+ * share.
  */
 #ifndef RINGD_STORE_IMPL_H
 #define RINGD_STORE_IMPL_H
@@ -24,6 +25,8 @@ enum {
     S_TOKEN_COUNT,
     S_TOKEN_LIST,
     S_TOKEN_REVOKE,
+    S_PRINCIPAL_LIVE,
+    S_PRINCIPAL_INSERT,
     S_JOB_STATE,
     S_JOB_SCHED,
     S_JOBS_ACTIVE,
@@ -71,10 +74,13 @@ const char *store__col(sqlite3_stmt *s, int i);
 int store__begin(struct store *st, struct error *err);
 int store__commit(struct store *st, struct error *err);
 int store__rollback(struct store *st);
-/* Runs s (?1 the id, ?2 the owner when not NULL) for its one row, converted by conv into
- * *out; ENOENT when there is none. */
-int store__get_one(struct store *st, sqlite3_stmt *s, const char *id, const char *owner,
+/* Runs s (?1 the id, ?2 the owner's principal unless owner is STORE_ANYONE) for its one row,
+ * converted by conv into *out; ENOENT when there is none. */
+int store__get_one(struct store *st, sqlite3_stmt *s, const char *id, int64_t owner,
                    json_t *(*conv)(sqlite3_stmt *), json_t **out, struct error *err);
+/* For a migration's tests: creates the database at path with the migrations up to version
+ * only, as a ringd of that schema would have. Returns 0 or -1 with err. */
+int store__create_at(const char *path, int version, struct error *err);
 /* Appends an event to job id. */
 int store__event(struct store *st, const char *id, const char *now, const char *type,
                  const char *state, const char *message, struct error *err);

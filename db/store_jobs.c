@@ -32,14 +32,14 @@ static json_t *row_json(sqlite3_stmt *s)
 {
     json_error_t jerr;
     json_t *spec = json_loads(store__col(s, 4), 0, &jerr);
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "id", store__col(s, 0), "name",
-                     store__col(s, 1), "owner", store__col(s, 2), "state", store__col(s, 3), "spec",
+    return json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s, s:s}", "id", store__col(s, 0), "name",
+                     store__col(s, 1), "owner", store__col(s, 2), "owner_id",
+                     (json_int_t)sqlite3_column_int64(s, 7), "state", store__col(s, 3), "spec",
                      spec ? spec : json_object(), "created_at", store__col(s, 5), "updated_at",
                      store__col(s, 6));
 }
 
-int store_job_get(struct store *st, const char *id, const char *owner, json_t **out,
-                  struct error *err)
+int store_job_get(struct store *st, const char *id, int64_t owner, json_t **out, struct error *err)
 {
     return store__get_one(st, st->stmt[S_JOB_GET], id, owner, row_json, out, err);
 }
@@ -141,7 +141,7 @@ static void create_one(struct store *st, struct store_submission *sub)
         goto out;
     if (sub->idem_key != NULL) {
         s = st->stmt[S_IDEM_GET];
-        sqlite3_bind_text(s, 1, sub->owner, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 1, sub->owner_id);
         sqlite3_bind_text(s, 2, sub->idem_key, -1, SQLITE_STATIC);
         rc = sqlite3_step(s);
         if (rc == SQLITE_ROW) {
@@ -200,6 +200,7 @@ static void create_one(struct store *st, struct store_submission *sub)
         sqlite3_bind_int64(s, 13, json_integer_value(json_object_get(sub->spec, "max_restarts")));
     }
     sqlite3_bind_text(s, 11, sub->run_as, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 14, sub->owner_id);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) { /* the new job as the API shows it, answered without a read */
         struct text t = {.ok = 1};
@@ -226,7 +227,7 @@ static void create_one(struct store *st, struct store_submission *sub)
         goto undo;
     if (sub->idem_key != NULL) {
         s = st->stmt[S_IDEM_INSERT];
-        sqlite3_bind_text(s, 1, sub->owner, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 1, sub->owner_id);
         sqlite3_bind_text(s, 2, sub->idem_key, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 3, sub->id, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 4, sub->req_hash, -1, SQLITE_STATIC);
@@ -282,11 +283,15 @@ void store_submission_fail(struct store_submission *sub, int errnum, const struc
     sub->err = *why;
 }
 
-int store_job_create(struct store *st, const char *owner, json_t *spec, const char *idem_key,
-                     const char *req_hash, json_t **job_out, int *created, struct error *err)
+int store_job_create(struct store *st, int64_t owner, const char *owner_name, json_t *spec,
+                     const char *idem_key, const char *req_hash, json_t **job_out, int *created,
+                     struct error *err)
 {
-    struct store_submission sub = {
-        .owner = owner, .spec = spec, .idem_key = idem_key, .req_hash = req_hash};
+    struct store_submission sub = {.owner_id = owner,
+                                   .owner = owner_name,
+                                   .spec = spec,
+                                   .idem_key = idem_key,
+                                   .req_hash = req_hash};
     struct store_submission *one = &sub;
 
     if (store_job_create_batch(st, &one, 1, err) < 0)
@@ -302,7 +307,7 @@ int store_job_create(struct store *st, const char *owner, json_t *spec, const ch
     return store_job_get(st, sub.id, owner, job_out, err);
 }
 
-int store_job_render(struct store *st, const char *id, const char *owner, const char *ckpt_prefix,
+int store_job_render(struct store *st, const char *id, int64_t owner, const char *ckpt_prefix,
                      char **out, char **last_run_dir, struct error *err)
 {
     sqlite3_stmt *s = st->stmt[S_JOB_RENDER];
@@ -316,8 +321,8 @@ int store_job_render(struct store *st, const char *id, const char *owner, const 
     if (prefix_q == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    if (owner)
-        sqlite3_bind_text(s, 2, owner, -1, SQLITE_STATIC);
+    if (owner != STORE_ANYONE)
+        sqlite3_bind_int64(s, 2, owner);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
         render_row(&t, s, prefix_q);
@@ -356,6 +361,8 @@ int store_job_list(struct store *st, const struct store_filter *f, int64_t curso
     int rc = SQLITE_DONE, n = 0;
 
     sqlite3_bind_int64(s, 1, cursor);
+    if (f->owner_id != STORE_ANYONE)
+        sqlite3_bind_int64(s, 7, f->owner_id);
     if (f->owner)
         sqlite3_bind_text(s, 2, f->owner, -1, SQLITE_STATIC);
     if (f->state)

@@ -89,7 +89,7 @@ int store_jobs_active(struct store *st, json_t **out, struct error *err)
 
 int store_job_active(struct store *st, const char *id, json_t **out, struct error *err)
 {
-    return store__get_one(st, st->stmt[S_JOB_ACTIVE], id, NULL, active_json, out, err);
+    return store__get_one(st, st->stmt[S_JOB_ACTIVE], id, STORE_ANYONE, active_json, out, err);
 }
 
 int store_jobs_queued(struct store *st, int64_t after, struct store_queued **out, int *n,

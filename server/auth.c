@@ -22,22 +22,39 @@ static void hash_hex(const char *secret, char out[65])
     sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
-int auth_token_create(struct store *st, const char *name, int admin, const char *unix_user,
-                      int64_t expires, char *token, struct error *err)
+void auth_token_generate(struct auth_new_token *t)
 {
     unsigned char idb[6], sb[32];
-    char id[13], secret[65], hash[65];
+    char secret[65];
 
     randombytes_buf(idb, sizeof(idb));
     randombytes_buf(sb, sizeof(sb));
-    sodium_bin2hex(id, sizeof(id), idb, sizeof(idb));
+    sodium_bin2hex(t->id, sizeof(t->id), idb, sizeof(idb));
     sodium_bin2hex(secret, sizeof(secret), sb, sizeof(sb));
-    hash_hex(secret, hash);
-    if (store_token_create(st, id, name, hash, admin, unix_user, expires, err) < 0)
-        return -1;
-    snprintf(token, AUTH_TOKEN_LEN, "ringd_%s_%s", id, secret);
+    hash_hex(secret, t->hash);
+    snprintf(t->token, sizeof(t->token), "ringd_%s_%s", t->id, secret);
     sodium_memzero(secret, sizeof(secret));
-    return 0;
+    sodium_memzero(sb, sizeof(sb));
+}
+
+int auth_token_store(struct store *st, const struct auth_new_token *t, const char *name, int admin,
+                     const char *unix_user, int64_t expires, int64_t *principal, struct error *err)
+{
+    return store_token_create(st, t->id, name, t->hash, admin, unix_user, expires, principal, err);
+}
+
+int auth_token_create(struct store *st, const char *name, int admin, const char *unix_user,
+                      int64_t expires, char *token, int64_t *principal, struct error *err)
+{
+    struct auth_new_token t;
+    int rc;
+
+    auth_token_generate(&t);
+    rc = auth_token_store(st, &t, name, admin, unix_user, expires, principal, err);
+    if (rc == 0)
+        snprintf(token, AUTH_TOKEN_LEN, "%s", t.token);
+    sodium_memzero(&t, sizeof(t));
+    return rc;
 }
 
 static atomic_uint generation;
@@ -91,6 +108,7 @@ int auth_check(struct store *st, const char *header, struct auth_identity *who, 
                errprintf(err, "the bearer token %s expired at %s; ask an admin for a new one", id,
                          when);
     }
+    who->principal = tok.principal;
     snprintf(who->owner, sizeof(who->owner), "%s", tok.name);
     snprintf(who->user, sizeof(who->user), "%s", tok.user);
     who->admin = tok.admin;

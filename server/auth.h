@@ -19,14 +19,34 @@ int auth_init(void);
 /*
  * Creates a token named name and stores its hash; writes the full token (shown once) into
  * token (AUTH_TOKEN_LEN bytes). unix_user (NULL: none) is the account its jobs run as;
- * expires (Unix seconds, 0: never) when it stops working. Returns 0 or -1 with err.
+ * expires (Unix seconds, 0: never) when it stops working. The token speaks for a principal
+ * as store_token_create finds or makes it (EEXIST: the name is another user's), whose id
+ * goes to *principal when not NULL. Returns 0 or -1 with err.
  */
 int auth_token_create(struct store *st, const char *name, int admin, const char *unix_user,
-                      int64_t expires, char *token, struct error *err);
+                      int64_t expires, char *token, int64_t *principal, struct error *err);
+
+/*
+ * auth_token_create in two steps, for a token that must be kept somewhere before it may
+ * exist (the first admin token is written to its file before its row is committed, so that
+ * a failed write never leaves a token that nobody can read).
+ */
+struct auth_new_token {
+    char token[AUTH_TOKEN_LEN]; /* "ringd_<id>_<secret>": the only copy of the secret */
+    char id[13];
+    char hash[65]; /* hex SHA-256 of the secret: what is stored */
+};
+/* A new random token into t (libsodium's generator, which does not fail once initialized). */
+void auth_token_generate(struct auth_new_token *t);
+/* Stores t as auth_token_create would. Returns 0 or -1 with err. */
+int auth_token_store(struct store *st, const struct auth_new_token *t, const char *name, int admin,
+                     const char *unix_user, int64_t expires, int64_t *principal, struct error *err);
+
 /* Who a checked token speaks for. */
 struct auth_identity {
-    char owner[128]; /* the token's name: the jobs it submits are owner's */
-    char user[64];   /* its Unix user; "" when it has none (ringd's default user applies) */
+    int64_t principal; /* the jobs it submits are this principal's (store.h) */
+    char owner[128];   /* the principal's name, as the API and the logs show it */
+    char user[64];     /* its Unix user; "" when it has none (ringd's default user applies) */
     int admin;
     int64_t expires; /* when the token stops working (Unix seconds); 0: never */
 };

@@ -171,6 +171,17 @@ static void log_line(const char *method, const char *target, int status, const c
 
 static enum MHD_Result send_json(struct MHD_Connection *c, struct api_response *r, int close)
 {
+    if (r->file) { /* the backup: MHD sends the file and closes it once done */
+        struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)r->file_size, r->file_fd);
+        enum MHD_Result ret;
+        if (resp == NULL)
+            return MHD_NO; /* answer() closes the file */
+        r->file = 0;
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->file_type);
+        ret = MHD_queue_response(c, (unsigned)r->status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
     if (r->text != NULL) { /* logs */
         struct MHD_Response *resp =
             MHD_create_response_from_buffer(r->text_len, r->text, MHD_RESPMEM_MUST_COPY);
@@ -247,6 +258,14 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return rq;
 }
 
+/* Closes the file resp was to send, when it was not sent (MHD closes those it sends). */
+static void drop_file(struct api_response *resp)
+{
+    if (resp->file)
+        close(resp->file_fd);
+    resp->file = 0;
+}
+
 /* Answers resp (and frees what it holds), counting and logging it. */
 static enum MHD_Result answer(struct MHD_Connection *c, struct req *rq, const char *method,
                               const char *owner, struct api_response *resp, int close)
@@ -258,6 +277,7 @@ static enum MHD_Result answer(struct MHD_Connection *c, struct req *rq, const ch
     json_decref(resp->body);
     free(resp->json_text);
     free(resp->text);
+    drop_file(resp);
     return ret;
 }
 
@@ -316,7 +336,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct api_response resp = {0};
     struct api_request req = {0};
     struct error err;
-    struct auth_identity who = {.owner = "local", .admin = 1};
+    struct auth_identity who = {.principal = STORE_LOCAL, .owner = "local", .admin = 1};
     int reading = 0;
 
     if (rq == NULL) { /* on_uri could not allocate */
@@ -354,6 +374,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         req.method = method;
         req.path = url;
         req.owner = who.owner;
+        req.principal = rq->submit.sub.owner_id;
         req.conn = c;
         req.query = query;
         req.header = header;
@@ -387,6 +408,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req.header = header;
     req.conn = c;
     req.owner = who.owner;
+    req.principal = who.principal;
     req.user = who.user[0] ? who.user : NULL;
     req.admin = who.admin;
     req.defer = &rq->submit;

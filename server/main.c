@@ -5,9 +5,10 @@
  *   ringd --listen 127.0.0.1:8080 --data-dir var
  *
  * Holds DATA_DIR/ringd.lock for its lifetime (two daemons never share a data directory),
- * keeps jobs in DATA_DIR/ringd.db, writes the bound address to DATA_DIR/ringd.addr and, on
- * its first start, an admin token to DATA_DIR/admin.token (mode 0600). SIGTERM or SIGINT
- * stop it gracefully: requests in flight finish, then it exits 0.
+ * keeps jobs in DATA_DIR/ringd.db (checked at start: a corrupt one exits 65), writes the
+ * bound address to DATA_DIR/ringd.addr and, on its first start, an admin token to
+ * DATA_DIR/admin.token (mode 0600; 73 when it cannot be written). SIGTERM or SIGINT stop it
+ * gracefully: requests in flight finish, then it exits 0.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,8 +35,10 @@
 #include "store.h"
 
 #define EXIT_CONFIG      64
+#define EXIT_DATAERR     65 /* the job database is corrupt */
 #define EXIT_UNAVAILABLE 69
 #define EXIT_SOFTWARE    70
+#define EXIT_CANTCREAT   73 /* the first admin token cannot be written */
 
 static void say(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -179,37 +182,108 @@ static int choose_isolation(const struct config *cfg)
     return 0;
 }
 
-/* On the first start, an admin token, shown once and kept in a 0600 file. */
-static int first_token(struct store *st, const char *dir)
+/* Writes all of buf to fd, through short writes and EINTR. Returns 0 or -1 with errno. */
+static int write_all(int fd, const char *buf, size_t len)
 {
-    char token[AUTH_TOKEN_LEN], path[2200];
-    struct error err;
-    int n, fd;
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
 
-    if (store_token_count(st, &n, &err) < 0) {
-        say("error", "%s", err.text);
+/*
+ * Puts text in dir/name, mode 0600, atomically: a temporary file beside it is written and
+ * fsynced, renamed over dir/name, and the directory fsynced. After a crash dir/name is
+ * either as it was or whole, never half-written. Returns 0, or -1 with errno and *what
+ * saying which step failed.
+ */
+static int write_file_atomic(const char *dir, const char *name, const char *text, const char **what)
+{
+    char tmp[2300], path[2300];
+    int fd, dfd;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name);
+    *what = "create a temporary file";
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) /* mode 0600 */
         return -1;
-    }
-    if (n > 0)
-        return 0;
-    if (auth_token_create(st, "admin", 1, NULL, 0, token, &err) < 0) {
-        say("error", "cannot create the admin token: %s", err.text);
-        return -1;
-    }
-    snprintf(path, sizeof(path), "%s/admin.token", dir);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || write(fd, token, strlen(token)) < 0 || write(fd, "\n", 1) < 0 || fsync(fd) < 0) {
-        say("error", "cannot write %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    *what = "write";
+    if (write_all(fd, text, strlen(text)) < 0 || (*what = "fsync", fsync(fd) < 0)) {
+        int saved = errno;
+        close(fd);
+        unlink(tmp);
+        errno = saved;
         return -1;
     }
     close(fd);
+    *what = "rename the temporary file into place";
+    if (rename(tmp, path) < 0) {
+        int saved = errno;
+        unlink(tmp);
+        errno = saved;
+        return -1;
+    }
+    *what = "fsync the directory";
+    if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
+    if (fsync(dfd) < 0) {
+        int saved = errno;
+        close(dfd);
+        errno = saved;
+        return -1;
+    }
+    close(dfd);
+    return 0;
+}
+
+/*
+ * On the first start, an admin token, shown once and kept in a 0600 file. The file comes
+ * first and the row second: written the other way round, a failed write would leave a
+ * committed token that nobody can read, and since tokens then exist no later start would
+ * make another. Here a failed write stores nothing (the next start tries again), a failed
+ * commit removes the file, and a crash between the two leaves a file whose token the next
+ * start replaces. Returns 0, or an exit status after saying why.
+ */
+static int first_token(struct store *st, const char *dir)
+{
+    struct auth_new_token t;
+    char line[AUTH_TOKEN_LEN + 2], path[2200];
+    const char *what;
+    struct error err;
+    int n;
+
+    if (store_token_count(st, &n, &err) < 0) {
+        say("error", "%s", err.text);
+        return EXIT_SOFTWARE;
+    }
+    if (n > 0)
+        return 0;
+    snprintf(path, sizeof(path), "%s/admin.token", dir);
+    auth_token_generate(&t);
+    snprintf(line, sizeof(line), "%s\n", t.token);
+    if (write_file_atomic(dir, "admin.token", line, &what) < 0) {
+        say("error",
+            "cannot write the first admin token to %s (%s: %s); no token was created: make "
+            "%s writable by ringd (and remove whatever is at %s), then start ringd again",
+            path, what, strerror(errno), dir, path);
+        return EXIT_CANTCREAT;
+    }
+    if (auth_token_store(st, &t, "admin", 1, NULL, 0, NULL, &err) < 0) {
+        unlink(path); /* its token does not exist */
+        say("error", "cannot create the admin token: %s", err.text);
+        return EXIT_SOFTWARE;
+    }
     fprintf(stderr,
             "\nFirst start: created an admin token (also in %s, mode 0600):\n\n    %s\n\n"
             "Use it as RINGMASTER_TOKEN or 'Authorization: Bearer <token>'. It is not "
             "shown again.\n\n",
-            path, token);
+            path, t.token);
     return 0;
 }
 
@@ -349,16 +423,31 @@ int main(int argc, char **argv)
         return EXIT_SOFTWARE;
     }
     snprintf(db_path, sizeof(db_path), "%s/ringd.db", cfg.data_dir);
+    store_backup_sweep(cfg.data_dir);
+    /* Before anything writes to it (a migration, a checkpoint): a corrupt database only gets
+     * worse with use, and jobs read from it would be started wrong or lost. */
+    if (store_check(db_path, &err) < 0) {
+        if (errno == EUCLEAN) {
+            say("error",
+                "the job database %s is corrupt (%s); ringd will not run on it. Move it (with "
+                "any ringd.db-wal) aside for inspection and restore the latest backup "
+                "(ringctl admin backup FILE; see README, Backup and restore)",
+                db_path, err.text);
+            return EXIT_DATAERR;
+        }
+        say("error", "cannot check the job database %s: %s", db_path, err.text);
+        return EXIT_SOFTWARE;
+    }
     if ((ckpt = store_checkpointer_start(db_path, &err)) == NULL ||
         store_open(db_path, &st, &err) < 0) {
         store_checkpointer_stop(ckpt);
         say("error", "cannot open the job database %s: %s", db_path, err.text);
         return EXIT_SOFTWARE;
     }
-    if (!cfg.no_auth && first_token(st, cfg.data_dir) < 0) {
+    if (!cfg.no_auth && (rc = first_token(st, cfg.data_dir)) != 0) {
         store_close(st);
         store_checkpointer_stop(ckpt);
-        return EXIT_SOFTWARE;
+        return rc;
     }
     api.data_dir = cfg.data_dir;
     api.work_dir = work_dir[0] ? work_dir : cfg.data_dir;

@@ -138,7 +138,7 @@ static int fill(struct stream *st)
      * is the end. Read the other way round, an event committed between the two reads (the
      * job's last) was never sent, and the stream ended without it.
      */
-    if (store == NULL || store_job_get(store, st->id, NULL, &job, &err) < 0)
+    if (store == NULL || store_job_get(store, st->id, STORE_ANYONE, &job, &err) < 0)
         return -1;
     ended = terminal(json_string_value(json_object_get(job, "state")));
     json_decref(job);
@@ -184,7 +184,7 @@ static int fill_log(struct stream *st)
 
     /* The state first, then the file, as in fill: a job terminal before the read has
      * written all its output by then, so an empty read is the end. */
-    if (store == NULL || store_job_get(store, st->id, NULL, &job, &err) < 0)
+    if (store == NULL || store_job_get(store, st->id, STORE_ANYONE, &job, &err) < 0)
         return -1;
     ended = terminal(json_string_value(json_object_get(job, "state")));
     json_decref(job);

@@ -83,7 +83,7 @@ static const char *fake_header(void *conn, const char *key)
 
 static char dir[] = "/tmp/ring-fuzz-routes-XXXXXX";
 static char template_db[64], work_db[64], ckpt_prefix[96], me[64];
-static char job_ids[3][32], token_id[16];
+static char job_ids[3][32], token_id[16], bob_token_id[16];
 static struct store *st;
 static struct api_config cfg;
 
@@ -167,8 +167,19 @@ static void reset(void)
     write_run_dir(run_dir, sizeof(run_dir));
 }
 
+/* The principals of alice's and bob's tokens; anyone else who calls is a stranger whose
+ * principal owns nothing. */
+static int64_t alice_p, bob_p;
+
+static int64_t principal_named(const char *name)
+{
+    if (strcmp(name, "alice") == 0)
+        return alice_p;
+    return strcmp(name, "bob") == 0 ? bob_p : 1000000;
+}
+
 /* Jobs of alice (SUCCEEDED, with an attempt, logs and progress), bob (FAILED) and alice
- * (CANCELLED), and a token of alice's, in the template database. */
+ * (CANCELLED), and a token each of alice's and bob's, in the template database. */
 static void fixture(void)
 {
     static const char *const states[3][3] = {{"alice", "SUCCEEDED", "succeeded"},
@@ -177,7 +188,7 @@ static void fixture(void)
     struct passwd *pw = getpwuid(geteuid());
     struct store_sched sc = {0};
     struct error err;
-    char run_dir[256], token[256];
+    char run_dir[256], token[256], bob_token[256];
     struct store *t;
 
     if (mkdtemp(dir) == NULL)
@@ -189,13 +200,18 @@ static void fixture(void)
     snprintf(me, sizeof(me), "%s", pw ? pw->pw_name : "root");
     if (auth_init() < 0 || store_open(template_db, &t, &err) < 0)
         die("store_open", &err);
+    if (auth_token_create(t, "alice", 0, NULL, 0, token, &alice_p, &err) < 0 ||
+        auth_token_create(t, "bob", 0, NULL, 0, bob_token, &bob_p, &err) < 0)
+        die("auth_token_create", &err);
+    snprintf(token_id, sizeof(token_id), "%.12s", token + 6);
+    snprintf(bob_token_id, sizeof(bob_token_id), "%.12s", bob_token + 6);
     for (int i = 0; i < 3; i++) {
         json_t *spec = json_pack("{s:s, s:[s], s:{s:i, s:i}}", "name", "fixture", "command",
                                  "/bin/true", "workers", "min", 1, "max", 1);
         json_t *job;
         int created;
-        if (spec == NULL ||
-            store_job_create(t, states[i][0], spec, NULL, "h", &job, &created, &err) < 0)
+        if (spec == NULL || store_job_create(t, principal_named(states[i][0]), states[i][0], spec,
+                                             NULL, "h", &job, &created, &err) < 0)
             die("store_job_create", &err);
         snprintf(job_ids[i], sizeof(job_ids[i]), "%s",
                  json_string_value(json_object_get(job, "id")));
@@ -221,9 +237,6 @@ static void fixture(void)
         if (store_job_transition(t, job_ids[i], states[i][1], states[i][2], "fixture", NULL, &err) <
             0)
             die("store_job_transition", &err);
-    if (auth_token_create(t, "alice", 0, NULL, 0, token, &err) < 0)
-        die("auth_token_create", &err);
-    snprintf(token_id, sizeof(token_id), "%.12s", token + 6);
     store_close(t);
 
     cfg.data_dir = dir;
@@ -315,6 +328,8 @@ static void release(struct api_response *r)
     json_decref(r->body);
     free(r->json_text);
     free(r->text);
+    if (r->file) /* GET /v1/admin/backup */
+        close(r->file_fd);
     memset(r, 0, sizeof(*r));
 }
 
@@ -418,6 +433,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     req.header = fake_header;
     req.conn = &f;
     req.owner = owner && *owner ? owner : "admin";
+    req.principal = principal_named(req.owner);
     req.admin = owner == NULL || *owner == '\0';
     req.store = st;
     req.defer = &s;
@@ -437,7 +453,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if (r.status >= 200 && r.status < 300 && id_segment(path, seg, sizeof(seg))) {
-        int known = strcmp(seg, token_id) == 0;
+        int known = strcmp(seg, token_id) == 0 || strcmp(seg, bob_token_id) == 0;
         for (int i = 0; i < 3; i++)
             known |= strcmp(seg, job_ids[i]) == 0;
         FUZZ_CHECK(known);

@@ -82,7 +82,7 @@ START_TEST(created_token_has_the_documented_form)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, NULL, &err), 0);
     ck_assert_uint_eq(strlen(tok), 6 + 12 + 1 + 64);
     ck_assert_int_eq(strncmp(tok, "ringd_", 6), 0);
     ck_assert(is_hex(tok + 6, 12));
@@ -97,8 +97,8 @@ START_TEST(created_token_checks_with_its_owner)
     struct store *st = open_fresh();
     char user[AUTH_TOKEN_LEN], root[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, user, &err), 0);
-    ck_assert_int_eq(auth_token_create(st, "root", 1, NULL, 0, root, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, user, NULL, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "root", 1, NULL, 0, root, NULL, &err), 0);
     ck_assert_int_eq(check_token(st, user), 0);
     ck_assert_str_eq(who.owner, "alice");
     ck_assert_str_eq(who.user, "");
@@ -116,10 +116,67 @@ START_TEST(unix_user_comes_with_the_token)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, "alice1", 0, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, "alice1", 0, tok, NULL, &err), 0);
     ck_assert_int_eq(check_token(st, tok), 0);
     ck_assert_str_eq(who.owner, "alice");
     ck_assert_str_eq(who.user, "alice1");
+    close_and_remove(st);
+}
+END_TEST
+
+/*
+ * A token speaks for a principal, not for its name: two tokens named alike are one identity
+ * only for the same Unix user; another user's is refused, and a name given out again after
+ * its tokens were revoked is a new identity.
+ */
+START_TEST(identity_is_the_principal_not_the_name)
+{
+    struct store *st = open_fresh();
+    char a1[AUTH_TOKEN_LEN], a2[AUTH_TOKEN_LEN], b[AUTH_TOKEN_LEN];
+    int64_t p1, p2, pb;
+
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, "alice1", 0, a1, &p1, &err), 0);
+    ck_assert_int_eq(check_token(st, a1), 0);
+    ck_assert_int_eq(who.principal, p1);
+    ck_assert_int_gt(who.principal, 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, "alice2", 0, b, &pb, &err), -1);
+    ck_assert_int_eq(errno, EEXIST);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, "alice1", 0, a2, &p2, &err), 0);
+    ck_assert_int_eq(p2, p1); /* a second key of the same person */
+    ck_assert_int_eq(check_token(st, a2), 0);
+    ck_assert_int_eq(who.principal, p1);
+    {
+        char id1[13], id2[13];
+        snprintf(id1, sizeof(id1), "%.12s", a1 + 6);
+        snprintf(id2, sizeof(id2), "%.12s", a2 + 6);
+        ck_assert_int_eq(store_token_revoke(st, id1, STORE_ANYONE, NULL, &err), 0);
+        ck_assert_int_eq(store_token_revoke(st, id2, STORE_ANYONE, NULL, &err), 0);
+    }
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, "alice2", 0, b, &pb, &err), 0);
+    ck_assert_int_ne(pb, p1);
+    ck_assert_int_eq(check_token(st, b), 0);
+    ck_assert_str_eq(who.owner, "alice");
+    ck_assert_int_eq(who.principal, pb);
+    close_and_remove(st);
+}
+END_TEST
+
+/* A token made in two steps (the first admin token's way) checks like any other, and exists
+ * only once stored. */
+START_TEST(generated_token_exists_once_stored)
+{
+    struct store *st = open_fresh();
+    struct auth_new_token t;
+    int64_t p;
+
+    auth_token_generate(&t);
+    ck_assert_uint_eq(strlen(t.token), 6 + 12 + 1 + 64);
+    ck_assert_int_eq(strncmp(t.token + 6, t.id, 12), 0);
+    ck_assert_int_eq(check_token(st, t.token), -1);
+    ck_assert_int_eq(auth_token_store(st, &t, "admin", 1, NULL, 0, &p, &err), 0);
+    ck_assert_int_eq(check_token(st, t.token), 0);
+    ck_assert_int_eq(who.admin, 1);
+    ck_assert_int_eq(who.principal, p);
     close_and_remove(st);
 }
 END_TEST
@@ -129,8 +186,8 @@ START_TEST(tokens_differ)
     struct store *st = open_fresh();
     char a[AUTH_TOKEN_LEN], b[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "a", 0, NULL, 0, a, &err), 0);
-    ck_assert_int_eq(auth_token_create(st, "a", 0, NULL, 0, b, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "a", 0, NULL, 0, a, NULL, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "a", 0, NULL, 0, b, NULL, &err), 0);
     ck_assert_int_ne(memcmp(a + 6, b + 6, 12), 0);   /* ids */
     ck_assert_int_ne(memcmp(a + 19, b + 19, 64), 0); /* secrets */
     close_and_remove(st);
@@ -142,7 +199,7 @@ START_TEST(scheme_is_case_insensitive)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN], h[AUTH_TOKEN_LEN + 16];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, NULL, &err), 0);
     snprintf(h, sizeof(h), "bearer %s", tok);
     ck_assert_int_eq(check_header(st, h), 0);
     snprintf(h, sizeof(h), "BEARER %s", tok);
@@ -170,7 +227,7 @@ START_TEST(malformed_tokens_are_refused)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN], bad[AUTH_TOKEN_LEN + 2];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, NULL, &err), 0);
     /* one character short, one too many */
     snprintf(bad, sizeof(bad), "%.*s", (int)strlen(tok) - 1, tok);
     expect_refused(check_token(st, bad), "not a ringd token");
@@ -202,8 +259,8 @@ START_TEST(stored_hash_is_sha256_of_the_secret)
 {
     struct store *st = open_fresh();
 
-    ck_assert_int_eq(store_token_create(st, "0000000000a1", "vec", VEC_SHA256, 0, NULL, 0, &err),
-                     0);
+    ck_assert_int_eq(
+        store_token_create(st, "0000000000a1", "vec", VEC_SHA256, 0, NULL, 0, NULL, &err), 0);
     ck_assert_int_eq(check_token(st, "ringd_0000000000a1_" VEC_SECRET), 0);
     ck_assert_str_eq(who.owner, "vec");
     close_and_remove(st);
@@ -221,7 +278,7 @@ START_TEST(compare_covers_every_digit)
         char hash[65] = VEC_SHA256, id[13], tok[96];
         hash[i] = hash[i] == '0' ? '1' : '0';
         snprintf(id, sizeof(id), "%012x", 0xb00 + i);
-        ck_assert_int_eq(store_token_create(st, id, "near", hash, 0, NULL, 0, &err), 0);
+        ck_assert_int_eq(store_token_create(st, id, "near", hash, 0, NULL, 0, NULL, &err), 0);
         snprintf(tok, sizeof(tok), "ringd_%s_%s", id, VEC_SECRET);
         expect_refused(check_token(st, tok), "unknown or revoked");
         ck_assert_int_eq(errno, EACCES);
@@ -236,7 +293,7 @@ START_TEST(wrong_secret_is_refused)
     char tok[AUTH_TOKEN_LEN];
     size_t last;
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, NULL, &err), 0);
     last = strlen(tok) - 1;
     tok[last] = tok[last] == '0' ? '1' : '0';
     expect_refused(check_token(st, tok), "unknown or revoked");
@@ -255,7 +312,7 @@ START_TEST(unknown_id_is_refused)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, NULL, &err), 0);
     memcpy(tok + 6, "ffffffffffff", 12);
     expect_refused(check_token(st, tok), "unknown or revoked");
     close_and_remove(st);
@@ -268,11 +325,11 @@ START_TEST(revoked_token_is_refused)
     char tok[AUTH_TOKEN_LEN], other[AUTH_TOKEN_LEN], id[13];
     unsigned gen = auth_generation();
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, other, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, NULL, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, other, NULL, &err), 0);
     ck_assert_int_eq(check_token(st, tok), 0);
     snprintf(id, sizeof(id), "%.12s", tok + 6);
-    ck_assert_int_eq(store_token_revoke(st, id, NULL, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, id, STORE_ANYONE, NULL, &err), 0);
     auth_revoked();
     ck_assert_uint_ne(auth_generation(), gen);
     expect_refused(check_token(st, tok), "unknown or revoked");
@@ -290,9 +347,9 @@ START_TEST(expired_token_is_refused_saying_when)
     time_t past = time(NULL) - 3600;
     struct tm tm;
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, (int64_t)past, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, (int64_t)past, tok, NULL, &err), 0);
     ck_assert_int_eq(
-        auth_token_create(st, "alice", 0, NULL, (int64_t)time(NULL) + 3600, live, &err), 0);
+        auth_token_create(st, "alice", 0, NULL, (int64_t)time(NULL) + 3600, live, NULL, &err), 0);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&past, &tm));
     ck_assert_int_eq(check_token(st, tok), -1);
     ck_assert_int_eq(errno, EKEYEXPIRED);
@@ -315,7 +372,7 @@ START_TEST(errors_never_echo_the_secret)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN], secret[65], bad[AUTH_TOKEN_LEN + 2];
 
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, NULL, &err), 0);
     memcpy(secret, tok + 19, 64);
     secret[64] = '\0';
     snprintf(bad, sizeof(bad), "%s0", tok);
@@ -358,9 +415,9 @@ START_TEST(secret_is_never_stored)
     struct store *st = open_fresh();
     char tok[AUTH_TOKEN_LEN], wal[80];
 
-    ck_assert_int_eq(store_token_create(st, "0000000000a1", "vec", VEC_SHA256, 0, NULL, 0, &err),
-                     0);
-    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, &err), 0);
+    ck_assert_int_eq(
+        store_token_create(st, "0000000000a1", "vec", VEC_SHA256, 0, NULL, 0, NULL, &err), 0);
+    ck_assert_int_eq(auth_token_create(st, "alice", 0, NULL, 0, tok, NULL, &err), 0);
     snprintf(wal, sizeof(wal), "%s-wal", path);
     ck_assert(file_holds(path, VEC_SHA256) || file_holds(wal, VEC_SHA256));
     ck_assert(!file_holds(path, tok + 19) && !file_holds(wal, tok + 19));
@@ -373,6 +430,8 @@ int main(void)
     const TTest *tests[] = {created_token_has_the_documented_form,
                             created_token_checks_with_its_owner,
                             unix_user_comes_with_the_token,
+                            identity_is_the_principal_not_the_name,
+                            generated_token_exists_once_stored,
                             tokens_differ,
                             scheme_is_case_insensitive,
                             missing_header_or_other_scheme_is_refused,

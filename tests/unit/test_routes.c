@@ -5,6 +5,7 @@
  * stream a handler asks the server to start, and token requests.
  */
 #include <check.h>
+#include <dirent.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <strings.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "auth.h"
 #include "unit.h"
 
 static char path[] = "/tmp/ring-routes-XXXXXX";
@@ -46,6 +48,7 @@ static struct api_config cfg = {
     .data_dir = "/nonexistent/ringd",
     .ckpt_prefix = "/nonexistent/ringd/checkpoints/",
     .default_user = "", /* the test's own user runs the jobs (see submit) */
+    .token_create = auth_token_create,
 };
 
 static void setup(void)
@@ -62,6 +65,7 @@ static void setup(void)
     cfg.default_user = me;
     close(fd);
     unlink(path);
+    ck_assert_int_eq(auth_init(), 0);
     ck_assert_msg(store_open(path, &st, &err) == 0, "%s", err.text);
 }
 
@@ -71,9 +75,28 @@ static void teardown(void)
     unlink(path);
 }
 
-/* Handles one request as owner (admin when owner is NULL); the response is the caller's. */
-static void handle(const char *method, const char *url, const char *body, struct fake *f,
-                   const char *owner, struct api_response *resp)
+/*
+ * The principal of a user token named owner, made on first use (the store gives each name
+ * its principal, as POST /v1/tokens would): what a request of owner's speaks for.
+ */
+static int64_t principal_named(const char *owner)
+{
+    struct store_token t;
+    struct error err;
+    int64_t p;
+    char hash[80];
+    if (store_token_find(st, owner, &t, &err) == 0)
+        return t.principal;
+    snprintf(hash, sizeof(hash), "hash-of-%s", owner);
+    ck_assert_msg(store_token_create(st, owner, owner, hash, 0, NULL, 0, &p, &err) == 0, "%s",
+                  err.text);
+    return p;
+}
+
+/* Handles one request from principal, named owner (admin when owner is NULL); the response
+ * is the caller's. */
+static void handle_as(const char *method, const char *url, const char *body, struct fake *f,
+                      const char *owner, int64_t principal, struct api_response *resp)
 {
     static struct fake none;
     struct api_request req = {
@@ -85,6 +108,7 @@ static void handle(const char *method, const char *url, const char *body, struct
         .header = fake_header,
         .conn = f ? f : &none,
         .owner = owner ? owner : "admin",
+        .principal = principal,
         .admin = owner == NULL,
         .store = st,
     };
@@ -92,11 +116,21 @@ static void handle(const char *method, const char *url, const char *body, struct
     api_handle(&cfg, &req, resp);
 }
 
+/* handle_as owner's principal (admin when owner is NULL). */
+static void handle(const char *method, const char *url, const char *body, struct fake *f,
+                   const char *owner, struct api_response *resp)
+{
+    handle_as(method, url, body, f, owner,
+              owner ? principal_named(owner) : principal_named("admin"), resp);
+}
+
 static void release(struct api_response *r)
 {
     json_decref(r->body);
     free(r->json_text);
     free(r->text);
+    if (r->file)
+        close(r->file_fd);
 }
 
 static const char *problem_type(const struct api_response *r)
@@ -158,6 +192,93 @@ START_TEST(another_owners_job_is_not_found)
     release(&r);
     handle("GET", url, NULL, NULL, NULL, &r); /* admin */
     ck_assert_int_eq(r.status, 200);
+    release(&r);
+}
+END_TEST
+
+/*
+ * What decides whose a job is: the principal, not the name. A caller named like the owner
+ * (another Unix user's token of that name, or the name given out again) reaches none of
+ * its routes: each answers 404, as for a job that does not exist.
+ */
+START_TEST(a_namesake_reaches_nothing)
+{
+    static const char *const routes[][2] = {
+        {"GET", ""},       {"GET", "/events"},  {"GET", "/logs"}, {"POST", "/cancel"},
+        {"POST", "/stop"}, {"POST", "/resume"}, {"DELETE", ""},
+    };
+    struct fake sse = {.header = {{"Accept", "text/event-stream"}}};
+    struct fake follow = {.query = {{"follow", "1"}}};
+    struct api_response r;
+    char url[160];
+    const char *id = submit("alice");
+    int64_t namesake = principal_named("alice") + 1000;
+
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        snprintf(url, sizeof(url), "/v1/jobs/%s%s", id, routes[i][1]);
+        handle_as(routes[i][0], url, NULL, NULL, "alice", namesake, &r);
+        ck_assert_msg(r.status == 404, "%s %s: %d", routes[i][0], url, r.status);
+        ck_assert_str_eq(problem_type(&r), "urn:ringmaster:problem:job-not-found");
+        release(&r);
+    }
+    snprintf(url, sizeof(url), "/v1/jobs/%s/events", id);
+    handle_as("GET", url, NULL, &sse, "alice", namesake, &r);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.stream, API_STREAM_NONE);
+    release(&r);
+    snprintf(url, sizeof(url), "/v1/jobs/%s/logs", id);
+    handle_as("GET", url, NULL, &follow, "alice", namesake, &r);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.stream, API_STREAM_NONE);
+    release(&r);
+    {
+        /* nor the list, even asking for alice's jobs by name */
+        struct fake by_name = {.query = {{"owner", "alice"}}};
+        json_error_t jerr;
+        json_t *page;
+        handle_as("GET", "/v1/jobs", NULL, &by_name, "alice", namesake, &r);
+        ck_assert_int_eq(r.status, 200);
+        page = json_loads(r.json_text, 0, &jerr);
+        ck_assert_int_eq(json_array_size(json_object_get(page, "jobs")), 0);
+        json_decref(page);
+        release(&r);
+        handle("GET", "/v1/jobs", NULL, NULL, "alice", &r);
+        page = json_loads(r.json_text, 0, &jerr);
+        ck_assert_int_eq(json_array_size(json_object_get(page, "jobs")), 1);
+        ck_assert_int_eq(json_integer_value(json_object_get(
+                             json_array_get(json_object_get(page, "jobs"), 0), "owner_id")),
+                         principal_named("alice"));
+        json_decref(page);
+        release(&r);
+    }
+}
+END_TEST
+
+/* A token's name live for another Unix user is refused with what to do; the same user's
+ * joins its principal (the response names it). */
+START_TEST(a_name_speaks_for_one_user)
+{
+    struct api_response r;
+    char body[200];
+    int64_t p;
+    handle("POST", "/v1/tokens", "{\"name\":\"carol\"}", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 201);
+    p = json_integer_value(json_object_get(r.body, "principal"));
+    ck_assert_int_gt(p, 0);
+    release(&r);
+    snprintf(body, sizeof(body), "{\"name\":\"carol\",\"user\":\"%s\"}", cfg.default_user);
+    handle("POST", "/v1/tokens", body, NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 409);
+    ck_assert_str_eq(problem_type(&r), "urn:ringmaster:problem:token-name-taken");
+    ck_assert_ptr_nonnull(
+        strstr(json_string_value(json_object_get(r.body, "detail")), "revoke all of them"));
+    release(&r);
+    handle("POST", "/v1/tokens", "{\"name\":\"carol\"}", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 201);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.body, "principal")), p);
+    release(&r);
+    handle("POST", "/v1/tokens", "{\"name\":\"carol\",\"admin\":true}", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 409);
     release(&r);
 }
 END_TEST
@@ -258,6 +379,60 @@ START_TEST(token_requests_are_checked)
 }
 END_TEST
 
+/* GET /v1/admin/backup: admins get the database as a file (a nameless copy in the data
+ * directory); users 403. */
+START_TEST(backup_is_a_database_for_admins)
+{
+    struct api_response r;
+    char dir[] = "/tmp/ring-backup-XXXXXX", copy[64], head[16];
+    const char *saved = cfg.data_dir, *id = submit("alice");
+    struct store *back;
+    struct error err;
+    json_t *job;
+    DIR *d;
+    FILE *f;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    cfg.data_dir = dir;
+    handle("GET", "/v1/admin/backup", NULL, NULL, "alice", &r);
+    ck_assert_int_eq(r.status, 403);
+    ck_assert_int_eq(r.file, 0);
+    release(&r);
+    handle("GET", "/v1/admin/backup", NULL, NULL, NULL, &r);
+    cfg.data_dir = saved;
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.file, 1);
+    ck_assert_str_eq(r.file_type, "application/vnd.sqlite3");
+    ck_assert_int_eq(pread(r.file_fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+    ck_assert_int_eq(memcmp(head, "SQLite format 3", 16), 0);
+    ck_assert_int_eq(lseek(r.file_fd, 0, SEEK_END), r.file_size);
+    /* nothing left in the data directory: the copy has no name */
+    ck_assert_ptr_nonnull(d = opendir(dir));
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        ck_assert_msg(e->d_name[0] == '.', "left in the data directory: %s", e->d_name);
+    closedir(d);
+    /* and it is the database: the job is in it */
+    snprintf(copy, sizeof(copy), "%s/copy.db", dir);
+    ck_assert_ptr_nonnull(f = fopen(copy, "wb"));
+    {
+        char buf[65536];
+        ssize_t n;
+        lseek(r.file_fd, 0, SEEK_SET);
+        while ((n = read(r.file_fd, buf, sizeof(buf))) > 0)
+            ck_assert_int_eq(fwrite(buf, 1, (size_t)n, f), (size_t)n);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+    release(&r);
+    ck_assert_msg(store_check(copy, &err) == 0, "%s", err.text);
+    ck_assert_msg(store_open(copy, &back, &err) == 0, "%s", err.text);
+    ck_assert_int_eq(store_job_get(back, id, STORE_ANYONE, &job, &err), 0);
+    json_decref(job);
+    store_close(back);
+    unlink(copy);
+    rmdir(dir);
+}
+END_TEST
+
 /* Every problem has a body, even when what it quotes is not UTF-8. */
 START_TEST(problems_always_have_a_body)
 {
@@ -276,9 +451,12 @@ int main(void)
 {
     const TTest *tests[] = {unknown_paths_are_404_and_wrong_methods_405_with_allow,
                             another_owners_job_is_not_found,
+                            a_namesake_reaches_nothing,
+                            a_name_speaks_for_one_user,
                             stream_parameters_are_checked_like_plain_ones,
                             a_valid_stream_request_describes_the_stream,
                             token_requests_are_checked,
+                            backup_is_a_database_for_admins,
                             problems_always_have_a_body,
                             NULL};
     return unit_main_fixture("routes", tests, 30, setup, teardown);

@@ -2,16 +2,22 @@
 /* Unit tests of ringd's SQLite store: migrations, jobs, idempotency, paging, tokens. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store_impl.h"
 #include "unit.h"
 
 static char path[] = "/tmp/ring-store-XXXXXX";
+
+/* Principals that own the jobs of these tests (jobs name theirs by id; store.h). */
+#define ALICE 1
+#define BOB   2
+#define U     3
 
 static struct store *open_fresh(void)
 {
@@ -24,6 +30,20 @@ static struct store *open_fresh(void)
     return st;
 }
 
+/* Takes a database of today's schema back to before migration 9 (principals): what the
+ * tests of older migrations start from. */
+#define UNDO_MIGRATION_9                                                                           \
+    "DROP TRIGGER tokens_retire;"                                                                  \
+    "DROP INDEX tokens_principal; ALTER TABLE tokens DROP COLUMN principal;"                       \
+    "DROP INDEX jobs_principal; ALTER TABLE jobs DROP COLUMN principal;"                           \
+    "UPDATE jobs SET doc = json_remove(doc, '$.owner_id');"                                        \
+    "DROP TABLE principals;"                                                                       \
+    "CREATE TABLE idem8 (owner TEXT NOT NULL, key TEXT NOT NULL, job_id TEXT NOT NULL,"            \
+    " request_hash TEXT NOT NULL, PRIMARY KEY (owner, key));"                                      \
+    "INSERT INTO idem8 SELECT j.owner, i.key, i.job_id, i.request_hash FROM idempotency i"         \
+    " JOIN jobs j ON j.id = i.job_id;"                                                             \
+    "DROP TABLE idempotency; ALTER TABLE idem8 RENAME TO idempotency;"
+
 static json_t *spec(const char *name, const char *team)
 {
     return json_pack("{s:s, s:[s], s:{s:s}}", "name", name, "command", "/bin/true", "labels",
@@ -34,10 +54,10 @@ START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 8);
+    ck_assert_int_eq(store_schema_version(st), 9);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 8);
+    ck_assert_int_eq(store_schema_version(again), 9);
     store_close(again);
     unlink(path);
 }
@@ -60,33 +80,33 @@ START_TEST(migrations_4_to_7_backfill)
     json_object_set_new(s, "priority", json_integer(7));
     json_object_set_new(s, "cpus_per_worker", json_integer(3));
 
-    ck_assert_int_eq(store_job_create(st, "alice", s, NULL, "h", &job, &created, &err), 0);
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err), 0);
     id = json_string_value(json_object_get(job, "id"));
-    ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &before, NULL, &err), 0);
+    ck_assert_int_eq(store_job_render(st, id, STORE_ANYONE, "/ck/", &before, NULL, &err), 0);
     store_close(st);
     /* back to schema 3 */
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db,
-                                  "ALTER TABLE jobs DROP COLUMN doc;"
-                                  "ALTER TABLE jobs DROP COLUMN min_workers;"
-                                  "ALTER TABLE jobs DROP COLUMN max_workers;"
-                                  "ALTER TABLE jobs DROP COLUMN gpus_per_worker;"
-                                  "ALTER TABLE jobs DROP COLUMN priority;"
-                                  "ALTER TABLE jobs DROP COLUMN run_as;"
-                                  "ALTER TABLE tokens DROP COLUMN unix_user;"
-                                  "ALTER TABLE jobs DROP COLUMN cpus_per_worker;"
-                                  "ALTER TABLE jobs DROP COLUMN max_restarts;"
-                                  "ALTER TABLE attempts DROP COLUMN stop_s;"
-                                  "ALTER TABLE attempts DROP COLUMN start_s;"
-                                  "ALTER TABLE attempts DROP COLUMN samples_per_s;"
-                                  "ALTER TABLE tokens DROP COLUMN expires_at;"
-                                  "PRAGMA user_version = 3",
+                                  UNDO_MIGRATION_9 "ALTER TABLE jobs DROP COLUMN doc;"
+                                                   "ALTER TABLE jobs DROP COLUMN min_workers;"
+                                                   "ALTER TABLE jobs DROP COLUMN max_workers;"
+                                                   "ALTER TABLE jobs DROP COLUMN gpus_per_worker;"
+                                                   "ALTER TABLE jobs DROP COLUMN priority;"
+                                                   "ALTER TABLE jobs DROP COLUMN run_as;"
+                                                   "ALTER TABLE tokens DROP COLUMN unix_user;"
+                                                   "ALTER TABLE jobs DROP COLUMN cpus_per_worker;"
+                                                   "ALTER TABLE jobs DROP COLUMN max_restarts;"
+                                                   "ALTER TABLE attempts DROP COLUMN stop_s;"
+                                                   "ALTER TABLE attempts DROP COLUMN start_s;"
+                                                   "ALTER TABLE attempts DROP COLUMN samples_per_s;"
+                                                   "ALTER TABLE tokens DROP COLUMN expires_at;"
+                                                   "PRAGMA user_version = 3",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), 8);
-    ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &after, NULL, &err), 0);
+    ck_assert_int_eq(store_schema_version(st), 9);
+    ck_assert_int_eq(store_job_render(st, id, STORE_ANYONE, "/ck/", &after, NULL, &err), 0);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);
@@ -121,17 +141,18 @@ START_TEST(create_get_and_owner_scoping)
     struct error err;
     json_t *s = spec("a", "x"), *job, *got;
     int created;
-    ck_assert_int_eq(store_job_create(st, "alice", s, NULL, "h", &job, &created, &err), 0);
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err), 0);
     ck_assert_int_eq(created, 1);
     ck_assert_str_eq(json_string_value(json_object_get(job, "state")), "QUEUED");
     ck_assert_int_eq(
-        store_job_get(st, json_string_value(json_object_get(job, "id")), "alice", &got, &err), 0);
+        store_job_get(st, json_string_value(json_object_get(job, "id")), ALICE, &got, &err), 0);
     json_decref(got);
     ck_assert_int_eq(
-        store_job_get(st, json_string_value(json_object_get(job, "id")), "bob", &got, &err), -1);
+        store_job_get(st, json_string_value(json_object_get(job, "id")), BOB, &got, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
     ck_assert_int_eq(
-        store_job_get(st, json_string_value(json_object_get(job, "id")), NULL, &got, &err), 0);
+        store_job_get(st, json_string_value(json_object_get(job, "id")), STORE_ANYONE, &got, &err),
+        0);
     json_decref(got);
     json_decref(job);
     json_decref(s);
@@ -146,16 +167,16 @@ START_TEST(idempotency_keys)
     struct error err;
     json_t *s = spec("a", "x"), *j1, *j2;
     int created;
-    ck_assert_int_eq(store_job_create(st, "alice", s, "k", "h1", &j1, &created, &err), 0);
-    ck_assert_int_eq(store_job_create(st, "alice", s, "k", "h1", &j2, &created, &err), 0);
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, "k", "h1", &j1, &created, &err), 0);
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, "k", "h1", &j2, &created, &err), 0);
     ck_assert_int_eq(created, 0);
     ck_assert_str_eq(json_string_value(json_object_get(j1, "id")),
                      json_string_value(json_object_get(j2, "id")));
     json_decref(j2);
-    ck_assert_int_eq(store_job_create(st, "alice", s, "k", "h2", &j2, &created, &err), -1);
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, "k", "h2", &j2, &created, &err), -1);
     ck_assert_int_eq(errno, EEXIST);
     /* keys are per owner */
-    ck_assert_int_eq(store_job_create(st, "bob", s, "k", "h2", &j2, &created, &err), 0);
+    ck_assert_int_eq(store_job_create(st, BOB, "bob", s, "k", "h2", &j2, &created, &err), 0);
     ck_assert_int_eq(created, 1);
     json_decref(j1);
     json_decref(j2);
@@ -187,11 +208,12 @@ START_TEST(paging_and_filters)
     json_t *page, *job;
     int64_t next;
     int created, seen = 0;
-    struct store_filter all = {0}, odd = {"u", "QUEUED", "team", "odd"},
-                        nobody = {.owner = "nobody"};
+    struct store_filter all = {.owner_id = STORE_ANYONE}, odd = {U, "u", "QUEUED", "team", "odd"},
+                        nobody = {.owner_id = STORE_ANYONE, .owner = "nobody"},
+                        other = {.owner_id = BOB};
     for (int i = 0; i < 7; i++) {
         json_t *s = spec("j", i % 2 ? "odd" : "even");
-        ck_assert_int_eq(store_job_create(st, "u", s, NULL, "h", &job, &created, &err), 0);
+        ck_assert_int_eq(store_job_create(st, U, "u", s, NULL, "h", &job, &created, &err), 0);
         json_decref(job);
         json_decref(s);
     }
@@ -213,14 +235,18 @@ START_TEST(paging_and_filters)
     page = list(st, &nobody, 0, 100, &next);
     ck_assert_int_eq(json_array_size(page), 0);
     json_decref(page);
+    page = list(st, &other, 0, 100, &next); /* another principal's */
+    ck_assert_int_eq(json_array_size(page), 0);
+    json_decref(page);
     /* Label keys are any text: a quote or a dot in one must not break the lookup. */
     {
         static const char *const keys[] = {"a\"b", "x.y", "$", "\\"};
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-            struct store_filter f = {.label_key = keys[i], .label_value = "v"};
+            struct store_filter f = {
+                .owner_id = STORE_ANYONE, .label_key = keys[i], .label_value = "v"};
             json_t *s = spec("q", "t");
             json_object_set_new(json_object_get(s, "labels"), keys[i], json_string("v"));
-            ck_assert_int_eq(store_job_create(st, "u", s, NULL, "h", &job, &created, &err), 0);
+            ck_assert_int_eq(store_job_create(st, U, "u", s, NULL, "h", &job, &created, &err), 0);
             json_decref(job);
             json_decref(s);
             page = list(st, &f, 0, 100, &next);
@@ -248,9 +274,9 @@ START_TEST(render)
     struct store_attempt at = {1, 2, "localhost:2", "", "123", "/run/1", "Slurm job"};
     struct store_sched sc = {1, 0, 0, 0};
 
-    ck_assert_int_eq(store_job_create(st, "alice", s, NULL, "h", &job, &created, &err), 0);
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err), 0);
     id = json_string_value(json_object_get(job, "id"));
-    ck_assert_int_eq(store_job_render(st, id, "alice", "/ck/", &text, &run_dir, &err), 0);
+    ck_assert_int_eq(store_job_render(st, id, ALICE, "/ck/", &text, &run_dir, &err), 0);
     ck_assert_ptr_null(run_dir);
     got = json_loads(text, 0, &jerr);
     ck_assert_msg(got != NULL, "not JSON: %s", text);
@@ -261,14 +287,15 @@ START_TEST(render)
     ck_assert_str_eq(json_string_value(json_object_get(got, "checkpoint_dir")), want);
     ck_assert_int_eq(json_array_size(json_object_get(got, "attempts")), 0);
     json_decref(got);
-    ck_assert_int_eq(store_job_render(st, id, "bob", "/ck/", &text, NULL, &err), -1);
+    ck_assert_int_eq(store_job_render(st, id, BOB, "/ck/", &text, NULL, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
     {
         json_t *s2 = spec("explicit", "t"), *job2;
         json_object_set_new(s2, "checkpoint_dir", json_string("/somewhere/else"));
-        ck_assert_int_eq(store_job_create(st, "alice", s2, NULL, "h", &job2, &created, &err), 0);
-        ck_assert_int_eq(store_job_render(st, json_string_value(json_object_get(job2, "id")), NULL,
-                                          "/ck/", &text, NULL, &err),
+        ck_assert_int_eq(store_job_create(st, ALICE, "alice", s2, NULL, "h", &job2, &created, &err),
+                         0);
+        ck_assert_int_eq(store_job_render(st, json_string_value(json_object_get(job2, "id")),
+                                          STORE_ANYONE, "/ck/", &text, NULL, &err),
                          0);
         got = json_loads(text, 0, &jerr);
         free(text);
@@ -280,7 +307,7 @@ START_TEST(render)
     }
 
     ck_assert_int_eq(store_attempt_start(st, id, &at, &sc, &err), 0);
-    ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &text, &run_dir, &err), 0);
+    ck_assert_int_eq(store_job_render(st, id, STORE_ANYONE, "/ck/", &text, &run_dir, &err), 0);
     ck_assert_str_eq(run_dir, "/run/1");
     free(run_dir);
     got = json_loads(text, 0, &jerr);
@@ -316,7 +343,7 @@ START_TEST(render)
     ck_assert_int_eq(store_attempt_progress(st, id, 1, 2.5, 1234.5, &err), 0);
     ck_assert_int_eq(store_attempt_end(st, id, 1, 3, 1.25, "exit 3", "FAILED", "failed", &sc, &err),
                      0);
-    ck_assert_int_eq(store_job_render(st, id, NULL, "/ck/", &text, NULL, &err), 0);
+    ck_assert_int_eq(store_job_render(st, id, STORE_ANYONE, "/ck/", &text, NULL, &err), 0);
     got = json_loads(text, 0, &jerr);
     free(text);
     a = json_array_get(json_object_get(got, "attempts"), 0);
@@ -345,17 +372,25 @@ START_TEST(group_commit)
     json_t *s1 = spec("a", "t"), *s2 = spec("b", "t"), *job;
     int created;
     struct store_submission subs[4] = {
-        {.owner = "u", .spec = s1, .idem_key = "k1", .req_hash = "h1"},
-        {.owner = "u", .spec = s2, .idem_key = "k0", .req_hash = "other"}, /* reused key */
-        {.owner = "u", .spec = s1, .idem_key = "k1", .req_hash = "h1"},    /* retry of [0] */
-        {.owner = "u", .spec = s2, .req_hash = "h2"},
+        {.owner_id = U, .owner = "u", .spec = s1, .idem_key = "k1", .req_hash = "h1"},
+        {.owner_id = U,
+         .owner = "u",
+         .spec = s2,
+         .idem_key = "k0",
+         .req_hash = "other"}, /* reused key */
+        {.owner_id = U,
+         .owner = "u",
+         .spec = s1,
+         .idem_key = "k1",
+         .req_hash = "h1"}, /* retry of [0] */
+        {.owner_id = U, .owner = "u", .spec = s2, .req_hash = "h2"},
     };
     struct store_submission *ptrs[4] = {&subs[0], &subs[1], &subs[2], &subs[3]};
     int64_t next;
-    struct store_filter all = {0};
+    struct store_filter all = {.owner_id = STORE_ANYONE};
     json_t *page;
 
-    ck_assert_int_eq(store_job_create(st, "u", s1, "k0", "h0", &job, &created, &err), 0);
+    ck_assert_int_eq(store_job_create(st, U, "u", s1, "k0", "h0", &job, &created, &err), 0);
     json_decref(job);
     ck_assert_int_eq(store_job_create_batch(st, ptrs, 4, &err), 0);
     ck_assert_int_eq(subs[0].rc, 0);
@@ -372,7 +407,7 @@ START_TEST(group_commit)
         ck_assert_ptr_nonnull(subs[0].job_text);
         ck_assert_ptr_null(subs[1].job_text);
         ck_assert_ptr_null(subs[2].job_text);
-        ck_assert_int_eq(store_job_render(st, subs[0].id, NULL, "", &read, NULL, &err), 0);
+        ck_assert_int_eq(store_job_render(st, subs[0].id, STORE_ANYONE, "", &read, NULL, &err), 0);
         ck_assert_str_eq(subs[0].job_text, read);
         free(read);
         for (int i = 0; i < 4; i++)
@@ -397,35 +432,249 @@ START_TEST(migration_8_token_expiry)
     json_t *list;
     sqlite3 *db;
 
-    ck_assert_int_eq(store_token_create(st, "old", "alice", "aa", 0, NULL, 0, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "old", "alice", "aa", 0, NULL, 0, NULL, &err), 0);
     store_close(st);
     /* back to schema 7 */
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db,
-                                  "ALTER TABLE tokens DROP COLUMN expires_at;"
-                                  "PRAGMA user_version = 7",
+                                  UNDO_MIGRATION_9 "ALTER TABLE tokens DROP COLUMN expires_at;"
+                                                   "PRAGMA user_version = 7",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), 8);
+    ck_assert_int_eq(store_schema_version(st), 9);
     ck_assert_int_eq(store_token_find(st, "old", &t, &err), 0);
     ck_assert_int_eq(t.expires, 0);
     /* 2027-01-31T12:00:00Z */
-    ck_assert_int_eq(store_token_create(st, "new", "alice", "bb", 0, NULL, 1801396800, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "new", "alice", "bb", 0, NULL, 1801396800, NULL, &err),
+                     0);
     ck_assert_int_eq(store_token_find(st, "new", &t, &err), 0);
     ck_assert_int_eq(t.expires, 1801396800);
-    ck_assert_int_eq(store_token_list(st, NULL, &list, &err), 0);
+    ck_assert_int_eq(store_token_list(st, STORE_ANYONE, &list, &err), 0);
     ck_assert_int_eq(json_array_size(list), 2);
     ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "expires_at"));
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 1), "expires_at")),
                      "2027-01-31T12:00:00Z");
     json_decref(list);
     /* a revoked token shows its expiry too */
-    ck_assert_int_eq(store_token_revoke(st, "new", NULL, &list, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "new", STORE_ANYONE, &list, &err), 0);
     ck_assert_str_eq(json_string_value(json_object_get(list, "expires_at")),
                      "2027-01-31T12:00:00Z");
     json_decref(list);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
+/* A job row as a ringd of schema 8 wrote it: owned by a name, run as run_as (NULL: before
+ * users were mapped). */
+static void old_job(sqlite3 *db, const char *id, const char *owner, const char *run_as)
+{
+    char *sql = sqlite3_mprintf(
+        "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, doc, run_as)"
+        " VALUES (%Q, 'n', %Q, 'QUEUED', '{}', '2025-01-04T00:00:00.000Z',"
+        " '2025-01-04T00:00:00.000Z', json_object('id', %Q, 'name', 'n', 'owner', %Q,"
+        " 'state', 'QUEUED', 'spec', json('{}'), 'created_at', '2025-01-04T00:00:00.000Z',"
+        " 'updated_at', '2025-01-04T00:00:00.000Z', 'user', %Q), %Q)",
+        id, owner, id, owner, run_as, run_as);
+    ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_free(sql);
+}
+
+/* The principal of token id. */
+static int64_t principal_of(struct store *st, const char *id)
+{
+    struct store_token t;
+    struct error err;
+    ck_assert_msg(store_token_find(st, id, &t, &err) == 0, "token %s: %s", id, err.text);
+    return t.principal;
+}
+
+/* The owner_id of job id as the API shows it. */
+static int64_t owner_of(struct store *st, const char *id)
+{
+    struct error err;
+    json_t *job;
+    int64_t who;
+    ck_assert_msg(store_job_get(st, id, STORE_ANYONE, &job, &err) == 0, "%s: %s", id, err.text);
+    who = json_integer_value(json_object_get(job, "owner_id"));
+    json_decref(job);
+    return who;
+}
+
+/*
+ * Migration 9 on a database of schema 8 (made by migrations 1-8 themselves, with rows as
+ * that ringd wrote them): every job goes to the principal of its owner's name, and where the
+ * name had tokens for several Unix users, to the one it ran as; an owner no token matches
+ * keeps its job under a principal of its own that no later token reaches.
+ */
+START_TEST(migration_9_principals)
+{
+    struct store *st;
+    struct error err;
+    json_t *job, *s = spec("again", "x");
+    sqlite3 *db;
+    int created;
+    int64_t j3, j6, p;
+
+    ck_assert_int_eq(mkstemp(path) >= 0, 1);
+    unlink(path);
+    ck_assert_msg(store__create_at(path, 8, &err) == 0, "%s", err.text);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(db,
+                     "INSERT INTO tokens (id, name, hash, admin, created_at, revoked_at, unix_user)"
+                     " VALUES"
+                     " ('t1', 'alice', 'h1', 0, '2025-01-01T00:00:01.000Z', NULL, 'alice1'),"
+                     " ('t2', 'alice', 'h2', 0, '2025-01-01T00:00:02.000Z', NULL, 'alice2'),"
+                     " ('t3', 'bob', 'h3', 0, '2025-01-01T00:00:03.000Z',"
+                     "  '2025-01-02T00:00:00.000Z', 'bob'),"
+                     " ('t4', 'bob', 'h4', 0, '2025-01-03T00:00:00.000Z', NULL, 'bob'),"
+                     " ('t5', 'carol', 'h5', 0, '2025-01-01T00:00:05.000Z',"
+                     "  '2025-01-02T00:00:00.000Z', NULL),"
+                     " ('t6', 'admin', 'h6', 1, '2025-01-01T00:00:00.000Z', NULL, NULL),"
+                     " ('t7', 'dave', 'h7', 0, '2025-01-01T00:00:07.000Z', NULL, 'dave'),"
+                     " ('t8', 'dave', 'h8', 0, '2025-01-01T00:00:08.000Z', NULL, NULL)",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    old_job(db, "j1", "alice", "alice1");
+    old_job(db, "j2", "alice", "alice2");
+    old_job(db, "j3", "alice", "mallory"); /* neither of alice's users */
+    old_job(db, "j4", "bob", "bob");
+    old_job(db, "j5", "carol", "root"); /* a retired name's */
+    old_job(db, "j6", "local", "root"); /* --no-auth: no token at all */
+    old_job(db, "j7", "dave", "root");  /* dave's token without a user: the default user */
+    old_job(db, "j8", "dave", "dave");
+    old_job(db, "j9", "admin", NULL); /* from before users were mapped */
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "INSERT INTO idempotency VALUES ('alice', 'k', 'j1', 'hk'),"
+                                  " ('alice', 'k2', 'j2', 'hk2')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+
+    ck_assert_msg(store_open(path, &st, &err) == 0, "%s", err.text);
+    ck_assert_int_eq(store_schema_version(st), 9);
+    ck_assert_int_ne(principal_of(st, "t1"), principal_of(st, "t2"));
+    ck_assert_int_eq(principal_of(st, "t4"), owner_of(st, "j4")); /* t3's too */
+    ck_assert_int_eq(owner_of(st, "j1"), principal_of(st, "t1"));
+    ck_assert_int_eq(owner_of(st, "j2"), principal_of(st, "t2"));
+    ck_assert_int_eq(owner_of(st, "j7"), principal_of(st, "t8"));
+    ck_assert_int_eq(owner_of(st, "j8"), principal_of(st, "t7"));
+    ck_assert_int_eq(owner_of(st, "j9"), principal_of(st, "t6"));
+    j3 = owner_of(st, "j3");
+    j6 = owner_of(st, "j6");
+    ck_assert_int_gt(j3, 0);
+    ck_assert_int_gt(j6, 0);
+    ck_assert_int_ne(j3, principal_of(st, "t1"));
+    ck_assert_int_ne(j3, principal_of(st, "t2"));
+    ck_assert_int_ne(j3, j6);
+    /* alice1 no longer reaches alice2's job */
+    ck_assert_int_eq(store_job_get(st, "j2", principal_of(st, "t1"), &job, &err), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    {
+        struct store_filter local = {.owner_id = STORE_LOCAL}, all = {.owner_id = STORE_ANYONE};
+        int64_t next;
+        json_t *page = list(st, &local, 0, 100, &next);
+        ck_assert_int_eq(json_array_size(page), 0); /* every job has a principal */
+        json_decref(page);
+        page = list(st, &all, 0, 100, &next);
+        ck_assert_int_eq(json_array_size(page), 9); /* and none was dropped */
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(page, 2), "owner")),
+                         "alice");
+        json_decref(page);
+    }
+    /* Retired (carol's, and the unmatched owners'): a new token of the name is someone new.
+     * Live (bob's): a new token for the same user is bob again. */
+    ck_assert_int_eq(store_token_create(st, "n1", "carol", "x1", 0, NULL, 0, &p, &err), 0);
+    ck_assert_int_ne(p, owner_of(st, "j5"));
+    ck_assert_int_eq(store_token_create(st, "n2", "local", "x2", 0, "root", 0, &p, &err), 0);
+    ck_assert_int_ne(p, j6);
+    ck_assert_int_eq(store_token_create(st, "n3", "bob", "x3", 0, "bob", 0, &p, &err), 0);
+    ck_assert_int_eq(p, owner_of(st, "j4"));
+    ck_assert_int_eq(store_token_create(st, "n4", "alice", "x4", 0, "mallory", 0, &p, &err), -1);
+    ck_assert_int_eq(errno, EEXIST); /* alice is live for alice1 and alice2 */
+    /* Idempotency keys moved to the principals: alice2 reuses alice1's key for a new job. */
+    ck_assert_int_eq(
+        store_job_create(st, principal_of(st, "t2"), "alice", s, "k", "hk", &job, &created, &err),
+        0);
+    ck_assert_int_eq(created, 1);
+    json_decref(job);
+    ck_assert_int_eq(
+        store_job_create(st, principal_of(st, "t1"), "alice", s, "k", "hk", &job, &created, &err),
+        0);
+    ck_assert_int_eq(created, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(job, "id")), "j1");
+    json_decref(job);
+    json_decref(s);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
+/*
+ * A token joins the live principal of its name and Unix user (a rotated key sees the same
+ * jobs); the name live for another user, or for admin tokens, is refused; once all of a
+ * principal's tokens are revoked, its name is free and a new token of it is someone new.
+ */
+START_TEST(tokens_speak_for_principals)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    struct store_filter mine = {.owner_id = 0};
+    json_t *s = spec("a", "x"), *job, *page;
+    int64_t p1, p, next;
+    int created;
+    char id[32];
+
+    ck_assert_int_eq(store_token_create(st, "a1", "alice", "h1", 0, "u1", 0, &p1, &err), 0);
+    ck_assert_int_gt(p1, 0);
+    ck_assert_int_eq(store_token_create(st, "a2", "alice", "h2", 0, "u2", 0, &p, &err), -1);
+    ck_assert_int_eq(errno, EEXIST);
+    ck_assert_msg(strstr(err.text, "Unix user 'u1'") && strstr(err.text, "revoke"), "%s", err.text);
+    ck_assert_int_eq(store_token_create(st, "a3", "alice", "h3", 0, NULL, 0, &p, &err), -1);
+    ck_assert_int_eq(errno, EEXIST);
+    ck_assert_int_eq(store_token_create(st, "a4", "alice", "h4", 1, "u1", 0, &p, &err), -1);
+    ck_assert_int_eq(errno, EEXIST); /* an admin token may not take a user's name */
+    ck_assert_int_eq(store_token_create(st, "a5", "alice", "h5", 0, "u1", 0, &p, &err), 0);
+    ck_assert_int_eq(p, p1); /* the same person's second key */
+
+    ck_assert_int_eq(store_job_create(st, p1, "alice", s, "k", "h", &job, &created, &err), 0);
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(job, "id")));
+    ck_assert_int_eq(json_integer_value(json_object_get(job, "owner_id")), p1);
+    json_decref(job);
+    /* rotation: the old key goes, the principal stays */
+    ck_assert_int_eq(store_token_revoke(st, "a1", p1, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "a6", "alice", "h6", 0, "u1", 0, &p, &err), 0);
+    ck_assert_int_eq(p, p1);
+    /* all revoked: retired */
+    ck_assert_int_eq(store_token_revoke(st, "a5", STORE_ANYONE, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "a6", STORE_ANYONE, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "a7", "alice", "h7", 0, "u2", 0, &p, &err), 0);
+    ck_assert_int_ne(p, p1);
+    ck_assert_int_eq(store_job_get(st, id, p, &job, &err), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    mine.owner_id = p;
+    page = list(st, &mine, 0, 100, &next);
+    ck_assert_int_eq(json_array_size(page), 0);
+    json_decref(page);
+    /* its idempotency keys are its own too */
+    ck_assert_int_eq(store_job_create(st, p, "alice", s, "k", "h", &job, &created, &err), 0);
+    ck_assert_int_eq(created, 1);
+    ck_assert_str_ne(json_string_value(json_object_get(job, "id")), id);
+    json_decref(job);
+    /* the retired principal is never rejoined, even by its own user */
+    ck_assert_int_eq(store_token_revoke(st, "a7", STORE_ANYONE, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "a8", "alice", "h8", 0, "u1", 0, &p, &err), 0);
+    ck_assert_int_ne(p, p1);
+    ck_assert_int_eq(store_job_get(st, id, p1, &job, &err), 0); /* the old one still owns it */
+    json_decref(job);
+    ck_assert_int_eq(store_token_list(st, p, &page, &err), 0);
+    ck_assert_int_eq(json_array_size(page), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(page, 0), "id")), "a8");
+    json_decref(page);
+    json_decref(s);
     store_close(st);
     unlink(path);
 }
@@ -436,10 +685,12 @@ START_TEST(tokens)
     struct store *st = open_fresh();
     struct error err;
     struct store_token t;
+    int64_t bob;
     int n;
     ck_assert_int_eq(store_token_count(st, &n, &err), 0);
     ck_assert_int_eq(n, 0);
-    ck_assert_int_eq(store_token_create(st, "abc", "alice", "deadbeef", 0, "alice", 0, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "abc", "alice", "deadbeef", 0, "alice", 0, NULL, &err),
+                     0);
     ck_assert_int_eq(store_token_find(st, "abc", &t, &err), 0);
     ck_assert_str_eq(t.hash, "deadbeef");
     ck_assert_str_eq(t.name, "alice");
@@ -447,29 +698,30 @@ START_TEST(tokens)
     ck_assert_int_eq(t.admin, 0);
     ck_assert_int_eq(store_token_find(st, "zzz", &t, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
-    ck_assert_int_eq(store_token_create(st, "abc", "dup", "x", 0, NULL, 0, &err), -1);
+    ck_assert_int_eq(store_token_create(st, "abc", "dup", "x", 0, NULL, 0, NULL, &err), -1);
     ck_assert_int_eq(errno, EEXIST);
-    ck_assert_int_eq(store_token_create(st, "def", "bob", "cafe", 1, NULL, 0, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "def", "bob", "cafe", 1, NULL, 0, &bob, &err), 0);
     ck_assert_int_eq(store_token_find(st, "def", &t, &err), 0);
+    ck_assert_int_eq(t.principal, bob);
     ck_assert_str_eq(t.user, ""); /* no Unix user: the default user applies */
     {
         json_t *list;
-        ck_assert_int_eq(store_token_list(st, NULL, &list, &err), 0);
+        ck_assert_int_eq(store_token_list(st, STORE_ANYONE, &list, &err), 0);
         ck_assert_int_eq(json_array_size(list), 2);
         ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "hash"));
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "user")),
                          "alice");
         ck_assert_ptr_null(json_object_get(json_array_get(list, 1), "user"));
         json_decref(list);
-        ck_assert_int_eq(store_token_list(st, "bob", &list, &err), 0);
+        ck_assert_int_eq(store_token_list(st, bob, &list, &err), 0);
         ck_assert_int_eq(json_array_size(list), 1);
         json_decref(list);
     }
     /* bob cannot revoke alice's token; an admin (NULL) can, and twice is fine */
-    ck_assert_int_eq(store_token_revoke(st, "abc", "bob", NULL, &err), -1);
+    ck_assert_int_eq(store_token_revoke(st, "abc", bob, NULL, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
-    ck_assert_int_eq(store_token_revoke(st, "abc", NULL, NULL, &err), 0);
-    ck_assert_int_eq(store_token_revoke(st, "abc", NULL, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "abc", STORE_ANYONE, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "abc", STORE_ANYONE, NULL, &err), 0);
     ck_assert_int_eq(store_token_find(st, "abc", &t, &err), -1);
     ck_assert_int_eq(errno, ENOENT);
     store_close(st);
@@ -484,30 +736,88 @@ START_TEST(the_last_admin_token_stays)
     struct store *st = open_fresh();
     struct error err;
     struct store_token t;
-    ck_assert_int_eq(store_token_create(st, "adm", "admin", "aa", 1, NULL, 0, &err), 0);
-    ck_assert_int_eq(store_token_create(st, "usr", "alice", "bb", 0, NULL, 0, &err), 0);
-    ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), -1);
+    int64_t admin, alice;
+    ck_assert_int_eq(store_token_create(st, "adm", "admin", "aa", 1, NULL, 0, &admin, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "usr", "alice", "bb", 0, NULL, 0, &alice, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "adm", STORE_ANYONE, NULL, &err), -1);
     ck_assert_int_eq(errno, EPERM);
-    ck_assert_int_eq(store_token_revoke(st, "adm", "admin", NULL, &err), -1);
+    ck_assert_int_eq(store_token_revoke(st, "adm", admin, NULL, &err), -1);
     ck_assert_int_eq(errno, EPERM);
-    ck_assert_int_eq(store_token_revoke(st, "adm", "alice", NULL, &err), -1);
+    ck_assert_int_eq(store_token_revoke(st, "adm", alice, NULL, &err), -1);
     ck_assert_int_eq(errno, ENOENT); /* not alice's to know about */
     ck_assert_int_eq(store_token_find(st, "adm", &t, &err), 0);
-    ck_assert_int_eq(store_token_revoke(st, "usr", NULL, NULL, &err), 0); /* users may all go */
-    ck_assert_int_eq(store_token_create(st, "ad2", "ops", "cc", 1, NULL, 0, &err), 0);
-    ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), 0);
-    ck_assert_int_eq(store_token_revoke(st, "adm", NULL, NULL, &err), 0); /* twice is fine */
-    ck_assert_int_eq(store_token_revoke(st, "ad2", NULL, NULL, &err), -1);
+    ck_assert_int_eq(store_token_revoke(st, "usr", STORE_ANYONE, NULL, &err),
+                     0); /* users may all go */
+    ck_assert_int_eq(store_token_create(st, "ad2", "ops", "cc", 1, NULL, 0, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "adm", STORE_ANYONE, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "adm", STORE_ANYONE, NULL, &err),
+                     0); /* twice is fine */
+    ck_assert_int_eq(store_token_revoke(st, "ad2", STORE_ANYONE, NULL, &err), -1);
     ck_assert_int_eq(errno, EPERM);
     /* An expired admin token is no other admin: ad2 stays; the expired one may go. */
-    ck_assert_int_eq(store_token_create(st, "ad3", "ops", "dd", 1, NULL, 1000000000, &err), 0);
-    ck_assert_int_eq(store_token_revoke(st, "ad2", NULL, NULL, &err), -1);
+    ck_assert_int_eq(store_token_create(st, "ad3", "ops", "dd", 1, NULL, 1000000000, NULL, &err),
+                     0);
+    ck_assert_int_eq(store_token_revoke(st, "ad2", STORE_ANYONE, NULL, &err), -1);
     ck_assert_int_eq(errno, EPERM);
-    ck_assert_int_eq(store_token_revoke(st, "ad3", NULL, NULL, &err), 0);
+    ck_assert_int_eq(store_token_revoke(st, "ad3", STORE_ANYONE, NULL, &err), 0);
     /* One that has not expired yet is. */
-    ck_assert_int_eq(store_token_create(st, "ad4", "ops", "ee", 1, NULL, 4000000000, &err), 0);
-    ck_assert_int_eq(store_token_revoke(st, "ad2", NULL, NULL, &err), 0);
+    ck_assert_int_eq(store_token_create(st, "ad4", "ops", "ee", 1, NULL, 4000000000, NULL, &err),
+                     0);
+    ck_assert_int_eq(store_token_revoke(st, "ad2", STORE_ANYONE, NULL, &err), 0);
     store_close(st);
+    unlink(path);
+}
+END_TEST
+
+/* Overwrites len bytes of the file at path at offset off with garbage. */
+static void scribble(const char *file, long off, size_t len)
+{
+    FILE *f = fopen(file, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, off, SEEK_SET), 0);
+    for (size_t i = 0; i < len; i++)
+        fputc(0xa5, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* store_check: a sound database (or none yet) passes; a broken b-tree page, or a header
+ * that is no SQLite database, is EUCLEAN with what quick_check found. */
+START_TEST(check_finds_corruption)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *s = spec("a", "x"), *job;
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    int created, root = 0;
+
+    ck_assert_int_eq(store_check("/nonexistent/ringd.db", &err), 0);
+    for (int i = 0; i < 50; i++) {
+        ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err),
+                         0);
+        json_decref(job);
+    }
+    store_close(st); /* the last connection: the WAL is checkpointed into the file */
+    ck_assert_msg(store_check(path, &err) == 0, "%s", err.text);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "SELECT rootpage FROM sqlite_schema WHERE name = "
+                                        "'jobs_state'",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    root = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    ck_assert_int_gt(root, 1);
+    scribble(path, (long)(root - 1) * 4096, 64); /* the index's root page header */
+    ck_assert_int_eq(store_check(path, &err), -1);
+    ck_assert_int_eq(errno, EUCLEAN);
+    ck_assert_msg(strstr(err.text, "age") != NULL, "%s", err.text); /* "Page N: ..." etc. */
+    scribble(path, 0, 16);                                          /* "SQLite format 3" no more */
+    ck_assert_int_eq(store_check(path, &err), -1);
+    ck_assert_int_eq(errno, EUCLEAN);
+    json_decref(s);
     unlink(path);
 }
 END_TEST
@@ -523,7 +833,10 @@ int main(void)
                             render,
                             group_commit,
                             tokens,
+                            tokens_speak_for_principals,
+                            migration_9_principals,
                             the_last_admin_token_stays,
+                            check_finds_corruption,
                             NULL};
     return unit_main("store", tests, 30);
 }
