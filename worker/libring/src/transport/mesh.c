@@ -310,6 +310,11 @@ static int accept_pairs(struct accepting *a, int want)
         if (rc == 0 && pfd[0].revents != 0)
             rc = accept_new(a);
     }
+    if (rc == 0 && a->npend > 0)
+        ring__log(RING_LOG_WARNING,
+                  "%s: closed %d connection%s that had not proved the job's secret when every "
+                  "peer had connected",
+                  a->t->name, a->npend, a->npend == 1 ? "" : "s");
     while (a->npend > 0)
         drop_pending(a, a->npend - 1, NULL, 0);
     return rc;
