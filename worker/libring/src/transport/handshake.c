@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "handshake.h"
-#include "net.h"
 #include "ring_internal.h"
 
 static void transcript(struct ring__auth_transcript *t, const struct ring__hs_ctx *c,
@@ -134,36 +133,5 @@ int ring__hs_dial_check(const struct ring__hs_ctx *c, const struct ring__hs_hell
         return -1;
     }
     ring__auth_mac(c->key, RING__ROLE_DIALER, &t, proof->mac);
-    return 0;
-}
-
-int ring__hs_dial(int fd, const struct ring__hs_ctx *c, int peer, int64_t deadline)
-{
-    struct ring__hs_hello hello;
-    struct ring__hs_challenge ch;
-    struct ring__hs_proof proof;
-    char why[128];
-    int rc;
-
-    ring__hs_dial_hello(c, &hello);
-    if ((rc = ring__net_write_all(fd, &hello, sizeof(hello), deadline)) < 0 ||
-        (rc = ring__net_read_all(fd, &ch, sizeof(ch), deadline)) < 0)
-        return rc == RING_ETIMEDOUT
-                   ? ring__err(RING_ETIMEDOUT, "rank %d: rank %d did not answer over %s in time",
-                               c->rank, peer, c->wire)
-                   : ring__err(RING_EPEER, "rank %d: rank %d closed the %s connection at set-up",
-                               c->rank, peer, c->wire);
-    if (ring__hs_dial_check(c, &hello, peer, &ch, &proof, why, sizeof(why)) < 0) {
-        ring__log(RING_LOG_ERROR, "%s: the listener published by rank %d is not that rank: %s",
-                  c->wire, peer, why);
-        return ring__err(RING_EBOOTSTRAP,
-                         "rank %d: the %s listener published by rank %d is not that rank: %s "
-                         "(another job's process, or an impostor?)",
-                         c->rank, c->wire, peer, why);
-    }
-    if ((rc = ring__net_write_all(fd, &proof, sizeof(proof), deadline)) < 0)
-        return ring__err(rc == RING_ETIMEDOUT ? rc : RING_EPEER,
-                         "rank %d: rank %d closed the %s connection at set-up", c->rank, peer,
-                         c->wire);
     return 0;
 }

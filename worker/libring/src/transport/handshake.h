@@ -13,11 +13,12 @@
  * hands the connection to the transport only after the proof checks out. Each message has a
  * fixed size, so the acceptor reads exactly what it expects and never more.
  *
- * The acceptor's side is a pure state machine (ring__hs_accept_*): bytes in, a reply or a
- * verdict out, no I/O. mesh.c drives one per connection it accepted, all at once from one
- * poll loop, so a caller that connects and says nothing (or garbage) holds up nobody: the
- * real peers' handshakes go on beside it. The fuzz harness (tests/fuzz/fuzz_handshake.c)
- * drives the same functions.
+ * Both sides are pure functions, bytes in and bytes or a verdict out, with no I/O: the
+ * acceptor's a state machine (ring__hs_accept_*), the dialer's two steps (ring__hs_dial_*).
+ * mesh.c runs every dial and every accepted connection of a rank at once from one poll
+ * loop, so no rank waits on another's progress through its other peers, and a caller that
+ * connects and says nothing (or garbage) holds up nobody. The fuzz harness
+ * (tests/fuzz/fuzz_handshake.c) drives the same functions.
  */
 #ifndef RING_HANDSHAKE_H
 #define RING_HANDSHAKE_H
@@ -107,12 +108,4 @@ void ring__hs_dial_hello(const struct ring__hs_ctx *c, struct ring__hs_hello *he
 int ring__hs_dial_check(const struct ring__hs_ctx *c, const struct ring__hs_hello *hello, int peer,
                         const struct ring__hs_challenge *ch, struct ring__hs_proof *proof,
                         char *why, size_t whylen);
-/*
- * The dialer's whole handshake over fd, a connected blocking or non-blocking socket, by
- * deadline. Returns 0; RING_EPEER when the acceptor closed the connection before its
- * challenge (it may have dropped it among a flood of others: dial again); RING_ETIMEDOUT;
- * or RING_EBOOTSTRAP when the acceptor did not prove the key.
- */
-int ring__hs_dial(int fd, const struct ring__hs_ctx *c, int peer, int64_t deadline);
-
 #endif /* RING_HANDSHAKE_H */

@@ -7,10 +7,9 @@
  * bootstrap allgathers [host identity, flags, blobs...] once; then, with everybody's blobs,
  * each peer gets the first transport that both ends offer and that can reach it (shared
  * memory only on the same host), and one connect loop, the same for every transport,
- * connects the pairs: each rank dials its lower peers and accepts its higher ones. Every
- * connection starts with the handshake of handshake.h, in which both ends prove the job's
- * secret; the accept side runs the handshakes of all the connections it took at once, from
- * one poll loop, so that a stranger who connects and stalls delays no real peer.
+ * connects the pairs (connect.c): each rank dials its lower peers and accepts its higher
+ * ones, every connection starting with the handshake of handshake.h, in which both ends
+ * prove the job's secret.
  *
  * Streams: the loop tries send and recv directly and sleeps only when neither can move:
  * first it keeps trying for spin_us (waking a sleeping process costs tens of microseconds,
@@ -32,7 +31,6 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "handshake.h"
 #include "net.h"
 #include "ring_internal.h"
 #include "transport.h"
@@ -47,7 +45,7 @@ static const struct ring__transport *const transports[] = {
 /* A transport that only reaches ranks of the same host. */
 static int host_local(const struct ring__transport *t)
 {
-    return strcmp(t->name, "tcp") != 0;
+    return t->host_only;
 }
 
 #define HOST_ID_LEN 16
@@ -150,205 +148,6 @@ static int choose(const struct blob_header *me, const struct blob_header *peer, 
     return -1;
 }
 
-int ring__mesh_wanted(const struct ring__mesh_cfg *cfg, const unsigned char *use,
-                      struct ring__pair *const *pairs, uint32_t rank, uint32_t size)
-{
-    return size == (uint32_t)cfg->size && rank > (uint32_t)cfg->rank && rank < size && use[rank] &&
-           pairs[rank] == NULL;
-}
-
-void ring__mesh_hs_ctx(const struct ring__transport *t, const struct ring__mesh_cfg *cfg,
-                       struct ring__hs_ctx *out)
-{
-    *out = (struct ring__hs_ctx){
-        .key = cfg->key, .wire = t->name, .magic = t->magic, .rank = cfg->rank, .size = cfg->size};
-}
-
-/*
- * Connections accepted and still in their handshake, at most. Each is read as its bytes
- * come, all from one poll, so a caller that connects and stalls takes a slot but holds up
- * nothing. Past the limit the oldest is dropped: a real peer's handshake takes one round
- * trip, so the oldest is the likeliest to be stuck, and a real dialer whose connection was
- * dropped before its challenge dials again (handshake.h). 64 is far above what real peers
- * need: each higher rank has one dial to this one at a time.
- */
-#define PENDING_MAX 64
-
-struct pending {
-    int fd;
-    struct ring__hs hs;
-};
-
-/* One transport's accept loop: the connections in their handshake, oldest first. */
-struct accepting {
-    const struct ring__transport *t;
-    void *state;
-    const struct ring__mesh_cfg *cfg;
-    const unsigned char *use;
-    struct ring__pair **pairs;
-    struct ring__hs_ctx hs;
-    int64_t deadline;
-    struct pending pend[PENDING_MAX];
-    int npend;
-};
-
-static int accepting_wants(void *arg, uint32_t rank, uint32_t size)
-{
-    struct accepting *a = arg;
-    return ring__mesh_wanted(a->cfg, a->use, a->pairs, rank, size);
-}
-
-/* Forgets connection i, closing it unless keep; why (if any) goes to the log. */
-static void drop_pending(struct accepting *a, int i, const char *why, int keep)
-{
-    if (why != NULL)
-        ring__log(RING_LOG_WARNING, "%s: refused a connection: %s", a->t->name, why);
-    if (!keep)
-        close(a->pend[i].fd);
-    memmove(&a->pend[i], &a->pend[i + 1], (size_t)(a->npend - i - 1) * sizeof(a->pend[0]));
-    a->npend--;
-}
-
-/* Takes every connection waiting on the listening socket into a handshake. */
-static int accept_new(struct accepting *a)
-{
-    int lfd = a->t->listen_fd(a->state);
-    for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE)
-                return ring__err(RING_ESYS, "rank %d: accept over %s: %s", a->cfg->rank, a->t->name,
-                                 strerror(errno));
-            return 0; /* EAGAIN, or a caller gone before we took it: poll again */
-        }
-        if (a->t->admit != NULL && !a->t->admit(a->state, a->cfg, fd)) {
-            close(fd);
-            continue;
-        }
-        if (a->npend == PENDING_MAX)
-            drop_pending(a, 0,
-                         "too many connections in their handshake at once (dropped the oldest)", 0);
-        a->pend[a->npend].fd = fd;
-        ring__hs_accept_init(&a->pend[a->npend].hs);
-        a->npend++;
-    }
-}
-
-/*
- * Reads what connection i sent and moves its handshake on. Returns 1 when it became the
- * pair of a peer, 0 when not (yet), or an error of the transport's answer.
- */
-static int step_pending(struct accepting *a, int i)
-{
-    struct pending *p = &a->pend[i];
-    struct ring__hs_challenge reply;
-    unsigned char buf[sizeof(p->hs.in)];
-    ssize_t k = recv(p->fd, buf, ring__hs_need(&p->hs), MSG_DONTWAIT);
-    int fd = p->fd, peer, v;
-
-    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        drop_pending(a, i, NULL, 0); /* gone: a port scan, or a caller that gave up */
-        return 0;
-    }
-    if (k < 0)
-        return 0;
-    v = ring__hs_accept_take(&p->hs, &a->hs, buf, (size_t)k, accepting_wants, a, &reply);
-    if (v == RING__HS_SEND) {
-        /* The first bytes this end sends on the connection: they fit any socket buffer. */
-        if (send(fd, &reply, sizeof(reply), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(reply))
-            drop_pending(a, i, NULL, 0);
-        return 0;
-    }
-    if (v == RING__HS_REFUSE) {
-        drop_pending(a, i, p->hs.why, 0);
-        return 0;
-    }
-    if (v != RING__HS_OK)
-        return 0;
-    peer = (int)p->hs.peer;
-    drop_pending(a, i, NULL, 1);
-    if (!ring__mesh_wanted(a->cfg, a->use, a->pairs, (uint32_t)peer, (uint32_t)a->cfg->size)) {
-        close(fd); /* rank peer connected twice: the first won */
-        return 0;
-    }
-    v = a->t->answer(a->state, a->cfg, fd, peer, a->pairs, a->deadline);
-    return v < 0 ? v : 1;
-}
-
-/* Accepts on t's listening socket until want higher peers have connected, by deadline. */
-static int accept_pairs(struct accepting *a, int want)
-{
-    struct pollfd pfd[1 + PENDING_MAX];
-    int got = 0, rc = ring__net_set_nonblock(a->t->listen_fd(a->state));
-
-    while (rc == 0 && got < want) {
-        int64_t left = a->deadline - ring__now_ms();
-        int n = 0, ready, polled = a->npend;
-
-        pfd[n++] = (struct pollfd){.fd = a->t->listen_fd(a->state), .events = POLLIN};
-        for (int i = 0; i < a->npend; i++)
-            pfd[n++] = (struct pollfd){.fd = a->pend[i].fd, .events = POLLIN};
-        ready = poll(pfd, (nfds_t)n, left > 0 ? (int)(left < INT32_MAX ? left : INT32_MAX) : 0);
-        if (ready == 0) {
-            rc = ring__err(RING_ETIMEDOUT,
-                           "rank %d: timed out waiting for higher%s ranks to connect over %s",
-                           a->cfg->rank, host_local(a->t) ? " local" : "", a->t->name);
-            break;
-        }
-        if (ready < 0) {
-            if (errno != EINTR)
-                rc = ring__err(RING_ESYS, "poll: %s", strerror(errno));
-            continue;
-        }
-        /* From the newest down: dropping one moves only those after it. */
-        for (int i = polled - 1; i >= 0 && rc >= 0; i--) {
-            if (pfd[1 + i].revents != 0 && (rc = step_pending(a, i)) > 0) {
-                got++;
-                rc = 0;
-            }
-        }
-        if (rc == 0 && pfd[0].revents != 0)
-            rc = accept_new(a);
-    }
-    if (rc == 0 && a->npend > 0)
-        ring__log(RING_LOG_WARNING,
-                  "%s: closed %d connection%s that had not proved the job's secret when every "
-                  "peer had connected",
-                  a->t->name, a->npend, a->npend == 1 ? "" : "s");
-    while (a->npend > 0)
-        drop_pending(a, a->npend - 1, NULL, 0);
-    return rc;
-}
-
-/*
- * Connects the pairs that t serves (use[peer]), the same way for every wire (see
- * struct ring__transport): dial each lower peer, then accept until each higher one called.
- */
-static int connect_pairs(const struct ring__transport *t, void *state,
-                         const struct ring__mesh_cfg *cfg, const char *blobs, size_t stride,
-                         const unsigned char *use, struct ring__pair **pairs, int64_t deadline)
-{
-    struct accepting *a;
-    int rc, want = 0;
-
-    for (int peer = 0; peer < cfg->rank; peer++) {
-        if (use[peer] && (rc = t->dial(state, cfg, blobs + (size_t)peer * stride, peer,
-                                       &pairs[peer], deadline)) < 0)
-            return rc;
-    }
-    for (int peer = cfg->rank + 1; peer < cfg->size; peer++)
-        want += use[peer];
-    if (want == 0)
-        return 0;
-    if ((a = calloc(1, sizeof(*a))) == NULL)
-        return ring__err(RING_ENOMEM, "out of memory for the accept loop");
-    *a = (struct accepting){t, state, cfg, use, pairs, .deadline = deadline};
-    ring__mesh_hs_ctx(t, cfg, &a->hs);
-    rc = accept_pairs(a, want);
-    free(a);
-    return rc;
-}
-
 int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cfg, int spin_us,
                       struct ring__mesh **out)
 {
@@ -445,8 +244,8 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
             use[p] = p != m->rank && via[p] == t;
             any |= use[p];
         }
-        if (any && (rc = connect_pairs(transports[t], state[t], cfg, all + off[t], stride, use,
-                                       m->pair, deadline)) < 0)
+        if (any && (rc = ring__mesh_connect(transports[t], state[t], cfg, all + off[t], stride, use,
+                                            m->pair, deadline)) < 0)
             goto error;
     }
     for (int t = 0; t < NTRANSPORTS; t++)

@@ -54,7 +54,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "handshake.h"
 #include "net.h"
 #include "ring_internal.h"
 #include "shm_record.h"
@@ -638,62 +637,50 @@ static int shm_admit(void *state, const struct ring__mesh_cfg *cfg, int sock)
     return 0;
 }
 
-/*
- * Connects to the lower rank peer's socket (its name is in blob) and runs the dialer's
- * handshake: the listener must be of this user and prove the job's secret.
- */
-static int shm_connect(const struct ring__mesh_cfg *cfg, const struct shm_blob *b, int peer,
+/* Connects to the lower rank peer's socket (its name is in blob), of this user only. */
+static int shm_connect(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
                        int64_t deadline, int *out)
 {
+    const struct shm_blob *b = blob;
     struct sockaddr_un sa;
     socklen_t salen = abstract_addr(b->name, &sa);
-    struct ring__hs_ctx hs;
     struct ucred cred;
     int sock, rc;
 
-    ring__mesh_hs_ctx(&ring__transport_shm, cfg, &hs);
-    for (;;) {
-        if ((sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-            return ring__err(RING_ESYS, "socket(AF_UNIX): %s", strerror(errno));
-        while (connect(sock, (struct sockaddr *)&sa, salen) < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = ring__err(RING_EBOOTSTRAP, "rank %d: cannot reach rank %d over shm: %s", cfg->rank,
-                           peer, strerror(errno));
-            close(sock);
-            return rc;
-        }
-        if (!same_user(sock, &cred)) {
-            close(sock);
-            return ring__err(RING_EBOOTSTRAP,
-                             "rank %d: the shm socket published by rank %d belongs to uid %d, "
-                             "not to this job's user (uid %d)",
-                             cfg->rank, peer, (int)cred.uid, (int)geteuid());
-        }
-        if ((rc = ring__hs_dial(sock, &hs, peer, deadline)) == 0) {
-            *out = sock;
-            return 0;
-        }
+    if ((sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        return ring__err(RING_ESYS, "socket(AF_UNIX): %s", strerror(errno));
+    while (connect(sock, (struct sockaddr *)&sa, salen) < 0) {
+        if (errno == EINTR)
+            continue;
+        rc = ring__err(RING_EBOOTSTRAP, "rank %d: cannot reach rank %d over shm: %s", cfg->rank,
+                       peer, strerror(errno));
         close(sock);
-        /* Dropped before its challenge (mesh.c sheds the oldest callers when flooded). */
-        if (rc != RING_EPEER || ring__now_ms() >= deadline)
-            return rc;
-        usleep(10 * 1000);
+        return rc;
     }
+    if (!same_user(sock, &cred)) {
+        close(sock);
+        return ring__err(RING_EBOOTSTRAP,
+                         "rank %d: the shm socket published by rank %d belongs to uid %d, not to "
+                         "this job's user (uid %d)",
+                         cfg->rank, peer, (int)cred.uid, (int)geteuid());
+    }
+    *out = sock;
+    return 0;
 }
 
-/* Dials from the higher rank of a pair, which creates the segment and hands it over. */
-static int shm_dial(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
-                    struct ring__pair **out, int64_t deadline)
+/*
+ * In the higher rank of a pair, once the handshake proved sock is the lower one's: creates
+ * the segment and hands it over; the answer comes to shm_dial_reply.
+ */
+static int shm_dialed(void *state, const struct ring__mesh_cfg *cfg, int sock, int peer,
+                      struct ring__pair **out)
 {
     const struct shm_state *st = state;
     struct hello h = {SHM_MAGIC, 0, st->ring_bytes, (uint64_t)(uintptr_t)&cma_probe};
     size_t bytes = SEG_HEADER_BYTES + 2 * st->ring_bytes;
     struct shm_pair *p;
-    int sock = -1, mfd = -1, rc;
+    int mfd, rc;
 
-    if ((rc = shm_connect(cfg, blob, peer, deadline, &sock)) < 0)
-        return rc;
     if ((p = new_pair(cfg, peer, sock)) == NULL)
         return RING_ENOMEM;
     *out = &p->base;
@@ -704,23 +691,32 @@ static int shm_dial(void *state, const struct ring__mesh_cfg *cfg, const void *b
         fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
         rc = ring__err(RING_ESYS, "rank %d: a %zu-byte segment for rank %d: %s", cfg->rank, bytes,
                        peer, strerror(errno));
-        goto out;
+    } else {
+        rc = map_segment(p, mfd, st->ring_bytes, 0);
+        if (rc == 0)
+            rc = send_hello(&p->base, sock, &h, mfd);
     }
-    if ((rc = map_segment(p, mfd, st->ring_bytes, 0)) < 0 ||
-        (rc = send_hello(&p->base, sock, &h, mfd)) < 0 ||
-        (rc = recv_hello(&p->base, sock, &h, NULL, deadline)) < 0)
-        goto out;
-    if (h.cap != st->ring_bytes) {
-        rc = ring__err(RING_EPROTO, "rank %d: rank %d answered for a ring of %llu bytes, not %zu",
-                       cfg->rank, peer, (unsigned long long)h.cap, st->ring_bytes);
-        goto out;
-    }
-    finish_pair(p, st, h.probe_addr);
-    rc = ring__net_set_nonblock(sock);
-out:
     if (mfd >= 0)
         close(mfd); /* the mappings keep the memory; nothing has a name to unlink */
-    return rc;
+    return rc < 0 ? rc : 0;
+}
+
+/* The lower rank's answer to shm_dialed: the pair is ready. */
+static int shm_dial_reply(void *state, const struct ring__mesh_cfg *cfg, int sock,
+                          struct ring__pair *rp, int64_t deadline)
+{
+    const struct shm_state *st = state;
+    struct shm_pair *p = (struct shm_pair *)rp;
+    struct hello h;
+    int rc;
+
+    if ((rc = recv_hello(rp, sock, &h, NULL, deadline)) < 0)
+        return rc;
+    if (h.cap != st->ring_bytes)
+        return ring__err(RING_EPROTO, "rank %d: rank %d answered for a ring of %llu bytes, not %zu",
+                         cfg->rank, rp->peer, (unsigned long long)h.cap, st->ring_bytes);
+    finish_pair(p, st, h.probe_addr);
+    return ring__net_set_nonblock(sock);
 }
 
 /*
@@ -775,11 +771,14 @@ static void shm_close(void *state)
 
 const struct ring__transport ring__transport_shm = {
     .name = "shm",
+    .host_only = 1,
     .magic = SHM_MAGIC,
     .blob_len = sizeof(struct shm_blob),
     .listen = shm_listen,
     .listen_fd = shm_listen_fd,
-    .dial = shm_dial,
+    .connect = shm_connect,
+    .dialed = shm_dialed,
+    .dial_reply = shm_dial_reply,
     .admit = shm_admit,
     .answer = shm_answer,
     .close = shm_close,

@@ -27,7 +27,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "handshake.h"
 #include "net.h"
 #include "ring_internal.h"
 #include "transport.h"
@@ -248,33 +247,28 @@ static int tcp_listen_fd(void *state)
     return ((struct tcp_state *)state)->lfd;
 }
 
-static int tcp_dial(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
-                    struct ring__pair **out, int64_t deadline)
+static int tcp_connect(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
+                       int64_t deadline, int *fd)
 {
     const struct tcp_state *st = state;
     const struct tcp_blob *b = blob;
     char host[INET_ADDRSTRLEN], port[8];
     struct in_addr ip = {.s_addr = b->ip};
-    struct ring__hs_ctx hs;
-    int rc, fd;
+    int rc;
 
     inet_ntop(AF_INET, &ip, host, sizeof(host));
     snprintf(port, sizeof(port), "%d", ntohs(b->port));
-    ring__mesh_hs_ctx(&ring__transport_tcp, cfg, &hs);
-    for (;;) {
-        if ((rc = ring__net_connect(host, port, st->sockbuf, deadline, &fd)) < 0)
-            return ring__err(rc, "rank %d: cannot connect to rank %d: %s", cfg->rank, peer,
-                             ring_last_error());
-        if ((rc = ring__hs_dial(fd, &hs, peer, deadline)) == 0)
-            break;
-        close(fd);
-        /* Dropped before its challenge: the peer's accept loop sheds the oldest callers
-         * when flooded (mesh.c); call again, a little later. */
-        if (rc != RING_EPEER || ring__now_ms() >= deadline)
-            return rc;
-        usleep(10 * 1000);
-    }
-    return new_pair(cfg, peer, fd, out);
+    if ((rc = ring__net_connect(host, port, st->sockbuf, deadline, fd)) < 0)
+        return ring__err(rc, "rank %d: cannot connect to rank %d: %s", cfg->rank, peer,
+                         ring_last_error());
+    return 0;
+}
+
+static int tcp_dialed(void *state, const struct ring__mesh_cfg *cfg, int fd, int peer,
+                      struct ring__pair **pair)
+{
+    int rc = new_pair(cfg, peer, fd, pair);
+    return rc < 0 ? rc : 1;
 }
 
 static int tcp_answer(void *state, const struct ring__mesh_cfg *cfg, int fd, int peer,
@@ -298,7 +292,8 @@ const struct ring__transport ring__transport_tcp = {
     .blob_len = sizeof(struct tcp_blob),
     .listen = tcp_listen,
     .listen_fd = tcp_listen_fd,
-    .dial = tcp_dial,
+    .connect = tcp_connect,
+    .dialed = tcp_dialed,
     .answer = tcp_answer,
     .close = tcp_close,
 };
