@@ -2,8 +2,9 @@
 /*
  * fuzz_message - libring's wire format (worker/libring/src/message.c) on any bytes, read
  * the way the engine reads it (engine_cycle.c): the coordinator reads each rank's request
- * list, and every rank reads rank 0's response list. The first byte picks which, and the
- * world size; the second says which ranks have joined. It checks:
+ * list, and every rank reads rank 0's response list, each count bounded by the bytes that
+ * could hold that many (RING__REQUEST_WIRE_MIN, RING__RESPONSE_WIRE_MIN). The first byte picks
+ * which, and the world size; the second says which ranks have joined. It checks:
  *   - a malformed message is refused (RING_EPROTO), never read past its end;
  *   - whatever decodes is a fixed point: encoded again it decodes to a message that
  *     encodes to the very same bytes, so every rank agrees on what was sent;
@@ -64,7 +65,7 @@ static void response_list(struct ring__reader *rd, size_t plen)
     msg = ring__get_str(rd);
     free(msg);
     n = ring__get_u64(rd);
-    if (rd->bad || n > plen || n == 0)
+    if (rd->bad || n > plen / RING__RESPONSE_WIRE_MIN || n == 0)
         return;
     out = calloc(n, sizeof(*out));
     FUZZ_CHECK(out != NULL);
@@ -91,7 +92,7 @@ static void request_lists(struct ring__reader *rd, size_t plen, int size, unsign
 
     for (int r = 0; r < size && complete; r++) {
         uint64_t n = ring__get_u64(rd);
-        if (rd->bad || n > plen) {
+        if (rd->bad || n > plen / RING__REQUEST_WIRE_MIN) {
             complete = 0;
             break;
         }

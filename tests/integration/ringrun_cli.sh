@@ -162,4 +162,38 @@ expect_rc 0 env PMIX_RANK=3 PMIX_NAMESPACE=outer "$RINGRUN" -np 2 sh -c 'echo "p
 expect_in out "[1]<stdout>:pmix=none/none"
 ok "ringrun's own ranks get no PMIX_* variables from ringrun's environment"
 
+# The job's secret: a local rank finds it in its environment; a remote one reads it from its
+# shell's standard input, and it never appears on the remote command line. The "remote
+# shell" here records what it was given, then runs the command as ssh would.
+cat >"$WORK/rsh" <<'SH'
+#!/bin/sh
+# rsh HOST CMD: keeps its arguments and its standard input, then runs CMD with that input.
+shift
+printf '%s\n' "$*" >>"$RSH_LOG.args"
+tee -a "$RSH_LOG.stdin" | sh -c "$1"
+SH
+chmod +x "$WORK/rsh"
+printrank='echo "rank $RING_RANK secret ${#RING_JOB_SECRET}"'
+RSH_LOG=$WORK/rsh expect_rc 0 "$RINGRUN" -np 3 -H "localhost:1,remotehost:2" --rsh "$WORK/rsh" \
+    --rendezvous-addr 127.0.0.1 sh -c "$printrank"
+for r in 0 1 2; do expect_in out "[$r]<stdout>:rank $r secret 64"; done
+[ "$(wc -l <"$WORK/rsh.args")" = 2 ] || fail "the remote shell ran $(wc -l <"$WORK/rsh.args") times, not 2"
+secrets=$(grep -Ec '^[0-9a-f]{64}$' "$WORK/rsh.stdin")
+[ "$secrets" = 2 ] && [ "$(wc -l <"$WORK/rsh.stdin")" = 2 ] ||
+    { cat "$WORK/rsh.stdin"; fail "each remote shell should get the secret, alone, on its standard input"; }
+secret=$(head -1 "$WORK/rsh.stdin")
+! grep -q "$secret" "$WORK/rsh.args" "$WORK/out" "$WORK/err" ||
+    fail "the job's secret is on the remote command line or in the output"
+[ "$(sort -u "$WORK/rsh.stdin" | wc -l)" = 1 ] || fail "the remote ranks got different secrets"
+ok "the job's secret: in a local rank's environment, on a remote rank's standard input, never on a command line"
+
+# A --rsh that does not pass standard input on: the rank says why, not a hang.
+printf '#!/bin/sh\nshift\nexec sh -c "$1" </dev/null\n' >"$WORK/rsh-noin"
+chmod +x "$WORK/rsh-noin"
+expect_rc 1 "$RINGRUN" -np 1 -H remotehost:1 --rsh "$WORK/rsh-noin" --rendezvous-addr 127.0.0.1 true
+expect_in err "no job secret on standard input (does --rsh pass it on?)"
+expect_rc 64 "$RINGRUN" -np 1 -x RING_JOB_SECRET=00 true
+expect_in err "ringrun makes the job's secret itself"
+ok "a remote shell without standard input says so; -x RING_JOB_SECRET is refused"
+
 summary

@@ -67,6 +67,17 @@ def test_worker_contract(rm):
     assert rm.version().count(".") == 2
 
 
+def test_the_job_secret_is_nobody_elses(rm):
+    """ringrun's RING_JOB_SECRET leaves the environment at init(): neither Python code nor a
+    child process (through os.environ or the C environment) sees it."""
+    import subprocess
+
+    assert "RING_JOB_SECRET" not in os.environ
+    out = subprocess.run(["sh", "-c", 'echo "${RING_JOB_SECRET-unset}"'], capture_output=True,
+                         text=True, check=True).stdout
+    assert out == "unset\n"
+
+
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_allreduce_every_dtype_and_op(rm, dtype, op):

@@ -159,6 +159,8 @@ static void set_world(int port)
     setenv("RING_SIZE", "2", 1);
     setenv("RING_RANK", "1", 1);
     setenv("RING_RENDEZVOUS", rdv, 1);
+    setenv("RING_JOB_SECRET", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+           1);
     setenv("RING_TIMEOUT_SECONDS", "1", 1);
 }
 

@@ -38,6 +38,27 @@ START_TEST(single_refuses_a_larger_world)
 }
 END_TEST
 
+/* A rendezvous without the job's secret is refused before anything is sent. */
+START_TEST(a_rendezvous_needs_the_job_secret)
+{
+    struct ring__bootstrap *b;
+    setenv("RING_SIZE", "2", 1);
+    setenv("RING_RANK", "1", 1);
+    setenv("RING_RENDEZVOUS", "127.0.0.1:9", 1);
+    unsetenv("RING_JOB_SECRET");
+    ck_assert_int_eq(ring__bootstrap_open(1000, &b), RING_EENV);
+    ck_assert_msg(strstr(ring_last_error(), "RING_RENDEZVOUS is set but RING_JOB_SECRET is not") !=
+                      NULL,
+                  "%s", ring_last_error());
+    setenv("RING_JOB_SECRET", "0123", 1);
+    ck_assert_int_eq(ring__bootstrap_open(1000, &b), RING_EENV);
+    ck_assert_str_eq(ring_last_error(),
+                     "RING_JOB_SECRET is not 64 hex digits (start the program with ringrun)");
+    /* Scrubbed even when it was malformed: it is nobody else's business. */
+    ck_assert_ptr_null(getenv("RING_JOB_SECRET"));
+}
+END_TEST
+
 /* Rank r's blob byte i, different for every rank, part and allgather. */
 static unsigned char blob_byte(int round, int r, size_t i)
 {
@@ -56,6 +77,9 @@ static int allgather_rank(int rank, void *arg)
 
     if (ring__bootstrap_open(5000, &b) != 0 || strcmp(b->ops->name, "rendezvous") != 0)
         return 10;
+    /* The secret left the environment: neither a child nor /proc/PID/environ shows it. */
+    if (getenv("RING_JOB_SECRET") != NULL || system("test -z \"$RING_JOB_SECRET\"") != 0)
+        return 17;
     size = b->size;
     if (b->rank != rank || b->local_size != size || b->host_addr[0] == '\0')
         return 11;
@@ -127,13 +151,48 @@ START_TEST(rendezvous_names_the_missing_rank)
 }
 END_TEST
 
+/* A rank with another job's secret is refused by the rendezvous (and refuses it). */
+static int wrong_secret_rank(int rank, void *arg)
+{
+    struct ring__bootstrap *b;
+    int rc;
+
+    if (rank == 1)
+        setenv("RING_JOB_SECRET",
+               "00000000000000000000000000000000000000000000000000000000000000ff", 1);
+    rc = ring__bootstrap_open(2000, &b);
+    if (rank == 0) {
+        if (rc != 0)
+            return 10;
+        ring__bootstrap_close(b);
+        return 0;
+    }
+    if (rc != RING_EBOOTSTRAP ||
+        strstr(ring_last_error(), "authenticating with the rendezvous at") == NULL) {
+        fprintf(stderr, "rank 1: got %s: %s\n", ring_err_name(rc), ring_last_error());
+        return 11;
+    }
+    return 0;
+}
+
+START_TEST(another_jobs_secret_is_refused)
+{
+    int status[2];
+    world_run(2, wrong_secret_rank, NULL, NULL, 10, status);
+    for (int r = 0; r < 2; r++)
+        ck_assert_msg(world_exit_code(status[r]) == 0, "rank %d: status %#x", r, status[r]);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
         single_process_without_launcher,
         single_refuses_a_larger_world,
+        a_rendezvous_needs_the_job_secret,
         rendezvous_allgather_and_barrier,
         rendezvous_names_the_missing_rank,
+        another_jobs_secret_is_refused,
         NULL,
     };
     return unit_main("bootstrap", tests, 30);

@@ -78,6 +78,7 @@ static int connect(struct ring__ctx *c)
         .op_timeout_ms = 10000,
         .host_addr = c->boot->host_addr,
         .tune = &c->tune,
+        .key = &c->boot->key,
     };
     return ring__mesh_create(c->boot, &cfg, 50, &c->mesh);
 }

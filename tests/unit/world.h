@@ -6,7 +6,8 @@
  *
  * Ranks are real processes with real sockets; only the launcher is the test itself, so a
  * test can script what each rank does (die, stall, check a message) and see every rank's
- * exit status.
+ * exit status. As ringrun does, the test makes a job secret, which the server requires and
+ * every rank gets in RING_JOB_SECRET (world_key() returns it, for tests that play a peer).
  */
 #ifndef RING_TEST_WORLD_H
 #define RING_TEST_WORLD_H
@@ -20,9 +21,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "rendezvous.h"
 
 #define WORLD_MAX 16
+
+/* The secret of the world world_run last started (or is running). */
+static struct ring__key world_key_;
+
+static inline const struct ring__key *world_key(void)
+{
+    return &world_key_;
+}
 
 /*
  * Runs fn(rank, arg) in np processes and returns once all have exited, with each one's
@@ -34,13 +44,16 @@ static inline void world_run(int np, int (*fn)(int rank, void *arg), void *arg,
                              const char *const *env, int timeout_s, int *status)
 {
     struct error err;
-    struct rendezvous *rdv = rendezvous_create("127.0.0.1", 0, &err);
+    struct rendezvous *rdv;
     pid_t pids[WORLD_MAX];
     int left = np;
     struct timespec t0, now;
-
+    char hex[RING__KEY_HEX + 1];
     int port;
 
+    ck_assert_int_eq(ring__key_generate(&world_key_), 0);
+    ring__key_hex(&world_key_, hex);
+    rdv = rendezvous_create("127.0.0.1", 0, &world_key_, np, &err);
     ck_assert_msg(rdv != NULL, "rendezvous: %s", err.text);
     ck_assert_int_le(np, WORLD_MAX);
     port = rendezvous_port(rdv);
@@ -59,6 +72,7 @@ static inline void world_run(int np, int (*fn)(int rank, void *arg), void *arg,
             setenv("RING_LOCAL_SIZE", v, 1);
             snprintf(v, sizeof(v), "127.0.0.1:%d", port);
             setenv("RING_RENDEZVOUS", v, 1);
+            setenv(RING__SECRET_ENV, hex, 1);
             for (int i = 0; env != NULL && env[i] != NULL; i++)
                 putenv((char *)env[i]);
             _exit(fn(r, arg));
@@ -66,8 +80,8 @@ static inline void world_run(int np, int (*fn)(int rank, void *arg), void *arg,
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (left > 0) {
-        struct pollfd pfd[64];
-        int n = rendezvous_pollfds(rdv, pfd, 64);
+        struct pollfd pfd[160]; /* rendezvous_max_pollfds of WORLD_MAX ranks, and more */
+        int n = rendezvous_pollfds(rdv, pfd, 160);
         if (poll(pfd, (nfds_t)n, 10) > 0)
             rendezvous_handle(rdv, pfd, n);
         for (int r = 0; r < np; r++) {

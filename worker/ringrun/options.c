@@ -175,7 +175,15 @@ int options_parse(int argc, char **argv, struct opts *o)
             o->hosts.oversubscribe = 1;
             break;
         case 'x': {
-            const char **grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
+            const char **grown;
+            /* ringrun makes the job's secret and passes it privately; a -x would put it
+             * (or another job's) on the remote command line for every user to read. */
+            if (strncmp(optarg, "RING_JOB_SECRET", 15) == 0 &&
+                (optarg[15] == '\0' || optarg[15] == '='))
+                return ringrun_say("-x RING_JOB_SECRET: ringrun makes the job's secret itself "
+                                   "and never passes it on a command line"),
+                       -1;
+            grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
             if (grown == NULL)
                 return ringrun_say("out of memory"), -1;
             o->xvars = grown;

@@ -2,10 +2,16 @@
 /*
  * rendezvous.c - the key-value server of ringrun.
  *
- * Every client is a rank at start-up: a few SETs and GETs, then it disconnects. A GET for a
- * key not yet set parks the client until some rank sets it. Replies are a line each, far
- * below a socket buffer, so they are written without waiting; a client whose reply would
- * block is misbehaving and is dropped.
+ * Every client is a rank at start-up: it proves the job's secret (net.h: HELLO, AUTH), makes
+ * a few SETs and GETs, then disconnects. A GET for a key not yet set parks the client until
+ * some rank sets it. Replies are a line each, far below a socket buffer, so they are written
+ * without waiting; a client whose reply would block is misbehaving and is dropped.
+ *
+ * Anyone who can reach the port can connect (ringrun binds loopback for a one-host job, every
+ * address otherwise), so nothing is believed before the proof: a client that has not proved
+ * the secret may only say HELLO and AUTH, anything else closes it. Each key is set once: a
+ * SET of a key that exists is refused, so that no rank (and no bug) can change an address
+ * another rank may already have read.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,8 +25,25 @@
 #include "net.h"
 #include "rendezvous.h"
 
+/*
+ * Limits, so that no caller can make ringrun hold unbounded memory or descriptors:
+ * - clients still proving the secret: RDV_PENDING_MAX; a new one past it pushes out the
+ *   oldest (a rank proves it in one round trip, so the oldest is the likeliest stuck);
+ * - clients that proved it: two per rank (a rank holds one connection for its life, and
+ *   for a moment two while it initializes again) plus RDV_SPARE;
+ * - keys: RDV_KEYS_PER_RANK per rank. A ring_init publishes one key per 120 bytes of its
+ *   address blob (bootstrap_rendezvous.c; the blob is 80 bytes today, so one key), and a
+ *   barrier one more: 256 leave room for a hundred re-initialisations with larger blobs.
+ */
+#define RDV_PENDING_MAX   64
+#define RDV_SPARE         8
+#define RDV_KEYS_PER_RANK 256
+
 struct client {
     int fd;
+    int hello;  /* said HELLO: the nonces below are set */
+    int authed; /* proved the secret */
+    unsigned char client_nonce[RING__NONCE_BYTES], server_nonce[RING__NONCE_BYTES];
     size_t len;
     char buf[RING_RDV_LINE_MAX + 1];
     char waiting[RING_RDV_TOKEN_MAX + 1]; /* key of a parked GET, or "" */
@@ -33,29 +56,56 @@ struct kv {
 
 struct rendezvous {
     int lfd, port;
-    struct client *clients;
-    int nclients, cap_clients;
+    struct ring__key key;
+    int size; /* the world's, in the transcript (net.h) */
+    int max_authed, max_keys;
+    struct client *clients; /* in order of arrival */
+    int nclients, nauthed;
     struct kv *kvs;
     int nkvs, cap_kvs;
+    int refused; /* clients closed before they proved the secret */
 };
 
-struct rendezvous *rendezvous_create(const char *bind_addr, int port, struct error *err)
+static struct rendezvous *alloc(const struct ring__key *key, int size, struct error *err)
+{
+    struct rendezvous *r = calloc(1, sizeof(*r));
+
+    if (r == NULL || size < 1) {
+        free(r);
+        snprintf(err->text, sizeof(err->text), size < 1 ? "no ranks" : "out of memory");
+        errno = size < 1 ? EINVAL : ENOMEM;
+        return NULL;
+    }
+    r->lfd = -1;
+    r->key = *key;
+    r->size = size;
+    r->max_authed = 2 * size + RDV_SPARE;
+    r->max_keys = size * RDV_KEYS_PER_RANK;
+    r->clients = calloc((size_t)(RDV_PENDING_MAX + r->max_authed), sizeof(*r->clients));
+    if (r->clients == NULL) {
+        free(r);
+        snprintf(err->text, sizeof(err->text), "out of memory");
+        errno = ENOMEM;
+        return NULL;
+    }
+    return r;
+}
+
+struct rendezvous *rendezvous_create(const char *bind_addr, int port, const struct ring__key *key,
+                                     int size, struct error *err)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     socklen_t len = sizeof(sa);
-    struct rendezvous *r = calloc(1, sizeof(*r));
+    struct rendezvous *r;
     int one = 1, e;
 
-    if (r == NULL) {
-        snprintf(err->text, sizeof(err->text), "out of memory");
-        return NULL;
-    }
     if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
         snprintf(err->text, sizeof(err->text), "'%s' is not an IPv4 address", bind_addr);
-        free(r);
         errno = EINVAL;
         return NULL;
     }
+    if ((r = alloc(key, size, err)) == NULL)
+        return NULL;
     r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (r->lfd < 0)
         goto error;
@@ -68,8 +118,7 @@ struct rendezvous *rendezvous_create(const char *bind_addr, int port, struct err
         else
             snprintf(err->text, sizeof(err->text), "cannot bind %s:%d: %s", bind_addr, port,
                      strerror(e));
-        close(r->lfd);
-        free(r);
+        rendezvous_destroy(r);
         errno = e;
         return NULL;
     }
@@ -80,9 +129,7 @@ struct rendezvous *rendezvous_create(const char *bind_addr, int port, struct err
 error:
     e = errno;
     snprintf(err->text, sizeof(err->text), "rendezvous socket: %s", strerror(e));
-    if (r->lfd >= 0)
-        close(r->lfd);
-    free(r);
+    rendezvous_destroy(r);
     errno = e;
     return NULL;
 }
@@ -94,7 +141,9 @@ void rendezvous_destroy(struct rendezvous *r)
         return;
     for (int i = 0; i < r->nclients; i++)
         close(r->clients[i].fd);
-    close(r->lfd);
+    if (r->lfd >= 0)
+        close(r->lfd);
+    ring__key_wipe(&r->key);
     free(r->clients);
     free(r->kvs);
     free(r);
@@ -111,20 +160,37 @@ int rendezvous_keys(const struct rendezvous *r)
     return r->nkvs;
 }
 
+int rendezvous_refused(const struct rendezvous *r)
+{
+    return r->refused;
+}
+
+int rendezvous_max_pollfds(const struct rendezvous *r)
+{
+    return 1 + RDV_PENDING_MAX + r->max_authed;
+}
+
 int rendezvous_pollfds(const struct rendezvous *r, struct pollfd *pfd, int max)
 {
     int n = 0;
-    if (n < max)
+    if (n < max && r->lfd >= 0)
         pfd[n++] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
     for (int i = 0; i < r->nclients && n < max; i++)
         pfd[n++] = (struct pollfd){.fd = r->clients[i].fd, .events = POLLIN};
     return n;
 }
 
+/* Closes client i; the others keep their order of arrival. */
 static void drop(struct rendezvous *r, int i)
 {
-    close(r->clients[i].fd);
-    r->clients[i] = r->clients[--r->nclients];
+    struct client *c = &r->clients[i];
+    if (c->authed)
+        r->nauthed--;
+    else
+        r->refused++;
+    close(c->fd);
+    memmove(c, c + 1, (size_t)(r->nclients - i - 1) * sizeof(*c));
+    r->nclients--;
 }
 
 /* Returns 0, or -1 when the client must be dropped. */
@@ -133,6 +199,15 @@ static int reply(struct client *c, const char *line)
     size_t n = strlen(line);
     ssize_t k = send(c->fd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     return k == (ssize_t)n ? 0 : -1;
+}
+
+/* Answers "ERR why" and returns -1: the caller drops the client. */
+static int refuse(struct client *c, const char *why)
+{
+    char line[RING_RDV_LINE_MAX];
+    snprintf(line, sizeof(line), "ERR %s\n", why);
+    (void)reply(c, line);
+    return -1;
 }
 
 static const char *lookup(const struct rendezvous *r, const char *key)
@@ -144,14 +219,9 @@ static const char *lookup(const struct rendezvous *r, const char *key)
     return NULL;
 }
 
+/* Adds a key that is not set yet. Returns 0, or -1 when out of memory. */
 static int store(struct rendezvous *r, const char *key, const char *value)
 {
-    for (int i = 0; i < r->nkvs; i++) {
-        if (strcmp(r->kvs[i].key, key) == 0) {
-            strcpy(r->kvs[i].value, value);
-            return 0;
-        }
-    }
     if (r->nkvs == r->cap_kvs) {
         int cap = r->cap_kvs ? r->cap_kvs * 2 : 64;
         struct kv *grown = realloc(r->kvs, (size_t)cap * sizeof(*grown));
@@ -175,7 +245,7 @@ static void wake(struct rendezvous *r, const char *key, const char *value)
         struct client *c = &r->clients[i];
         if (strcmp(c->waiting, key) == 0) {
             c->waiting[0] = '\0';
-            /* Not dropped here, which would reorder the array under serve(): the shutdown
+            /* Not dropped here, which would move the array under serve(): the shutdown
              * makes the next poll report it, and serve() drops it then. */
             if (reply(c, line) < 0)
                 shutdown(c->fd, SHUT_RDWR);
@@ -183,55 +253,90 @@ static void wake(struct rendezvous *r, const char *key, const char *value)
     }
 }
 
-static int token_ok(const char *s)
+/* HELLO and AUTH: the proof of the secret (net.h). Returns 0, or -1 to drop the client. */
+static int authenticate(struct rendezvous *r, struct client *c, const struct ring__rdv_req *q)
 {
-    size_t n = strlen(s);
-    if (n == 0 || n > RING_RDV_TOKEN_MAX)
-        return 0;
-    for (; *s; s++) {
-        if (*s <= ' ' || *s > '~')
-            return 0;
+    struct ring__auth_transcript t;
+    unsigned char mac[RING__MAC_BYTES];
+    char line[RING_RDV_LINE_MAX], nonce[2 * RING__NONCE_BYTES + 1], hex[2 * RING__MAC_BYTES + 1];
+
+    if (q->verb == RING__RDV_HELLO && !c->hello) {
+        c->hello = 1;
+        memcpy(c->client_nonce, q->nonce, sizeof(c->client_nonce));
+        ring__auth_nonce(c->server_nonce);
+        ring__rdv_transcript(&t, r->size, c->client_nonce, c->server_nonce);
+        ring__auth_mac(&r->key, RING__ROLE_ACCEPTOR, &t, mac);
+        ring__hex_encode(c->server_nonce, sizeof(c->server_nonce), nonce);
+        ring__hex_encode(mac, sizeof(mac), hex);
+        snprintf(line, sizeof(line), "CHAL %s %s\n", nonce, hex);
+        return reply(c, line);
     }
-    return 1;
+    if (q->verb != RING__RDV_AUTH || !c->hello)
+        return refuse(c, "prove the job's secret first (HELLO, then AUTH)");
+    ring__rdv_transcript(&t, r->size, c->client_nonce, c->server_nonce);
+    if (!ring__auth_check(&r->key, RING__ROLE_DIALER, &t, q->mac))
+        return refuse(c, "that is not a proof of this job's secret");
+    if (r->nauthed == r->max_authed)
+        return refuse(c, "too many connections for the job's ranks");
+    c->authed = 1;
+    r->nauthed++;
+    return reply(c, "OK\n");
 }
 
 /* Executes one request line. Returns 0, or -1 to drop the client. */
 static int execute(struct rendezvous *r, int i, char *line)
 {
     struct client *c = &r->clients[i];
-    char *sp = strchr(line, ' ');
-    char *key, *value = NULL;
+    struct ring__rdv_req q;
+    const char *why, *value;
     char out[RING_RDV_LINE_MAX];
 
-    if (sp == NULL)
-        return reply(c, "ERR want SET <key> <value> or GET <key>\n"), -1;
-    *sp = '\0';
-    key = sp + 1;
-    if (strcmp(line, "SET") == 0) {
-        value = strchr(key, ' ');
-        if (value == NULL)
-            return reply(c, "ERR SET needs a key and a value\n"), -1;
-        *value++ = '\0';
-    } else if (strcmp(line, "GET") != 0) {
-        return reply(c, "ERR unknown command\n"), -1;
-    }
-    if (!token_ok(key) || (value != NULL && !token_ok(value)))
-        return reply(c, "ERR keys and values are 1-255 printable characters without spaces\n"), -1;
-    if (value != NULL) {
-        if (store(r, key, value) < 0)
-            return reply(c, "ERR out of memory\n"), -1;
+    if (ring__rdv_parse(line, &q, &why) < 0)
+        return refuse(c, why);
+    if (!c->authed)
+        return authenticate(r, c, &q);
+    if (q.verb == RING__RDV_HELLO || q.verb == RING__RDV_AUTH)
+        return refuse(c, "already authenticated");
+    if (q.verb == RING__RDV_SET) {
+        if (lookup(r, q.key) != NULL) {
+            snprintf(out, sizeof(out), "key %.200s is set already (a key is set once)", q.key);
+            return refuse(c, out);
+        }
+        if (r->nkvs == r->max_keys)
+            return refuse(c, "the rendezvous holds as many keys as a job may set");
+        if (store(r, q.key, q.value) < 0)
+            return refuse(c, "out of memory");
         if (reply(c, "OK\n") < 0)
             return -1;
-        wake(r, key, value);
+        wake(r, q.key, q.value);
         return 0;
     }
     if (c->waiting[0] != '\0')
-        return reply(c, "ERR one GET at a time\n"), -1;
-    if ((value = (char *)lookup(r, key)) != NULL) {
+        return refuse(c, "one GET at a time");
+    if ((value = lookup(r, q.key)) != NULL) {
         snprintf(out, sizeof(out), "VAL %s\n", value);
         return reply(c, out);
     }
-    strcpy(c->waiting, key);
+    strcpy(c->waiting, q.key);
+    return 0;
+}
+
+int rendezvous_adopt(struct rendezvous *r, int fd)
+{
+    /* The oldest that has not proved the secret makes room; failing that, nobody can. */
+    if (r->nclients - r->nauthed >= RDV_PENDING_MAX) {
+        for (int i = 0; i < r->nclients; i++) {
+            if (!r->clients[i].authed) {
+                drop(r, i);
+                break;
+            }
+        }
+    }
+    if (r->nclients == RDV_PENDING_MAX + r->max_authed)
+        return -1;
+    memset(&r->clients[r->nclients], 0, sizeof(r->clients[0]));
+    r->clients[r->nclients].fd = fd;
+    r->nclients++;
     return 0;
 }
 
@@ -241,18 +346,8 @@ static void accept_all(struct rendezvous *r)
         int fd = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return; /* EAGAIN, or a transient error the next poll retries */
-        if (r->nclients == r->cap_clients) {
-            int cap = r->cap_clients ? r->cap_clients * 2 : 64;
-            struct client *grown = realloc(r->clients, (size_t)cap * sizeof(*grown));
-            if (grown == NULL) {
-                close(fd);
-                return;
-            }
-            r->clients = grown;
-            r->cap_clients = cap;
-        }
-        r->clients[r->nclients] = (struct client){.fd = fd};
-        r->nclients++;
+        if (rendezvous_adopt(r, fd) < 0)
+            close(fd);
     }
 }
 
@@ -269,16 +364,18 @@ static int serve(struct rendezvous *r, int i)
         return errno == EAGAIN || errno == EINTR ? 0 : -1;
     c->len += (size_t)k;
     c->buf[c->len] = '\0';
-    while ((nl = strchr(c->buf, '\n')) != NULL) {
+    while ((nl = memchr(c->buf, '\n', c->len)) != NULL) {
         size_t used = (size_t)(nl - c->buf) + 1;
         *nl = '\0';
+        if (strlen(c->buf) != used - 1)
+            return refuse(c, "a NUL byte in a request");
         if (execute(r, i, c->buf) < 0)
             return -1;
         memmove(c->buf, c->buf + used, c->len - used + 1);
         c->len -= used;
     }
     if (c->len >= sizeof(c->buf) - 1)
-        return reply(c, "ERR line too long\n"), -1;
+        return refuse(c, "line too long");
     return 0;
 }
 

@@ -11,6 +11,11 @@
  * output with a rank prefix, forwards SIGINT/SIGTERM, and when one rank fails stops the
  * others after a grace period. It exits with the first failing rank's status.
  *
+ * It also makes the job's secret (libring's auth.h), which every rank proves to the
+ * rendezvous and to its peers. The secret never goes on a command line, which any user of a
+ * host can read: a local rank finds it in its environment (readable only by its own user and
+ * root), a remote one reads it from the remote shell's standard input, a pipe from ringrun.
+ *
  * One thread and one poll loop do all of it: the rendezvous sockets, the ranks' pipes and
  * a signalfd for SIGCHLD and the termination signals.
  */
@@ -31,6 +36,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "auth.h"
 #include "hosts.h"
 #include "net.h"
 #include "options.h"
@@ -151,6 +157,15 @@ static void make_env(const struct opts *o, const struct placement *pl, int rank,
 #undef ADD
 }
 
+/*
+ * What a remote rank's shell runs before the rank (as sh, whatever the login shell): it
+ * reads the job's secret from its standard input into the environment, then execs "$0"
+ * "$@", the env command that follows it on the command line.
+ */
+static const char remote_prelude[] =
+    "IFS= read -r RING_JOB_SECRET || { echo 'ringrun: no job secret on standard input (does "
+    "--rsh pass it on?)' >&2; exit 1; }; export RING_JOB_SECRET; exec \"$0\" \"$@\"";
+
 /* The argv of a remote shell that starts one rank on another host. */
 struct remote {
     char *words; /* a copy of --rsh, cut into words that av points into */
@@ -160,8 +175,9 @@ struct remote {
 
 /*
  * Builds r->av = rsh words (with %h replaced by host, else host appended) followed by
- * "cd DIR && exec env VAR=... program args", every word single-quoted. Returns 0, or -1 when
- * out of memory or the line is too long. Free r->words after use.
+ * "cd DIR && exec sh -c PRELUDE env VAR=... program args", every word single-quoted (see
+ * remote_prelude). Returns 0, or -1 when out of memory or the line is too long. Free r->words
+ * after use.
  */
 static int remote_argv(const struct opts *o, const char *host, const struct rank_env *e,
                        struct remote *r)
@@ -185,8 +201,11 @@ static int remote_argv(const struct opts *o, const char *host, const struct rank
     if (shell_quote(r->cmd, sizeof(r->cmd), &len, "cd") < 0 ||
         shell_quote(r->cmd, sizeof(r->cmd), &len, cwd) < 0 || len + 16 >= sizeof(r->cmd))
         return -1;
-    strcat(r->cmd, " && exec env");
+    strcat(r->cmd, " && exec sh -c");
     len = strlen(r->cmd);
+    if (shell_quote(r->cmd, sizeof(r->cmd), &len, remote_prelude) < 0 ||
+        shell_quote(r->cmd, sizeof(r->cmd), &len, "env") < 0)
+        return -1;
     for (int i = 0; i < e->n; i++) {
         if (shell_quote(r->cmd, sizeof(r->cmd), &len, e->vars[i]) < 0)
             return -1;
@@ -224,18 +243,49 @@ static int open_output_file(const char *dir, int rank, const char *name)
 }
 
 /*
+ * The standard input of a remote rank's shell: a pipe that holds the job's secret on one
+ * line (remote_prelude reads it), then ends. Returns its read end, or -1.
+ */
+static int secret_pipe(const char *secret_line)
+{
+    int in[2];
+    size_t n = strlen(secret_line);
+
+    if (pipe2(in, O_CLOEXEC) < 0)
+        return ringrun_say("pipe: %s", strerror(errno)), -1;
+    /* Far below a pipe's buffer (PIPE_BUF even): one write, and it never blocks. */
+    if (write(in[1], secret_line, n) != (ssize_t)n) {
+        ringrun_say("pipe: %s", strerror(errno));
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    close(in[1]);
+    return in[0];
+}
+
+/*
  * Starts one rank with argv (a local program, or the remote shell) in a process group of
- * its own, so that signals and kills reach everything it starts. Returns 0 or -1.
+ * its own, so that signals and kills reach everything it starts. A local rank gets env and
+ * secret_env (RING_JOB_SECRET=...) in its environment; a remote one reads secret_line on its
+ * standard input. Returns 0 or -1.
  */
 static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank_env *env,
-                 int local, const char *output_dir)
+                 int local, const char *secret_env, const char *secret_line, const char *output_dir)
 {
-    int out[2], err[2];
+    int out[2], err[2], in = local ? -1 : secret_pipe(secret_line);
     pid_t pid, parent = getpid();
 
-    if (pipe2(out, O_CLOEXEC) < 0)
+    if (!local && in < 0)
+        return -1;
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        if (in >= 0)
+            close(in);
         return ringrun_say("pipe: %s", strerror(errno)), -1;
+    }
     if (pipe2(err, O_CLOEXEC) < 0) {
+        if (in >= 0)
+            close(in);
         close(out[0]);
         close(out[1]);
         return ringrun_say("pipe: %s", strerror(errno)), -1;
@@ -243,6 +293,8 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
     pid = fork();
     if (pid < 0) {
         ringrun_say("fork: %s", strerror(errno));
+        if (in >= 0)
+            close(in);
         close(out[0]);
         close(out[1]);
         close(err[0]);
@@ -251,7 +303,7 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
     }
     if (pid == 0) {
         sigset_t none;
-        int devnull = open("/dev/null", O_RDONLY);
+        int devnull = in >= 0 ? in : open("/dev/null", O_RDONLY);
         setpgid(0, 0);
         /* If ringrun dies without a chance to forward anything (SIGKILL, OOM), its ranks
          * must not live on as orphans holding GPUs and ports. */
@@ -275,6 +327,7 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
         if (local) {
             for (int i = 0; i < env->n; i++)
                 putenv((char *)env->vars[i]);
+            putenv((char *)secret_env);
         }
         execvp(argv[0], argv);
         dprintf(STDERR_FILENO, "ringrun: rank %d: cannot execute %s: %s\n", rank, argv[0],
@@ -282,6 +335,8 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
         _exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
     }
     setpgid(pid, pid); /* also here, so a signal sent right after fork reaches the group */
+    if (in >= 0)
+        close(in);
     close(out[1]);
     close(err[1]);
     fcntl(out[0], F_SETFL, O_NONBLOCK);
@@ -381,10 +436,13 @@ int main(int argc, char **argv)
     struct rendezvous *rdv = NULL;
     struct pollfd *pfd = NULL;
     struct error err;
-    char addr[64], rendezvous[96];
+    struct ring__key key;
+    char addr[64], rendezvous[96], hex[RING__KEY_HEX + 1];
+    char secret_env[sizeof(RING__SECRET_ENV) + RING__KEY_HEX + 1];
+    char secret_line[RING__KEY_HEX + 2];
     sigset_t mask;
     struct sigaction old;
-    int sfd = -1, rc = EXIT_OSERR, alive, open_outputs, first_fail = -1, signals_seen = 0;
+    int sfd = -1, rc = EXIT_OSERR, alive, open_outputs, first_fail = -1, signals_seen = 0, npfd = 0;
     int64_t kill_at = -1, drain_until = -1;
 
     if (options_parse(argc, argv, &o) < 0) {
@@ -412,8 +470,7 @@ int main(int argc, char **argv)
     }
     pl = calloc((size_t)o.np, sizeof(*pl));
     ranks = calloc((size_t)o.np, sizeof(*ranks));
-    pfd = calloc((size_t)o.np * 3 + 8, sizeof(*pfd));
-    if (pl == NULL || ranks == NULL || pfd == NULL) {
+    if (pl == NULL || ranks == NULL) {
         ringrun_say("out of memory for %d ranks", o.np);
         goto out;
     }
@@ -455,11 +512,25 @@ int main(int argc, char **argv)
      * libring tries PMIx first and every rank would claim ringrun's place in that job. */
     unset_pmix_env();
 
+    if (ring__key_generate(&key) < 0) {
+        ringrun_say("cannot make the job's secret: %s", ring_last_error());
+        goto out;
+    }
+    ring__key_hex(&key, hex);
+    snprintf(secret_env, sizeof(secret_env), "%s=%s", RING__SECRET_ENV, hex);
+    snprintf(secret_line, sizeof(secret_line), "%s\n", hex);
     /* Local-only jobs keep the rendezvous off the network. */
-    rdv = rendezvous_create(any_remote(&o, pl) ? "0.0.0.0" : "127.0.0.1", o.port, &err);
+    rdv = rendezvous_create(any_remote(&o, pl) ? "0.0.0.0" : "127.0.0.1", o.port, &key, o.np, &err);
+    ring__key_wipe(&key);
     if (rdv == NULL) {
         ringrun_say("cannot start the rendezvous: %s", err.text);
         rc = EXIT_UNAVAILABLE;
+        goto out;
+    }
+    /* Every rank's two output pipes, the signalfd, and the rendezvous's sockets. */
+    npfd = 2 * o.np + 1 + rendezvous_max_pollfds(rdv);
+    if ((pfd = calloc((size_t)npfd, sizeof(*pfd))) == NULL) {
+        ringrun_say("out of memory for %d ranks", o.np);
         goto out;
     }
     snprintf(rendezvous, sizeof(rendezvous), "%s:%d", addr, rendezvous_port(rdv));
@@ -489,7 +560,7 @@ int main(int argc, char **argv)
             if (ringrun_verbose)
                 ringrun_say("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host,
                             pl[r].local_rank, pl[r].local_size);
-            ok = spawn(&ranks[r], r, o.argv, &env, 1, o.output_dir);
+            ok = spawn(&ranks[r], r, o.argv, &env, 1, secret_env, NULL, o.output_dir);
         } else {
             static struct remote rem;
             if (remote_argv(&o, host, &env, &rem) < 0) {
@@ -500,7 +571,7 @@ int main(int argc, char **argv)
             }
             if (ringrun_verbose)
                 ringrun_say("rank %d: %s %s", r, o.rsh, rem.cmd);
-            ok = spawn(&ranks[r], r, rem.av, &env, 0, o.output_dir);
+            ok = spawn(&ranks[r], r, rem.av, &env, 0, NULL, secret_line, o.output_dir);
             free(rem.words);
         }
         if (ok < 0) {
@@ -544,7 +615,7 @@ int main(int argc, char **argv)
             timeout = (int)(kill_at - now);
         }
         pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
-        n += rendezvous_pollfds(rdv, pfd + n, o.np * 3 + 8 - n);
+        n += rendezvous_pollfds(rdv, pfd + n, npfd - n);
         if (poll(pfd, (nfds_t)n, timeout) < 0) {
             if (errno == EINTR)
                 continue;
@@ -610,7 +681,13 @@ int main(int argc, char **argv)
         output_close(&ranks[r].out[1]);
     }
     rc = first_fail >= 0 ? shell_status(ranks[first_fail].status) : 0;
+    if (rendezvous_refused(rdv) > 0)
+        ringrun_say("the rendezvous closed %d connection%s that did not prove the job's secret",
+                    rendezvous_refused(rdv), rendezvous_refused(rdv) == 1 ? "" : "s");
 out:
+    explicit_bzero(hex, sizeof(hex));
+    explicit_bzero(secret_env, sizeof(secret_env));
+    explicit_bzero(secret_line, sizeof(secret_line));
     if (sfd >= 0)
         close(sfd);
     rendezvous_destroy(rdv);

@@ -182,6 +182,7 @@ static int connect_world(struct ring__ctx *c)
         .oversubscribed = c->oversubscribed,
         .host_addr = c->boot->host_addr,
         .tune = &c->tune,
+        .key = &c->boot->key,
     };
     return ring__mesh_create(c->boot, &cfg, c->spin_us, &c->mesh);
 }

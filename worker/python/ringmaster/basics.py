@@ -175,6 +175,9 @@ def init(process_sets=None, compression=None):
                 raise ValueError("ringmaster: compression must be 'none', 'fp16' or 'bf16', not %r" % (compression,))
             os.environ["RING_COMPRESSION"] = compression
         check(lib.ring_init(), "init")
+        # libring took the job's secret out of the C environment; os.environ is Python's own
+        # copy of it, which subprocess (with env=os.environ) and Python code would still see.
+        os.environ.pop("RING_JOB_SECRET", None)
         _wire = os.environ.get("RING_COMPRESSION", "none")
         if not _atexit_registered:
             atexit.register(_atexit_shutdown)

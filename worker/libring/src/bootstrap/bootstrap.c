@@ -46,6 +46,14 @@ int ring__bootstrap_open(int timeout_ms, struct ring__bootstrap **out)
         named = 1;
         if ((rc = impls[i]->open(timeout_ms, out)) < 0)
             return rc;
+        if (*out != NULL && (*out)->size > 1 && !(*out)->has_key) {
+            /* Every implementation shares one (bootstrap.h); a new one that forgot must
+             * not leave the transports without a secret to prove. */
+            ring__bootstrap_close(*out);
+            *out = NULL;
+            return ring__err(RING_EBOOTSTRAP, "the %s bootstrap gave no job secret",
+                             impls[i]->name);
+        }
         if (*out != NULL) {
             ring__log(RING_LOG_DEBUG, "bootstrap: %s, rank %d of %d", impls[i]->name, (*out)->rank,
                       (*out)->size);
@@ -72,8 +80,10 @@ int ring__bootstrap_open(int timeout_ms, struct ring__bootstrap **out)
 
 void ring__bootstrap_close(struct ring__bootstrap *b)
 {
-    if (b != NULL)
+    if (b != NULL) {
+        ring__key_wipe(&b->key);
         b->ops->finalize(b);
+    }
 }
 
 int ring__bootstrap_read_contract(struct ring__bootstrap *b)

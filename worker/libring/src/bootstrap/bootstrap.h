@@ -25,7 +25,11 @@
  *
  * Adding one (bootstrap_pmix.c, say):
  *   1. Embed struct ring__bootstrap as the first member of your state and fill its fields,
- *      ops and timeout_ms in open().
+ *      ops and timeout_ms in open(). When the world has more than one rank, open() must
+ *      also give every rank the same job secret in key (auth.h) and set has_key: the
+ *      transports' handshakes prove it (handshake.h). Get it from the launcher if it made
+ *      one (ringrun's RING_JOB_SECRET), or let rank 0 make it (ring__key_generate) and share
+ *      it over a channel that only the job's processes can read (PMIx, MPI).
  *   2. Write open(): return 0 with *out NULL to decline (the environment says the job was
  *      not launched your way), 0 with *out set to join, or a RING_E* error (with a
  *      ring__err() text) when it was launched your way and something failed: the error
@@ -44,6 +48,8 @@
 #define RING_BOOTSTRAP_H
 
 #include <stddef.h>
+
+#include "auth.h"
 
 struct ring__bootstrap;
 
@@ -64,6 +70,8 @@ struct ring__bootstrap {
                                    bootstrap knows one (the TCP transport publishes it), or "" */
     int job_failed;             /* set by ring_finalize before finalize when the job failed (a
                                    peer may be dead or stuck): finalize must not wait for peers */
+    struct ring__key key;       /* the job's secret, when has_key (see "Adding one") */
+    int has_key;
 };
 
 struct ring__bootstrap_impl {
@@ -84,7 +92,7 @@ extern const struct ring__bootstrap_impl ring__bootstrap_single;
  * RING_EBOOTSTRAP when the one it names declines.
  */
 int ring__bootstrap_open(int timeout_ms, struct ring__bootstrap **out);
-/* Finalizes b. Accepts NULL. */
+/* Wipes b's key and finalizes b. Accepts NULL. */
 void ring__bootstrap_close(struct ring__bootstrap *b);
 
 /*

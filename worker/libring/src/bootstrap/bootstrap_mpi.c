@@ -9,6 +9,11 @@
  * duplicate of MPI_COMM_WORLD (libring's traffic never mixes with the program's), polled
  * until the setup timeout, so that a rank that never arrives gives RING_ETIMEDOUT.
  *
+ * The job's secret (auth.h): rank 0 makes it and broadcasts it over the same communicator.
+ * It then travels the way Open MPI moves any data (its shared memory within a host, its TCP
+ * transport between hosts), which Open MPI neither authenticates nor encrypts: under MPI the
+ * pairs of libring are as safe as the job's MPI, and no safer (README, Security).
+ *
  * Third in DESIGN.md's order. Open MPI's mpirun also sets PMIX_RANK, so a libring built
  * with PMIx meets its peers through PMIx there; RING_BOOTSTRAP=mpi picks this one
  * (bootstrap.c). RING_CPU_OPERATIONS=mpi is separate (backend_mpi.c): it works with any
@@ -83,6 +88,7 @@ static void mpi_finalize(struct ring__bootstrap *b)
     /* A communicator with a request pending cannot be freed safely: leave it to exit. */
     if (m->comm != MPI_COMM_NULL && !m->broken)
         MPI_Comm_free(&m->comm);
+    ring__key_wipe(&m->b.key);
     ring__mpi_release(broken);
     free(m);
 }
@@ -136,6 +142,23 @@ static int read_shape(struct mpiboot *m)
     return rc;
 }
 
+/* Rank 0 makes the job's secret; every rank gets it by a broadcast. */
+static int share_key(struct mpiboot *m)
+{
+    MPI_Request req;
+    int rc;
+
+    if (m->b.rank == 0 && (rc = ring__key_generate(&m->b.key)) < 0)
+        return rc;
+    rc = MPI_Ibcast(m->b.key.bytes, (int)sizeof(m->b.key.bytes), MPI_BYTE, 0, m->comm, &req);
+    if (rc != MPI_SUCCESS)
+        return ring__mpi_error(rc, m->b.rank, "MPI_Ibcast");
+    if ((rc = wait_for(m, &req, "broadcast of the job secret")) < 0)
+        return rc;
+    m->b.has_key = 1;
+    return 0;
+}
+
 static int mpi_open(int timeout_ms, struct ring__bootstrap **out)
 {
     struct mpiboot *m;
@@ -159,7 +182,7 @@ static int mpi_open(int timeout_ms, struct ring__bootstrap **out)
     }
     /* Errors come back as codes: libring never lets MPI abort the program. */
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
-    if ((rc = read_shape(m)) < 0)
+    if ((rc = read_shape(m)) < 0 || (m->b.size > 1 && (rc = share_key(m)) < 0))
         goto error;
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
     m->yield = cpus > 0 && m->b.local_size > cpus;

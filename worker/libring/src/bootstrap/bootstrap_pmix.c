@@ -16,6 +16,13 @@
  * them locally. seq counts this process's allgathers, which every rank makes in the same
  * order. A barrier is a fence without data.
  *
+ * The job's secret (auth.h): rank 0 makes it and puts it under "ring.key" before the first
+ * allgather, whose fence brings it to every rank. The PMIx server scopes what a process puts
+ * to the job's namespace, and it serves only the processes it started (it authenticates
+ * each client that connects to it, as PMIx's security plugins do: the uid of the socket's
+ * peer, or munge); so only the job's own ranks can read the secret, and nothing but the
+ * server ever carries it.
+ *
  * Fences run non-blocking (PMIx_Fence_nb) and are waited for with the setup timeout, since
  * a server need not honour PMIX_TIMEOUT: a rank that never arrives gives RING_ETIMEDOUT,
  * not a hang. The wait record lives in the bootstrap's state, so a callback that comes
@@ -31,6 +38,7 @@
 #ifdef RING_HAVE_PMIX
 #include <pmix.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <time.h>
 
 struct pmix {
@@ -168,6 +176,7 @@ static int pmix_barrier(struct ring__bootstrap *b)
 static void pmix_finalize(struct ring__bootstrap *b)
 {
     struct pmix *p = (struct pmix *)b;
+    ring__key_wipe(&p->b.key);
     PMIx_Finalize(NULL, 0);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
@@ -202,6 +211,49 @@ static long get_uint(const struct pmix *p, int job_level, const char *key)
         out = (long)v->data.integer;
     PMIX_VALUE_RELEASE(v);
     return out;
+}
+
+/* Rank 0: makes the job's secret and puts it, to be committed with the next allgather. */
+static int put_key(struct pmix *p)
+{
+    pmix_value_t val;
+    pmix_status_t st;
+    int rc;
+
+    if ((rc = ring__key_generate(&p->b.key)) < 0)
+        return rc;
+    PMIX_VALUE_CONSTRUCT(&val);
+    val.type = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)p->b.key.bytes; /* borrowed: PMIx_Put copies it */
+    val.data.bo.size = sizeof(p->b.key.bytes);
+    if ((st = PMIx_Put(PMIX_GLOBAL, "ring.key", &val)) != PMIX_SUCCESS)
+        return pmix_error(p, "put", st);
+    p->b.has_key = 1;
+    return 0;
+}
+
+/* Every other rank: reads rank 0's secret, after the fence of an allgather brought it. */
+static int get_key(struct pmix *p)
+{
+    pmix_proc_t zero;
+    pmix_value_t *v = NULL;
+    pmix_status_t st;
+
+    PMIX_PROC_CONSTRUCT(&zero);
+    PMIX_LOAD_PROCID(&zero, p->me.nspace, 0);
+    st = PMIx_Get(&zero, "ring.key", NULL, 0, &v);
+    if (st != PMIX_SUCCESS || v == NULL || v->type != PMIX_BYTE_OBJECT ||
+        v->data.bo.size != sizeof(p->b.key.bytes)) {
+        if (v != NULL)
+            PMIX_VALUE_RELEASE(v);
+        return ring__err(RING_EBOOTSTRAP, "rank %d: PMIx has no job secret from rank 0 (%s)",
+                         p->b.rank, PMIx_Error_string(st));
+    }
+    memcpy(p->b.key.bytes, v->data.bo.bytes, sizeof(p->b.key.bytes));
+    sodium_memzero(v->data.bo.bytes, v->data.bo.size);
+    PMIX_VALUE_RELEASE(v);
+    p->b.has_key = 1;
+    return 0;
 }
 
 /*
@@ -286,7 +338,9 @@ static int pmix_open(int timeout_ms, struct ring__bootstrap **out)
      * allgather. Open MPI's mpirun inside a Slurm allocation numbers its own host 0 and the
      * allocation's nodes from 1 with PMIX_NUM_NODES 2, so the ranks of one node would see a
      * dense id and those of the other would not. */
-    if ((rc = cross_from_node_ids(p, nodeid < 0 ? 0 : nodeid)) < 0) {
+    if ((p->b.rank == 0 && size > 1 && (rc = put_key(p)) < 0) ||
+        (rc = cross_from_node_ids(p, nodeid < 0 ? 0 : nodeid)) < 0 ||
+        (p->b.rank != 0 && (rc = get_key(p)) < 0)) {
         pmix_finalize(&p->b);
         return rc;
     }

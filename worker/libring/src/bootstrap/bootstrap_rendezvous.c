@@ -8,7 +8,13 @@
  * GETs themselves are the synchronisation: a rank returns from the allgather once every
  * rank has published. Values are printable tokens of at most 255 characters, so a blob
  * travels hex-encoded in parts of PART_BYTES, under keys "ag<seq>.<rank>.<part>"; seq
- * counts this process's allgathers, which every rank makes in the same order.
+ * counts this process's allgathers, which every rank makes in the same order, over all its
+ * ring_inits: the server sets a key once (net.h), and a rank that initializes again must
+ * not read the addresses its peers published the first time.
+ *
+ * Every connection first proves the job's secret, which ringrun passed in RING_JOB_SECRET
+ * (auth.h), and checks that the server holds it too; without the variable a rendezvous is
+ * refused (RING_EENV), since the server would refuse the rank anyway.
  *
  * One connection per rank stays open until ring_finalize; the server keeps no state per
  * connection beyond a parked GET, so an idle one costs it a file descriptor.
@@ -31,42 +37,11 @@
 struct rdv {
     struct ring__bootstrap b; /* first: the bootstrap is a struct rdv */
     int fd;
-    unsigned seq;
     char addr[RING_RDV_TOKEN_MAX + 1];
 };
 
-static void hex_encode(const unsigned char *p, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-/* Returns 0, or -1 when s is not exactly 2n hex digits. */
-static int hex_decode(const char *s, unsigned char *out, size_t n)
-{
-    if (strlen(s) != 2 * n)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        out[i] = (unsigned char)(hi << 4 | lo);
-    }
-    return 0;
-}
+/* This process's allgathers so far, over every ring_init (see the top of the file). */
+static unsigned rdv_seq;
 
 /* Turns a failed rendezvous call into a message that says what to check. */
 static int rdv_error(struct rdv *r, int rc, int waiting_for)
@@ -94,7 +69,7 @@ static int rdv_allgather(struct ring__bootstrap *b, const void *mine, size_t len
     struct rdv *r = (struct rdv *)b;
     int64_t deadline = ring__now_ms() + b->timeout_ms;
     size_t nparts = (len + PART_BYTES - 1) / PART_BYTES;
-    unsigned seq = r->seq++;
+    unsigned seq = rdv_seq++;
     char key[64], val[RING_RDV_TOKEN_MAX + 1];
     int rc;
 
@@ -103,7 +78,7 @@ static int rdv_allgather(struct ring__bootstrap *b, const void *mine, size_t len
     for (size_t p = 0; p < nparts; p++) {
         size_t n = len - p * PART_BYTES < PART_BYTES ? len - p * PART_BYTES : PART_BYTES;
         snprintf(key, sizeof(key), "ag%u.%d.%zu", seq, b->rank, p);
-        hex_encode((const unsigned char *)mine + p * PART_BYTES, n, val);
+        ring__hex_encode((const unsigned char *)mine + p * PART_BYTES, n, val);
         if ((rc = ring__rdv_set(r->fd, key, val, deadline)) < 0)
             return rdv_error(r, rc, -1);
     }
@@ -114,7 +89,7 @@ static int rdv_allgather(struct ring__bootstrap *b, const void *mine, size_t len
             snprintf(key, sizeof(key), "ag%u.%d.%zu", seq, peer, p);
             if ((rc = ring__rdv_get(r->fd, key, val, sizeof(val), deadline)) < 0)
                 return rdv_error(r, rc, peer);
-            if (hex_decode(val, dst, n) < 0)
+            if (ring__hex_decode(val, dst, n) < 0)
                 return ring__err(RING_EBOOTSTRAP,
                                  "rank %d: the rendezvous at %s holds a malformed %s "
                                  "(another job on the same rendezvous?)",
@@ -141,6 +116,7 @@ static void rdv_finalize(struct ring__bootstrap *b)
     struct rdv *r = (struct rdv *)b;
     if (r->fd >= 0)
         close(r->fd);
+    ring__key_wipe(&r->b.key);
     free(r);
 }
 
@@ -177,6 +153,21 @@ static int rdv_open(int timeout_ms, struct ring__bootstrap **out)
     r->b.timeout_ms = timeout_ms;
     if ((rc = ring__bootstrap_read_contract(&r->b)) < 0)
         goto error;
+    if ((rc = ring__key_from_env(&r->b.key)) < 0)
+        goto error;
+    if (rc == 0) {
+        ring__log(RING_LOG_ERROR,
+                  "RING_RENDEZVOUS is set but %s is not; start the program with "
+                  "ringrun (of this build)",
+                  RING__SECRET_ENV);
+        rc = ring__err(RING_EENV,
+                       "RING_RENDEZVOUS is set but %s is not: ranks prove the job's secret to "
+                       "the rendezvous and to each other; start the program with ringrun (of "
+                       "this build)",
+                       RING__SECRET_ENV);
+        goto error;
+    }
+    r->b.has_key = 1;
     if (ring__net_split_hostport(addr, host, sizeof(host), port, sizeof(port)) < 0 ||
         strlen(addr) >= sizeof(r->addr)) {
         rc = ring__err(RING_EENV, "RING_RENDEZVOUS='%s' is not host:port", addr);
@@ -187,6 +178,14 @@ static int rdv_open(int timeout_ms, struct ring__bootstrap **out)
         /* ring__net_connect's text names the address already. */
         rc = ring__err(rc == RING_ETIMEDOUT ? rc : RING_EBOOTSTRAP,
                        "cannot reach the rendezvous (RING_RENDEZVOUS): %s", ring_last_error());
+        goto error;
+    }
+    if ((rc = ring__rdv_auth(r->fd, &r->b.key, r->b.size, ring__now_ms() + timeout_ms)) < 0) {
+        rc = rc == RING_EBOOTSTRAP
+                 ? ring__err(rc, "rank %d: authenticating with the rendezvous at %s: %s", r->b.rank,
+                             r->addr, ring_last_error())
+                 : rdv_error(r, rc, -1);
+        ring__log(RING_LOG_ERROR, "%s", ring_last_error());
         goto error;
     }
     local_addr(r);

@@ -254,6 +254,31 @@ int ring__barrier(const struct ring__comm *c)
 
 /* ---- byte strings for negotiation ---- */
 
+/* A length a peer announced for a control message: within the cap, else the mesh breaks. */
+static int announced_ok(const struct ring__comm *c, uint64_t n, const char *what, int from)
+{
+    if (n <= RING__CTRL_MAX_BYTES)
+        return 0;
+    ring__err(RING_EPROTO,
+              "rank %d: rank %d announced a %s of %llu bytes, over the limit of %llu (a broken "
+              "or hostile peer)",
+              ring__peer(c, c->rank), ring__peer(c, from), what, (unsigned long long)n,
+              (unsigned long long)RING__CTRL_MAX_BYTES);
+    return ring__mesh_fail(c->ctx->mesh, RING_EPROTO);
+}
+
+/* This rank's own control message: one over the cap would be refused by its peers. */
+static int own_ok(const struct ring__comm *c, size_t len)
+{
+    if (len <= RING__CTRL_MAX_BYTES)
+        return 0;
+    ring__err(RING_EINVAL,
+              "rank %d: %zu bytes of requests to negotiate at once, over the limit of %llu "
+              "(submit fewer uncached tensors between waits)",
+              ring__peer(c, c->rank), len, (unsigned long long)RING__CTRL_MAX_BYTES);
+    return ring__mesh_fail(c->ctx->mesh, RING_EINVAL);
+}
+
 int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, char ***out,
                        size_t **lens)
 {
@@ -263,6 +288,8 @@ int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, 
     size_t *ls;
     int rc = 0;
 
+    if ((rc = own_ok(c, len)) < 0)
+        return rc;
     if (c->rank != 0) {
         rc = ring__mesh_sendrecv(mesh, ring__peer(c, 0), &n64, sizeof(n64), -1, NULL, 0);
         if (rc == 0 && len > 0)
@@ -283,11 +310,8 @@ int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, 
                                              sizeof(n64))) < 0) {
             break;
         }
-        if (n64 > ((uint64_t)1 << 32)) {
-            rc = ring__err(RING_EPROTO, "gather: member %d announced %llu bytes", i,
-                           (unsigned long long)n64);
+        if ((rc = announced_ok(c, n64, "request list", i)) < 0)
             break;
-        }
         ls[i] = (size_t)n64;
         bufs[i] = malloc(ls[i] > 0 ? ls[i] : 1);
         if (bufs[i] == NULL) {
@@ -314,14 +338,15 @@ int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, 
 int ring__bcast_bytes(const struct ring__comm *c, char **buf, size_t *len)
 {
     uint64_t n64 = c->rank == 0 ? *len : 0;
-    int rc = c->size > 1 ? broadcast_tree(c, &n64, sizeof(n64), 0) : 0;
+    int rc = c->rank == 0 ? own_ok(c, *len) : 0;
 
+    if (rc == 0 && c->size > 1)
+        rc = broadcast_tree(c, &n64, sizeof(n64), 0);
     if (rc < 0)
         return rc;
     if (c->rank != 0) {
-        if (n64 > ((uint64_t)1 << 32))
-            return ring__err(RING_EPROTO, "broadcast of %llu bytes announced",
-                             (unsigned long long)n64);
+        if ((rc = announced_ok(c, n64, "response list", 0)) < 0)
+            return rc;
         *len = (size_t)n64;
         *buf = malloc(*len > 0 ? *len : 1);
         if (*buf == NULL)

@@ -251,15 +251,29 @@ int ring__alltoallv(const struct ring__comm *c, const void *sendbuf, const size_
                     void *recvbuf, const size_t *recvcounts, size_t count, ring_dtype_t dtype);
 int ring__barrier(const struct ring__comm *c);
 /*
- * Gathers variable-length byte strings at member 0: every member sends len bytes of buf;
- * member 0 gets a malloc'ed array of size buffers in *out (and their lengths in *lens),
- * which it frees. Returns 0 or an error code.
+ * The most bytes one message of ring__gather_bytes or ring__bcast_bytes may hold. They
+ * carry the engine's negotiation: the requests a rank has not had cached yet, and rank 0's
+ * answer, a few hundred bytes per request (a name of up to 255 bytes, a dozen 8-byte fields,
+ * and an allgatherv's or alltoallv's counts, one or two per rank). 64 MiB is over 100,000
+ * uncached requests at once, or thousands of allgatherv counts of a 4096-rank job. A peer
+ * that announces more is broken or hostile: the receiver refuses it (RING_EPROTO) rather
+ * than allocate what it asks for, and breaks the mesh so that no rank waits for the rest.
+ */
+#define RING__CTRL_MAX_BYTES ((uint64_t)64 << 20)
+
+/*
+ * Gathers variable-length byte strings at member 0: every member sends len bytes of buf
+ * (at most RING__CTRL_MAX_BYTES); member 0 gets a malloc'ed array of size buffers in *out
+ * (and their lengths in *lens), which it frees. Returns 0 or an error code: RING_EPROTO on
+ * member 0 when a member announces more than RING__CTRL_MAX_BYTES, RING_EINVAL on a member
+ * that would send more; either breaks the mesh (ring__mesh_fail).
  */
 int ring__gather_bytes(const struct ring__comm *c, const void *buf, size_t len, char ***out,
                        size_t **lens);
 /*
- * Broadcasts a byte string from member 0 (its *buf and *len) to every member, which gets a
- * malloc'ed copy in *buf (freed by the caller) and its length in *len.
+ * Broadcasts a byte string from member 0 (its *buf and *len, at most RING__CTRL_MAX_BYTES)
+ * to every member, which gets a malloc'ed copy in *buf (freed by the caller) and its length
+ * in *len. A length over the cap is refused as in ring__gather_bytes.
  */
 int ring__bcast_bytes(const struct ring__comm *c, char **buf, size_t *len);
 

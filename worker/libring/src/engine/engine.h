@@ -109,6 +109,14 @@ uint64_t ring__get_u64(struct ring__reader *rd);
 double ring__get_f64(struct ring__reader *rd);
 /* Reads a string into a malloc'ed copy (NULL when bad). */
 char *ring__get_str(struct ring__reader *rd);
+/*
+ * The fewest bytes a request and a response take on the wire (an empty name, no counts):
+ * a reader that is told n of them follow in len bytes refuses n above len divided by this,
+ * rather than allocate n entries for a peer's number.
+ */
+#define RING__REQUEST_WIRE_MIN  (8 + 8 * 8 + 2 * 8 + 8)
+#define RING__RESPONSE_WIRE_MIN (RING__REQUEST_WIRE_MIN + 8 + 8)
+
 /* Returns 0, or RING_EPROTO for malformed input (r is then cleared): a read past the end, a
  * name over RING__NAME_MAX, an unknown operation type or a group size outside
  * 0..RING__GROUP_MAX. */

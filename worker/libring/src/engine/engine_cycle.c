@@ -153,7 +153,7 @@ static int full_round(struct ring__engine *e, const unsigned char *fired,
         for (int r = 0; r < size && rc == 0; r++) {
             struct ring__reader rd = {bufs[r], bufs[r] + lens[r], 0};
             uint64_t n = ring__get_u64(&rd);
-            if (rd.bad || n > lens[r]) {
+            if (rd.bad || n > lens[r] / RING__REQUEST_WIRE_MIN) {
                 rc = ring__err(RING_EPROTO, "rank %d sent a malformed request list", r);
                 break;
             }
@@ -221,7 +221,7 @@ static int full_round(struct ring__engine *e, const unsigned char *fired,
             free(smsg);
         }
         n = ring__get_u64(&rd);
-        if (rd.bad || n > plen) {
+        if (rd.bad || n > plen / RING__RESPONSE_WIRE_MIN) {
             rc = ring__err(RING_EPROTO, "malformed response list from rank 0");
         } else if (n > 0) {
             *out = calloc(n, sizeof(**out));

@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "engine_impl.h"
+#include "transport.h"
 
 int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c)
 {
@@ -345,8 +346,30 @@ static int run_other(struct ring__engine *e, const struct ring__comm *c,
 }
 
 /*
+ * Whether rank 0's response r may run here, with this rank's own request for it (local, or
+ * NULL on a rank that joined): the fields that size buffers or name peers must be this
+ * rank's. The coordinator made every rank's agree (coordinator.c), so only a corrupt rank 0
+ * sends one that does not, and then it must not steer this rank's copies.
+ */
+static int response_fits(const struct ring__request *r, const struct ring__request *local,
+                         const struct ring__comm *c)
+{
+    if (r->dtype < 0 || r->dtype >= RING_DTYPE_COUNT)
+        return 0;
+    if (r->type == RING__BROADCAST && (r->root < 0 || r->root >= c->size))
+        return 0;
+    if (local == NULL)
+        return 1;
+    return r->type == local->type && r->dtype == local->dtype && r->op == local->op &&
+           r->root == local->root && r->process_set == local->process_set &&
+           r->group_size == local->group_size && (r->device >= 0) == (local->device >= 0) &&
+           (r->type == RING__ALLGATHERV || r->type == RING__ALLTOALLV || r->count == local->count);
+}
+
+/*
  * Runs the responses of one cycle in order, in fused batches. Error responses complete
- * their entries with the error. Returns 0 or a transport error (the engine then fails).
+ * their entries with the error. Returns 0 or a transport error (the engine then fails), or
+ * RING_EPROTO for a response that does not fit this rank's request (the mesh then breaks).
  */
 int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n,
                       struct entry *const *known)
@@ -381,6 +404,18 @@ int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n
         member = ring__eng_pset_view(e, r->req.process_set, &c);
         if (!member)
             continue;
+        for (int i = i0; known == NULL && i < i0 + cnt && rc == 0; i++) {
+            if (!response_fits(&resp[i].req, en[i] != NULL ? &en[i]->req : NULL, &c)) {
+                ring__err(RING_EPROTO,
+                          "rank %d: rank 0 answered %s '%s' with parameters this rank did not "
+                          "submit (a broken or hostile coordinator)",
+                          e->ctx->rank, ring__optype_name(resp[i].req.type), resp[i].req.name);
+                rc =
+                    e->ctx->mesh != NULL ? ring__mesh_fail(e->ctx->mesh, RING_EPROTO) : RING_EPROTO;
+            }
+        }
+        if (rc < 0)
+            break;
         if (r->req.type == RING__ALLREDUCE)
             rc = run_allreduce_batch(e, &c, r, en + i0, cnt);
         else if (en[i0] != NULL || e->joined)

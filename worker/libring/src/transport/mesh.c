@@ -7,7 +7,9 @@
  * bootstrap allgathers [host identity, flags, blobs...] once; then, with everybody's blobs,
  * each peer gets the first transport that both ends offer and that can reach it (shared
  * memory only on the same host), and one connect loop, the same for every transport,
- * connects the pairs: each rank dials its lower peers and accepts its higher ones.
+ * connects the pairs (connect.c): each rank dials its lower peers and accepts its higher
+ * ones, every connection starting with the handshake of handshake.h, in which both ends
+ * prove the job's secret.
  *
  * Streams: the loop tries send and recv directly and sleeps only when neither can move:
  * first it keeps trying for spin_us (waking a sleeping process costs tens of microseconds,
@@ -43,7 +45,7 @@ static const struct ring__transport *const transports[] = {
 /* A transport that only reaches ranks of the same host. */
 static int host_local(const struct ring__transport *t)
 {
-    return strcmp(t->name, "tcp") != 0;
+    return t->host_only;
 }
 
 #define HOST_ID_LEN 16
@@ -146,63 +148,6 @@ static int choose(const struct blob_header *me, const struct blob_header *peer, 
     return -1;
 }
 
-int ring__mesh_wanted(const struct ring__mesh_cfg *cfg, const unsigned char *use,
-                      struct ring__pair *const *pairs, uint32_t rank, uint32_t size)
-{
-    return size == (uint32_t)cfg->size && rank > (uint32_t)cfg->rank && rank < size && use[rank] &&
-           pairs[rank] == NULL;
-}
-
-/* Accepts one caller on t's listening socket: 1 a pair, 0 a stray (or EINTR), or an error. */
-static int accept_one(const struct ring__transport *t, void *state,
-                      const struct ring__mesh_cfg *cfg, const unsigned char *use,
-                      struct ring__pair **pairs, int64_t deadline)
-{
-    int lfd = t->listen_fd(state);
-    struct pollfd pfd = {.fd = lfd, .events = POLLIN};
-    int64_t left = deadline - ring__now_ms();
-    int sock, rc;
-
-    rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
-    if (rc == 0)
-        return ring__err(RING_ETIMEDOUT,
-                         "rank %d: timed out waiting for higher%s ranks to connect over %s",
-                         cfg->rank, host_local(t) ? " local" : "", t->name);
-    if (rc < 0)
-        return errno == EINTR ? 0 : ring__err(RING_ESYS, "poll: %s", strerror(errno));
-    sock = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (sock < 0)
-        return errno == EINTR || errno == EAGAIN
-                   ? 0
-                   : ring__err(RING_ESYS, "accept: %s", strerror(errno));
-    return t->answer(state, cfg, sock, use, pairs, deadline);
-}
-
-/*
- * Connects the pairs that t serves (use[peer]), the same way for every wire (see
- * struct ring__transport): dial each lower peer, then accept until each higher one called.
- */
-static int connect_pairs(const struct ring__transport *t, void *state,
-                         const struct ring__mesh_cfg *cfg, const char *blobs, size_t stride,
-                         const unsigned char *use, struct ring__pair **pairs, int64_t deadline)
-{
-    int rc, want = 0, got = 0;
-
-    for (int peer = 0; peer < cfg->rank; peer++) {
-        if (use[peer] && (rc = t->dial(state, cfg, blobs + (size_t)peer * stride, peer,
-                                       &pairs[peer], deadline)) < 0)
-            return rc;
-    }
-    for (int peer = cfg->rank + 1; peer < cfg->size; peer++)
-        want += use[peer];
-    while (got < want) {
-        if ((rc = accept_one(t, state, cfg, use, pairs, deadline)) < 0)
-            return rc;
-        got += rc;
-    }
-    return 0;
-}
-
 int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cfg, int spin_us,
                       struct ring__mesh **out)
 {
@@ -214,6 +159,9 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
     int *via = NULL, mode, rc, n = cfg->size;
     struct ring__mesh *m;
 
+    if (cfg->key == NULL)
+        return ring__err(RING_EBOOTSTRAP, "rank %d: no job secret to prove to the peers",
+                         cfg->rank);
     if ((rc = transport_mode(&mode)) < 0)
         return rc;
     for (int t = 0; t < NTRANSPORTS; t++) {
@@ -296,8 +244,8 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
             use[p] = p != m->rank && via[p] == t;
             any |= use[p];
         }
-        if (any && (rc = connect_pairs(transports[t], state[t], cfg, all + off[t], stride, use,
-                                       m->pair, deadline)) < 0)
+        if (any && (rc = ring__mesh_connect(transports[t], state[t], cfg, all + off[t], stride, use,
+                                            m->pair, deadline)) < 0)
             goto error;
     }
     for (int t = 0; t < NTRANSPORTS; t++)
@@ -378,6 +326,11 @@ static int fail(struct ring__mesh *m, int err)
             m->pair[i]->ops->shutdown(m->pair[i]);
     }
     return err;
+}
+
+int ring__mesh_fail(struct ring__mesh *m, int err)
+{
+    return fail(m, err);
 }
 
 /*

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 struct ring__bootstrap;
+struct ring__key;
 
 /* Directions a stream waits on, for ring__pair_ops.arm. */
 enum { RING__WANT_TX = 1, RING__WANT_RX = 2 };
@@ -115,6 +116,7 @@ struct ring__mesh_cfg {
     int oversubscribed;              /* more ranks on this host than CPUs */
     const char *host_addr;           /* the bootstrap's address for this host, or "" */
     const struct ring__tuning *tune; /* the knobs (tuning.h); borrowed from the context */
+    const struct ring__key *key;     /* the job's secret (auth.h); borrowed from the bootstrap */
 };
 
 /*
@@ -123,37 +125,71 @@ struct ring__mesh_cfg {
  *     and writes its address into blob (blob_len bytes). Returns 0; 0 with state NULL to
  *     decline on this rank (the peers then use another transport); or an error.
  *   after the allgather, for the peers this transport serves (both ends agree on which),
- *   mesh.c's connect loop, the same for every wire: this rank dials each lower peer, then
- *   accepts on listen_fd(state) until each higher peer has called. A dial completes in the
- *   peer's accept queue, so no order of the ranks can deadlock. It calls
- *     dial(state, cfg, blob, peer, &pair, deadline): connects to the lower rank peer, whose
- *       blob it gets, says who calls (a hello) and makes *pair (also on an error, when the
- *       pair exists: the mesh destroys it). Returns 0 or an error, by deadline.
- *     answer(state, cfg, sock, use, pairs, deadline): takes sock, a connection accepted on
- *       listen_fd. A caller whose hello names a pair still wanted (ring__mesh_wanted)
- *       becomes pairs[its rank], and answer returns 1; a stray caller is closed and logged,
- *       and answer returns 0; otherwise an error.
+ *   mesh.c's connect loop, the same for every wire: this rank dials each lower peer and
+ *   accepts each higher one. Every connection starts with the handshake of handshake.h
+ *   (magic is this wire's), which proves both ends hold the job's secret before the
+ *   transport sends a byte of its own. One poll loop runs every dial and every accepted
+ *   connection at once, each a state machine, so no rank ever waits on another's progress
+ *   through its other peers, and a stranger that connects and stalls holds up nobody. It
+ *   calls
+ *     connect(state, cfg, blob, peer, deadline, &fd): opens a connection to the lower rank
+ *       peer, whose blob it gets, and checks what the wire can before the handshake (shm:
+ *       the listener's uid). It may block, but only for the kernel: a connection completes
+ *       into the peer's listening backlog without the peer's help. Returns 0 or an error.
+ *       The mesh connects again when the peer drops the connection before its challenge
+ *       (its accept loop sheds the oldest callers when flooded).
+ *     dialed(state, cfg, fd, peer, &pair): fd proved it is rank peer's; sends what the wire
+ *       needs after the handshake (shm: the segment) and makes *pair, which owns fd from
+ *       then on (also on an error: the mesh destroys it). Returns 1 when the pair is ready,
+ *       0 when it waits for the peer's reply (dial_reply), or an error.
+ *     dial_reply(state, cfg, fd, pair, deadline): fd is readable: takes the peer's reply
+ *       and finishes pair. Returns 0 or an error. NULL where dialed never returns 0.
+ *     admit(state, cfg, sock): may refuse a connection accepted on listen_fd before its
+ *       handshake starts (shm: a caller of another uid); 1 admits, 0 refuses (and logs
+ *       why; the mesh closes sock). NULL admits everyone to the handshake.
+ *     answer(state, cfg, sock, peer, pairs, deadline): takes sock, a connection whose
+ *       handshake proved it is rank peer's (a higher rank this transport serves, not yet
+ *       connected), does what the wire needs after the handshake and makes pairs[peer].
+ *       It may wait for bytes the dialer sent right after its proof, nothing else.
+ *       Returns 0 or an error.
  *   close(state): frees what listen made (pairs live on). Accepts NULL.
  */
 struct ring__transport {
     const char *name;
+    int host_only;  /* reaches only ranks of the same host (shm) */
+    uint32_t magic; /* first in this wire's hello and challenge (handshake.h) */
     size_t blob_len;
     int (*listen)(const struct ring__mesh_cfg *cfg, void **state, void *blob);
     int (*listen_fd)(void *state);
-    int (*dial)(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
-                struct ring__pair **pair, int64_t deadline);
-    int (*answer)(void *state, const struct ring__mesh_cfg *cfg, int sock, const unsigned char *use,
+    int (*connect)(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
+                   int64_t deadline, int *fd);
+    int (*dialed)(void *state, const struct ring__mesh_cfg *cfg, int fd, int peer,
+                  struct ring__pair **pair);
+    int (*dial_reply)(void *state, const struct ring__mesh_cfg *cfg, int fd,
+                      struct ring__pair *pair, int64_t deadline);
+    int (*admit)(void *state, const struct ring__mesh_cfg *cfg, int sock);
+    int (*answer)(void *state, const struct ring__mesh_cfg *cfg, int sock, int peer,
                   struct ring__pair **pairs, int64_t deadline);
     void (*close)(void *state);
 };
 
 /*
- * For answer: 1 when a hello from rank of a world of size names a pair this rank still
- * waits for (the same world, a higher rank that this transport serves, not yet
+ * For the handshake: 1 when a hello from rank of a world of size names a pair this rank
+ * still waits for (the same world, a higher rank that this transport serves, not yet
  * connected), else 0.
  */
 int ring__mesh_wanted(const struct ring__mesh_cfg *cfg, const unsigned char *use,
                       struct ring__pair *const *pairs, uint32_t rank, uint32_t size);
+
+/*
+ * Connects the pairs transport t serves (use[peer]) through its listening state, given every
+ * rank's blob for t (blobs + rank * stride) (connect.c). Fills pairs[peer] (a pair made
+ * before an error stays there, for the caller to destroy). Returns 0 or an error, by
+ * deadline.
+ */
+int ring__mesh_connect(const struct ring__transport *t, void *state,
+                       const struct ring__mesh_cfg *cfg, const char *blobs, size_t stride,
+                       const unsigned char *use, struct ring__pair **pairs, int64_t deadline);
 
 extern const struct ring__transport ring__transport_shm;
 extern const struct ring__transport ring__transport_tcp;
@@ -173,6 +209,13 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
 void ring__mesh_destroy(struct ring__mesh *m);
 /* 1 after a transport error broke the mesh, else 0. */
 int ring__mesh_broken(const struct ring__mesh *m);
+/*
+ * Breaks the mesh on purpose, as a transport error does: every pair is shut, so that peers
+ * waiting on this rank fail now rather than at their timeouts, and later calls give
+ * RING_EBROKEN. For a protocol violation found above the transport (a peer announced a
+ * length it may not send). Returns err.
+ */
+int ring__mesh_fail(struct ring__mesh *m, int err);
 /* The name of the transport serving peer ("tcp", "shm"), or "self". */
 const char *ring__mesh_transport(const struct ring__mesh *m, int peer);
 /* The host index of rank (hosts numbered by their lowest rank, from 0), and the count. */

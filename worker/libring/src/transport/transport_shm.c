@@ -19,6 +19,17 @@
  * are copied. The sender keeps CMA bytes unchanged until the receiver has taken them (the
  * pair is not flushed until then; see transport.h).
  *
+ * Who may connect: the socket's name is public (/proc/net/unix lists every abstract name),
+ * so the acceptor first checks the caller's uid (SO_PEERCRED: the kernel's word, not the
+ * caller's) and refuses any other user, then runs the handshake of handshake.h, which
+ * proves the caller holds the job's secret; only then does it take a segment from it. The
+ * dialer checks the listener's uid and the acceptor's proof before it hands its segment
+ * over. The segment's memfd is sealed at its size (F_SEAL_SHRINK | F_SEAL_GROW |
+ * F_SEAL_SEAL), and the acceptor maps it only when those seals and its size check out, so
+ * no peer can shrink it under the mapping (a SIGBUS on the next access). Everything a peer
+ * writes into the segment is checked before use (shm_record.h), and each side keeps its own
+ * index privately, writing it to the segment only for the peer to read.
+ *
  * Waiting: a rank that finds nothing to do spins (mesh.c), then arms: it raises a flag in
  * the ring it waits on and sleeps in poll() on the socket. The other side, after it moved
  * the ring's head or tail, rings the doorbell (one byte) only when the flag is up, so
@@ -38,28 +49,24 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "net.h"
 #include "ring_internal.h"
+#include "shm_record.h"
 #include "transport.h"
 
-#define HELLO_MAGIC 0x52534d31u /* "RSM1" */
+/* "RSM2": the wire's magic (handshake.h); "RSM1" was the unauthenticated hello before it. */
+#define SHM_MAGIC 0x52534d32u
 
-#define REC_BYTES  16
+#define REC_BYTES  RING__SHM_REC_BYTES
 #define ALIGN16(n) (((n) + 15) & ~(uint64_t)15)
-/* A CMA record moves at most this much, so that its length fits the header. */
-#define CMA_MAX ((uint64_t)1 << 30)
+#define CMA_MAX    RING__SHM_CMA_MAX
 
-enum { REC_COPY = 1, REC_CMA = 2, REC_PAD = 3 };
-
-struct rec {
-    uint32_t kind;
-    uint32_t len;  /* payload bytes (COPY), or bytes at addr (CMA) */
-    uint64_t addr; /* CMA: where the bytes are in the sender */
-};
+enum { REC_COPY = RING__SHM_COPY, REC_CMA = RING__SHM_CMA, REC_PAD = RING__SHM_PAD };
 
 /*
  * One direction's ring indices, on separate cache lines for the writer's and the reader's
@@ -106,7 +113,9 @@ struct shm_pair {
     struct seg_header *hdr;
     struct chan *tx, *rx;
     char *txring, *rxring;
-    uint64_t rx_taken; /* bytes of the record at rx->tail already received */
+    uint64_t tx_head;  /* this side's own indices: the segment's copies are for the peer */
+    uint64_t rx_tail;  /* to read, never read back (the peer could have rewritten them) */
+    uint64_t rx_taken; /* bytes of the record at rx_tail already received */
     size_t cma_bytes;  /* send by CMA from this size on; 0 never */
     int tx_blocked;    /* the last send found no room */
     int kick_owed;     /* sent while the peer slept lazily idle, without waking it */
@@ -160,20 +169,23 @@ static ssize_t full(struct shm_pair *p)
 static ssize_t shm_send(struct ring__pair *rp, const void *buf, size_t len)
 {
     struct shm_pair *p = (struct shm_pair *)rp;
-    uint64_t head = atomic_load_explicit(&p->tx->head, memory_order_relaxed);
+    uint64_t head = p->tx_head;
     uint64_t tail = atomic_load_explicit(&p->tx->tail, memory_order_acquire);
     uint64_t room = p->cap - (head - tail), pos = head % p->cap, contig = p->cap - pos, n;
     int cma = p->cma_bytes > 0 && len >= p->cma_bytes &&
               atomic_load_explicit(&p->tx->cma_ok, memory_order_relaxed);
-    struct rec r;
+    struct ring__shm_rec r;
 
     if (p->gone || atomic_load_explicit(&p->hdr->closed, memory_order_relaxed))
         return peer_error(p);
+    if (head - tail > p->cap)
+        return ring__err(RING_EPROTO, "rank %d: rank %d says it consumed bytes never sent",
+                         p->base.rank, p->base.peer);
     /* A record never wraps: too little left before the end is skipped with a pad. */
     if (contig < REC_BYTES + (cma ? 0 : 16)) {
         if (room < contig + REC_BYTES + 16)
             return full(p);
-        r = (struct rec){REC_PAD, 0, 0};
+        r = (struct ring__shm_rec){REC_PAD, 0, 0};
         memcpy(p->txring + pos, &r, sizeof(r));
         head += contig;
         room -= contig;
@@ -184,7 +196,7 @@ static ssize_t shm_send(struct ring__pair *rp, const void *buf, size_t len)
         if (room < REC_BYTES)
             return full(p);
         n = len < CMA_MAX ? len : CMA_MAX;
-        r = (struct rec){REC_CMA, (uint32_t)n, (uint64_t)(uintptr_t)buf};
+        r = (struct ring__shm_rec){REC_CMA, (uint32_t)n, (uint64_t)(uintptr_t)buf};
         memcpy(p->txring + pos, &r, sizeof(r));
         head += REC_BYTES;
     } else {
@@ -193,12 +205,13 @@ static ssize_t shm_send(struct ring__pair *rp, const void *buf, size_t len)
             return full(p);
         space = (space - REC_BYTES) & ~(uint64_t)15;
         n = len < space ? len : space;
-        r = (struct rec){REC_COPY, (uint32_t)n, 0};
+        r = (struct ring__shm_rec){REC_COPY, (uint32_t)n, 0};
         memcpy(p->txring + pos, &r, sizeof(r));
         memcpy(p->txring + pos + REC_BYTES, buf, n);
         head += REC_BYTES + ALIGN16(n);
     }
     p->tx_blocked = 0;
+    p->tx_head = head;
     atomic_store_explicit(&p->tx->head, head, memory_order_seq_cst);
     if (atomic_load_explicit(&p->tx->reader_waits, memory_order_seq_cst))
         ring_doorbell(p);
@@ -245,17 +258,22 @@ static int cma_read(struct shm_pair *p, void *dst, uint64_t addr, size_t n)
 static ssize_t shm_recv(struct ring__pair *rp, void *buf, size_t len)
 {
     struct shm_pair *p = (struct shm_pair *)rp;
-    uint64_t tail = atomic_load_explicit(&p->rx->tail, memory_order_relaxed);
+    uint64_t tail = p->rx_tail;
     uint64_t head = atomic_load_explicit(&p->rx->head, memory_order_acquire);
     size_t got = 0;
     int moved = 0, rc;
 
     while (got < len && tail != head) {
-        uint64_t pos = tail % p->cap, n;
-        struct rec r;
-        memcpy(&r, p->rxring + pos, sizeof(r));
+        uint64_t pos = tail % p->cap, n, span;
+        struct ring__shm_rec r;
+        char why[128];
+        if (ring__shm_rec_read(p->rxring, p->cap, tail, head, p->rx_taken, &r, &span, why,
+                               sizeof(why)) < 0)
+            return ring__err(RING_EPROTO, "rank %d: rank %d wrote a bad shared-memory record: %s",
+                             p->base.rank, p->base.peer, why);
         if (r.kind == REC_PAD) {
-            tail += p->cap - pos;
+            tail += span;
+            p->rx_taken = 0;
             moved = 1;
             continue;
         }
@@ -264,22 +282,19 @@ static ssize_t shm_recv(struct ring__pair *rp, void *buf, size_t len)
             n = len - got;
         if (r.kind == REC_COPY) {
             memcpy((char *)buf + got, p->rxring + pos + REC_BYTES + p->rx_taken, n);
-        } else if (r.kind == REC_CMA) {
-            if ((rc = cma_read(p, (char *)buf + got, r.addr + p->rx_taken, n)) < 0)
-                return rc;
-        } else {
-            return ring__err(RING_EPROTO, "rank %d: bad record kind %u from rank %d", p->base.rank,
-                             r.kind, p->base.peer);
+        } else if ((rc = cma_read(p, (char *)buf + got, r.addr + p->rx_taken, n)) < 0) {
+            return rc;
         }
         got += n;
         p->rx_taken += n;
         if (p->rx_taken == r.len) {
-            tail += r.kind == REC_COPY ? REC_BYTES + ALIGN16(r.len) : REC_BYTES;
+            tail += span;
             p->rx_taken = 0;
             moved = 1;
         }
     }
     if (moved) {
+        p->rx_tail = tail;
         atomic_store_explicit(&p->rx->tail, tail, memory_order_seq_cst);
         if (atomic_load_explicit(&p->rx->writer_waits, memory_order_seq_cst))
             ring_doorbell(p);
@@ -292,8 +307,7 @@ static ssize_t shm_recv(struct ring__pair *rp, void *buf, size_t len)
 static int shm_flushed(struct ring__pair *rp)
 {
     struct shm_pair *p = (struct shm_pair *)rp;
-    if (atomic_load_explicit(&p->tx->tail, memory_order_acquire) ==
-        atomic_load_explicit(&p->tx->head, memory_order_relaxed))
+    if (atomic_load_explicit(&p->tx->tail, memory_order_acquire) == p->tx_head)
         return 1;
     if (p->gone || atomic_load_explicit(&p->hdr->closed, memory_order_relaxed))
         return peer_error(p);
@@ -308,12 +322,11 @@ static int can_move(struct shm_pair *p, int want)
 {
     if (p->gone || atomic_load_explicit(&p->hdr->closed, memory_order_relaxed))
         return 1; /* the next send or recv reports it */
-    if ((want & RING__WANT_RX) && atomic_load_explicit(&p->rx->head, memory_order_seq_cst) !=
-                                      atomic_load_explicit(&p->rx->tail, memory_order_relaxed))
+    if ((want & RING__WANT_RX) &&
+        atomic_load_explicit(&p->rx->head, memory_order_seq_cst) != p->rx_tail)
         return 1;
     if (want & RING__WANT_TX) {
-        uint64_t used = atomic_load_explicit(&p->tx->head, memory_order_relaxed) -
-                        atomic_load_explicit(&p->tx->tail, memory_order_seq_cst);
+        uint64_t used = p->tx_head - atomic_load_explicit(&p->tx->tail, memory_order_seq_cst);
         if (used == 0 || (p->tx_blocked && p->cap - used >= ROOM_WANTED))
             return 1;
     }
@@ -357,8 +370,7 @@ static void shm_kick(struct ring__pair *rp)
     if (!p->kick_owed)
         return;
     p->kick_owed = 0;
-    if (atomic_load_explicit(&p->tx->tail, memory_order_seq_cst) !=
-            atomic_load_explicit(&p->tx->head, memory_order_relaxed) &&
+    if (atomic_load_explicit(&p->tx->tail, memory_order_seq_cst) != p->tx_head &&
         atomic_load_explicit(&p->tx->idle_waits, memory_order_seq_cst) != RING__IDLE_OFF)
         ring_doorbell(p);
 }
@@ -416,8 +428,12 @@ static const struct ring__pair_ops shm_pair_ops = {
 
 /* ---- set-up ---- */
 
+/*
+ * After the handshake (handshake.h), which says who is who: the dialer's hello, with the
+ * segment's fd attached, and the acceptor's answer.
+ */
 struct hello {
-    uint32_t magic, rank, size, pad;
+    uint32_t magic, pad;
     uint64_t cap;        /* ring bytes per direction (from the creator of the segment) */
     uint64_t probe_addr; /* where cma_probe lives in the sender */
 };
@@ -450,8 +466,9 @@ static int send_hello(const struct ring__pair *rp, int sock, const struct hello 
     return 0;
 }
 
-/* Receives a hello (and the fd attached to it, if any, into *fd) by deadline. */
-static int recv_hello(int rank, int sock, struct hello *h, int *fd, int64_t deadline)
+/* Receives rp's peer's hello (and the fd attached to it, if any, into *fd) by deadline. */
+static int recv_hello(const struct ring__pair *rp, int sock, struct hello *h, int *fd,
+                      int64_t deadline)
 {
     char cbuf[CMSG_SPACE(sizeof(int))];
     struct iovec iov = {h, sizeof(*h)};
@@ -465,7 +482,8 @@ static int recv_hello(int rank, int sock, struct hello *h, int *fd, int64_t dead
     if (fd != NULL)
         *fd = -1;
     if (poll(&pfd, 1, left > 0 ? (int)left : 0) <= 0)
-        return ring__err(RING_ETIMEDOUT, "rank %d: no shm hello from a local peer in time", rank);
+        return ring__err(RING_ETIMEDOUT, "rank %d: no shm hello from rank %d in time", rp->rank,
+                         rp->peer);
     do
         k = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     while (k < 0 && errno == EINTR);
@@ -479,12 +497,21 @@ static int recv_hello(int rank, int sock, struct hello *h, int *fd, int64_t dead
                 close(got);
         }
     }
-    if (k != (ssize_t)sizeof(*h) || h->magic != HELLO_MAGIC) {
+    if (k != (ssize_t)sizeof(*h) || h->magic != SHM_MAGIC) {
         if (fd != NULL && *fd >= 0)
             close(*fd);
-        return ring__err(RING_EBOOTSTRAP, "rank %d: a bad shm hello (%zd bytes)", rank, k);
+        return ring__err(RING_EPROTO, "rank %d: a bad shm hello from rank %d (%zd bytes)", rp->rank,
+                         rp->peer, k);
     }
     return 0;
+}
+
+/* Whether the other end of sock runs as this process's user (the kernel's SO_PEERCRED). */
+static int same_user(int sock, struct ucred *cred)
+{
+    socklen_t len = sizeof(*cred);
+    *cred = (struct ucred){0, (uid_t)-1, (gid_t)-1};
+    return getsockopt(sock, SOL_SOCKET, SO_PEERCRED, cred, &len) == 0 && cred->uid == geteuid();
 }
 
 /* The abstract socket address of name. */
@@ -597,21 +624,30 @@ static int shm_listen_fd(void *state)
     return ((struct shm_state *)state)->lfd;
 }
 
-/* Dials from the higher rank of a pair, which creates the segment and hands it over. */
-static int shm_dial(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
-                    struct ring__pair **out, int64_t deadline)
+/* Only this job's user may even start the handshake: anyone can find the socket's name. */
+static int shm_admit(void *state, const struct ring__mesh_cfg *cfg, int sock)
 {
-    const struct shm_state *st = state;
+    struct ucred cred;
+    if (same_user(sock, &cred))
+        return 1;
+    ring__log(RING_LOG_WARNING,
+              "shm: refused a connection from uid %d (pid %d): only this job's user (uid %d) "
+              "may connect",
+              (int)cred.uid, (int)cred.pid, (int)geteuid());
+    return 0;
+}
+
+/* Connects to the lower rank peer's socket (its name is in blob), of this user only. */
+static int shm_connect(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
+                       int64_t deadline, int *out)
+{
     const struct shm_blob *b = blob;
-    struct hello h = {HELLO_MAGIC, (uint32_t)cfg->rank, (uint32_t)cfg->size,
-                      0,           st->ring_bytes,      (uint64_t)(uintptr_t)&cma_probe};
     struct sockaddr_un sa;
     socklen_t salen = abstract_addr(b->name, &sa);
-    struct shm_pair *p;
-    int sock, mfd = -1, rc;
+    struct ucred cred;
+    int sock, rc;
 
-    sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (sock < 0)
+    if ((sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
         return ring__err(RING_ESYS, "socket(AF_UNIX): %s", strerror(errno));
     while (connect(sock, (struct sockaddr *)&sa, salen) < 0) {
         if (errno == EINTR)
@@ -621,74 +657,107 @@ static int shm_dial(void *state, const struct ring__mesh_cfg *cfg, const void *b
         close(sock);
         return rc;
     }
+    if (!same_user(sock, &cred)) {
+        close(sock);
+        return ring__err(RING_EBOOTSTRAP,
+                         "rank %d: the shm socket published by rank %d belongs to uid %d, not to "
+                         "this job's user (uid %d)",
+                         cfg->rank, peer, (int)cred.uid, (int)geteuid());
+    }
+    *out = sock;
+    return 0;
+}
+
+/*
+ * In the higher rank of a pair, once the handshake proved sock is the lower one's: creates
+ * the segment and hands it over; the answer comes to shm_dial_reply.
+ */
+static int shm_dialed(void *state, const struct ring__mesh_cfg *cfg, int sock, int peer,
+                      struct ring__pair **out)
+{
+    const struct shm_state *st = state;
+    struct hello h = {SHM_MAGIC, 0, st->ring_bytes, (uint64_t)(uintptr_t)&cma_probe};
+    size_t bytes = SEG_HEADER_BYTES + 2 * st->ring_bytes;
+    struct shm_pair *p;
+    int mfd, rc;
+
     if ((p = new_pair(cfg, peer, sock)) == NULL)
         return RING_ENOMEM;
     *out = &p->base;
-    mfd = memfd_create("ringmaster-shm", MFD_CLOEXEC);
-    if (mfd < 0 || ftruncate(mfd, (off_t)(SEG_HEADER_BYTES + 2 * st->ring_bytes)) < 0) {
-        rc = ring__err(RING_ESYS, "rank %d: a %zu-byte segment for rank %d: %s", cfg->rank,
-                       (size_t)(SEG_HEADER_BYTES + 2 * st->ring_bytes), peer, strerror(errno));
-        goto out;
+    /* Sealed at its size before anyone else sees it: the peer can then map it knowing that
+     * nobody, this rank included, can shrink it under the mapping. */
+    mfd = memfd_create("ringmaster-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (mfd < 0 || ftruncate(mfd, (off_t)bytes) < 0 ||
+        fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+        rc = ring__err(RING_ESYS, "rank %d: a %zu-byte segment for rank %d: %s", cfg->rank, bytes,
+                       peer, strerror(errno));
+    } else {
+        rc = map_segment(p, mfd, st->ring_bytes, 0);
+        if (rc == 0)
+            rc = send_hello(&p->base, sock, &h, mfd);
     }
-    if ((rc = map_segment(p, mfd, st->ring_bytes, 0)) < 0 ||
-        (rc = send_hello(&p->base, sock, &h, mfd)) < 0 ||
-        (rc = recv_hello(cfg->rank, sock, &h, NULL, deadline)) < 0)
-        goto out;
-    if (h.rank != (uint32_t)peer || h.size != (uint32_t)cfg->size) {
-        rc = ring__err(RING_EBOOTSTRAP, "rank %d: rank %d's shm socket answered as rank %u of %u",
-                       cfg->rank, peer, h.rank, h.size);
-        goto out;
-    }
-    finish_pair(p, st, h.probe_addr);
-    rc = ring__net_set_nonblock(sock);
-out:
     if (mfd >= 0)
         close(mfd); /* the mappings keep the memory; nothing has a name to unlink */
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
-/* Answers in the lower rank of a pair, which maps what the higher one created. */
-static int shm_answer(void *state, const struct ring__mesh_cfg *cfg, int sock,
-                      const unsigned char *use, struct ring__pair **pairs, int64_t deadline)
+/* The lower rank's answer to shm_dialed: the pair is ready. */
+static int shm_dial_reply(void *state, const struct ring__mesh_cfg *cfg, int sock,
+                          struct ring__pair *rp, int64_t deadline)
+{
+    const struct shm_state *st = state;
+    struct shm_pair *p = (struct shm_pair *)rp;
+    struct hello h;
+    int rc;
+
+    if ((rc = recv_hello(rp, sock, &h, NULL, deadline)) < 0)
+        return rc;
+    if (h.cap != st->ring_bytes)
+        return ring__err(RING_EPROTO, "rank %d: rank %d answered for a ring of %llu bytes, not %zu",
+                         cfg->rank, rp->peer, (unsigned long long)h.cap, st->ring_bytes);
+    finish_pair(p, st, h.probe_addr);
+    return ring__net_set_nonblock(sock);
+}
+
+/*
+ * Answers in the lower rank of a pair, which maps what the higher one created, once the
+ * handshake proved sock is rank peer's.
+ */
+static int shm_answer(void *state, const struct ring__mesh_cfg *cfg, int sock, int peer,
+                      struct ring__pair **pairs, int64_t deadline)
 {
     const struct shm_state *st = state;
     struct hello h;
     struct shm_pair *p;
+    char why[128] = "no segment came with its hello";
+    uint64_t peer_probe;
     int mfd, rc;
 
-    if (recv_hello(cfg->rank, sock, &h, &mfd, deadline) < 0 || mfd < 0 ||
-        !ring__mesh_wanted(cfg, use, pairs, h.rank, h.size) || h.cap < 4096 ||
-        h.cap > ((uint64_t)1 << 30) || h.cap % 16 != 0) {
-        ring__log(RING_LOG_WARNING, "shm: ignoring a connection with a bad hello");
+    if ((p = new_pair(cfg, peer, sock)) == NULL)
+        return RING_ENOMEM;
+    pairs[peer] = &p->base;
+    if ((rc = recv_hello(&p->base, sock, &h, &mfd, deadline)) < 0)
+        return rc;
+    if (h.cap < 4096 || h.cap > ((uint64_t)1 << 30) || h.cap % 16 != 0)
+        snprintf(why, sizeof(why), "a ring of %llu bytes", (unsigned long long)h.cap);
+    if (mfd < 0 || h.cap < 4096 || h.cap > ((uint64_t)1 << 30) || h.cap % 16 != 0 ||
+        ring__shm_check_segment(mfd, SEG_HEADER_BYTES + 2 * h.cap, why, sizeof(why)) < 0) {
         if (mfd >= 0)
             close(mfd);
-        close(sock);
-        return 0;
+        return ring__err(RING_EPROTO,
+                         "rank %d: rank %d offered a shared-memory segment it cannot use: %s",
+                         cfg->rank, peer, why);
     }
-    if ((p = new_pair(cfg, (int)h.rank, sock)) == NULL) {
-        close(mfd);
-        return RING_ENOMEM;
-    }
-    pairs[h.rank] = &p->base;
     rc = map_segment(p, mfd, (size_t)h.cap, 1);
     close(mfd);
     if (rc < 0)
         return rc;
-    {
-        uint64_t peer_probe = h.probe_addr;
-        h = (struct hello){HELLO_MAGIC,
-                           (uint32_t)cfg->rank,
-                           (uint32_t)cfg->size,
-                           0,
-                           h.cap,
-                           (uint64_t)(uintptr_t)&cma_probe};
-        if ((rc = send_hello(&p->base, sock, &h, -1)) < 0)
-            return rc;
-        finish_pair(p, st, peer_probe);
-    }
-    if ((rc = ring__net_set_nonblock(sock)) < 0)
+    peer_probe = h.probe_addr;
+    h = (struct hello){SHM_MAGIC, 0, h.cap, (uint64_t)(uintptr_t)&cma_probe};
+    if ((rc = send_hello(&p->base, sock, &h, -1)) < 0)
         return rc;
-    return 1;
+    finish_pair(p, st, peer_probe);
+    return ring__net_set_nonblock(sock);
 }
 
 static void shm_close(void *state)
@@ -702,10 +771,15 @@ static void shm_close(void *state)
 
 const struct ring__transport ring__transport_shm = {
     .name = "shm",
+    .host_only = 1,
+    .magic = SHM_MAGIC,
     .blob_len = sizeof(struct shm_blob),
     .listen = shm_listen,
     .listen_fd = shm_listen_fd,
-    .dial = shm_dial,
+    .connect = shm_connect,
+    .dialed = shm_dialed,
+    .dial_reply = shm_dial_reply,
+    .admit = shm_admit,
     .answer = shm_answer,
     .close = shm_close,
 };

@@ -4,12 +4,16 @@
  *
  * Set-up: each rank listens on an ephemeral port and publishes "IPv4, port" in its blob.
  * After the bootstrap's allgather, mesh.c's connect loop has it dial every lower peer it
- * serves and accept every higher one; a hello (magic, rank, size) tells the acceptor who
- * called.
+ * serves and accept every higher one; the handshake (handshake.h) tells the acceptor who
+ * called and proves, both ways, that each end holds the job's secret. After it the
+ * connection carries the collectives' bytes and nothing else: no framing, no per-message
+ * cost of the authentication.
  *
- * The address published is the bootstrap's (the one this host used to reach the
- * rendezvous), else RING_TCP_ADDR, else the first IPv4 address of an interface that is up
- * and not loopback, else loopback.
+ * The address published is RING_TCP_ADDR, else the bootstrap's (the one this host used to
+ * reach the rendezvous), else the first IPv4 address of an interface that is up and not
+ * loopback, else loopback. The listening socket is bound to that address alone, so a job
+ * whose ranks meet over loopback is not reachable from the network at all; where the
+ * address is not this host's own (RING_TCP_ADDR naming a NAT's address), to every address.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,11 +31,8 @@
 #include "ring_internal.h"
 #include "transport.h"
 
-#define HELLO_MAGIC 0x52494e47u /* "RING" */
-
-struct hello {
-    uint32_t magic, rank, size;
-};
+/* "RIN2": the wire's magic (handshake.h); "RING" was the unauthenticated hello before it. */
+#define TCP_MAGIC 0x52494e32u
 
 /* What a rank publishes: where to connect. */
 struct tcp_blob {
@@ -183,9 +184,22 @@ static int advertised_ip(const struct ring__mesh_cfg *cfg, struct in_addr *ip)
     return 0;
 }
 
+/* Binds fd to ip:0, or to every address where ip is not this host's. */
+static int bind_listener(int fd, struct in_addr ip, struct sockaddr_in *sa)
+{
+    *sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr = ip};
+    if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0)
+        return 0;
+    if (errno != EADDRNOTAVAIL)
+        return -1;
+    ring__log(RING_LOG_DEBUG, "tcp: the published address is not this host's; listening on all");
+    sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    return bind(fd, (struct sockaddr *)sa, sizeof(*sa));
+}
+
 static int tcp_listen(const struct ring__mesh_cfg *cfg, void **state, void *blob)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in sa;
     socklen_t len = sizeof(sa);
     struct tcp_blob *b = blob;
     struct tcp_state *st;
@@ -205,7 +219,7 @@ static int tcp_listen(const struct ring__mesh_cfg *cfg, void **state, void *blob
         (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
         (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
     }
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1024) < 0 ||
+    if (bind_listener(fd, ip, &sa) < 0 || listen(fd, 1024) < 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
         int e = errno;
         close(fd);
@@ -233,48 +247,34 @@ static int tcp_listen_fd(void *state)
     return ((struct tcp_state *)state)->lfd;
 }
 
-static int tcp_dial(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
-                    struct ring__pair **out, int64_t deadline)
+static int tcp_connect(void *state, const struct ring__mesh_cfg *cfg, const void *blob, int peer,
+                       int64_t deadline, int *fd)
 {
     const struct tcp_state *st = state;
     const struct tcp_blob *b = blob;
     char host[INET_ADDRSTRLEN], port[8];
-    struct hello h = {HELLO_MAGIC, (uint32_t)cfg->rank, (uint32_t)cfg->size};
     struct in_addr ip = {.s_addr = b->ip};
-    int rc, fd;
+    int rc;
 
     inet_ntop(AF_INET, &ip, host, sizeof(host));
     snprintf(port, sizeof(port), "%d", ntohs(b->port));
-    if ((rc = ring__net_connect(host, port, st->sockbuf, deadline, &fd)) < 0)
+    if ((rc = ring__net_connect(host, port, st->sockbuf, deadline, fd)) < 0)
         return ring__err(rc, "rank %d: cannot connect to rank %d: %s", cfg->rank, peer,
                          ring_last_error());
-    if ((rc = ring__net_write_all(fd, &h, sizeof(h), deadline)) < 0) {
-        close(fd);
-        return rc;
-    }
-    return new_pair(cfg, peer, fd, out);
+    return 0;
 }
 
-static int tcp_answer(void *state, const struct ring__mesh_cfg *cfg, int fd,
-                      const unsigned char *use, struct ring__pair **pairs, int64_t deadline)
+static int tcp_dialed(void *state, const struct ring__mesh_cfg *cfg, int fd, int peer,
+                      struct ring__pair **pair)
 {
-    struct hello h;
-    int rc;
+    int rc = new_pair(cfg, peer, fd, pair);
+    return rc < 0 ? rc : 1;
+}
 
-    if ((rc = ring__net_read_all(fd, &h, sizeof(h), deadline)) < 0) {
-        close(fd);
-        return 0; /* a client that went away before saying who it is */
-    }
-    if (h.magic != HELLO_MAGIC || !ring__mesh_wanted(cfg, use, pairs, h.rank, h.size)) {
-        /* A stray or misconfigured client: drop it and keep waiting for the real peer. */
-        ring__log(RING_LOG_WARNING, "ignoring a connection with a bad hello (rank %u, size %u)",
-                  h.rank, h.size);
-        close(fd);
-        return 0;
-    }
-    if ((rc = new_pair(cfg, (int)h.rank, fd, &pairs[h.rank])) < 0)
-        return rc;
-    return 1;
+static int tcp_answer(void *state, const struct ring__mesh_cfg *cfg, int fd, int peer,
+                      struct ring__pair **pairs, int64_t deadline)
+{
+    return new_pair(cfg, peer, fd, &pairs[peer]);
 }
 
 static void tcp_close(void *state)
@@ -288,10 +288,12 @@ static void tcp_close(void *state)
 
 const struct ring__transport ring__transport_tcp = {
     .name = "tcp",
+    .magic = TCP_MAGIC,
     .blob_len = sizeof(struct tcp_blob),
     .listen = tcp_listen,
     .listen_fd = tcp_listen_fd,
-    .dial = tcp_dial,
+    .connect = tcp_connect,
+    .dialed = tcp_dialed,
     .answer = tcp_answer,
     .close = tcp_close,
 };
