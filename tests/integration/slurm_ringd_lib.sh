@@ -5,6 +5,12 @@
 DATA=$WORK/data
 SHARED=$WORK/shared
 JOBUSER=nobody
+# The jobs run the trainer as $JOBUSER, to whom the build folder may be closed (a clone in a
+# mktemp -d directory or under /root): they run a copy in $WORK, which is open to them. (It
+# links libring statically: the copy needs nothing from the build folder.)
+mkdir -p "$WORK/bin"
+install -m 0755 "$TRAIN" "$WORK/bin/train"
+TRAIN=$WORK/bin/train
 TOL=0.02
 within() { awk -v a="$1" -v b="$2" -v t="$TOL" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; }
 # The sanitizer run's leak checker must know libpmix's own leaks in the jobs too: ringd
