@@ -106,7 +106,7 @@ for d in munged slurmctld slurmd slurmrestd; do
     ! pgrep -f "$CL" -a | grep -q "$d" || fail "$d still runs after stop"
 done
 # Every daemon and slurmstepd holds a file under $CL open (a log at least); a dead one none.
-left=$(find /proc/[0-9]*/fd -lname "$CL/*" 2>/dev/null | cut -d/ -f3 | sort -u)
+left=$({ find /proc/[0-9]*/fd -lname "$CL/*" 2>/dev/null || true; } | cut -d/ -f3 | sort -u)
 [ -z "$left" ] || fail "still running after stop: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ,)")"
 [ -z "$(tasks)" ] || fail "a job's processes outlived stop: $(tasks)"
 ok "stop cancels the jobs, ends a hung step's slurmstepd and tasks, and leaves no process behind"
