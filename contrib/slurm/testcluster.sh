@@ -128,41 +128,55 @@ kill_trees() {
     done
 }
 
+# within SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds (0) or the time is
+# up (1).
+within() {
+    local end=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        [ $SECONDS -lt $end ] || return 1
+        sleep 0.2
+    done
+}
+
+no_jobs() { [ -z "$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null)" ]; }
+no_stepds() { [ -z "$(ours slurmstepd)" ]; }
+
+# kill_left [COMM]: kills what is left of the cluster (of the processes named COMM, if
+# given), with everything below it, saying what that was.
+kill_left() {
+    local left
+    left=$(ours "$@")
+    [ -n "$left" ] || return 0
+    echo "testcluster: killing what is left of the cluster in $dir:" >&2
+    # shellcheck disable=SC2086 # one pid per word
+    ps -o pid=,args= -p "$(echo $left | tr ' ' ,)" >&2 || true
+    # shellcheck disable=SC2086 # one pid per word
+    kill_trees $left
+}
+
 stop() {
     # Jobs first, while slurmctld and the slurmds can still end their steps: with
     # proctrack/linuxproc a slurmstepd outlives its slurmd. A cancelled step's tasks get
-    # KillWait (5 s) between SIGTERM and SIGKILL, and its slurmstepd then reports and exits:
-    # 10 s for all of it, and what is left then is killed below.
+    # KillWait (5 s) between SIGTERM and SIGKILL: 10 s for every job to end.
     if running slurmctld && [ -s "$dir/slurm.conf" ]; then
         local jobs
         jobs=$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null || true)
-        if [ -n "$jobs" ]; then
-            # shellcheck disable=SC2086 # one id per word
-            SLURM_CONF=$dir/slurm.conf scancel $jobs 2>/dev/null || true
-        fi
+        # shellcheck disable=SC2086 # one id per word
+        [ -z "$jobs" ] || SLURM_CONF=$dir/slurm.conf scancel $jobs 2>/dev/null || true
+        within 10 no_jobs || true
     fi
-    local end=$((SECONDS + 10))
-    while [ $SECONDS -lt $end ]; do
-        [ -z "$(ours slurmstepd)" ] &&
-            { ! running slurmctld || [ -z "$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null)" ]; } &&
-            break
-        sleep 0.2
-    done
+    # A slurmstepd exits within moments of its job's end, but one may not: a hung one, or
+    # one whose step ran through an outage of slurmctld (ctld-stop), which retries its
+    # completion message long after slurmctld has forgotten the job. 3 s, then they and
+    # their tasks are killed, before their slurmd would wait for them.
+    within 3 no_stepds || kill_left slurmstepd
     stop_daemon slurmrestd
     for n in $NODES; do stop_daemon "slurmd.$n"; done
     stop_daemon slurmctld
     stop_daemon munged
-    # What is left: a step's slurmstepd that did not end in time and its tasks, the
-    # children of a daemon that had to be killed (slurmctld's slurmscriptd).
+    kill_left # a killed daemon's children (slurmctld's slurmscriptd), a late slurmstepd
     local left
-    left=$(ours)
-    if [ -n "$left" ]; then
-        echo "testcluster: killing what is left of the cluster in $dir:" >&2
-        # shellcheck disable=SC2086 # one pid per word
-        ps -o pid=,args= -p "$(echo $left | tr ' ' ,)" >&2 || true
-        # shellcheck disable=SC2086 # one pid per word
-        kill_trees $left
-    fi
     left=$(ours)
     [ -z "$left" ] || { echo "testcluster: still running after stop: $left" >&2; return 1; }
 }
