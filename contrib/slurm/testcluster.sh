@@ -7,7 +7,8 @@
 # touched; every daemon runs from Debian's packages. Needs root.
 #
 #   contrib/slurm/testcluster.sh start DIR [--rest]   start (idempotent), wait until ready
-#   contrib/slurm/testcluster.sh stop DIR             cancel its jobs, stop every daemon
+#   contrib/slurm/testcluster.sh stop DIR             cancel its jobs, stop every daemon, kill
+#                                                     what is left (a hung slurmstepd)
 #   contrib/slurm/testcluster.sh env DIR              print the exports to use it
 #   contrib/slurm/testcluster.sh status DIR           exit 0 when every daemon is up
 #   contrib/slurm/testcluster.sh ctld-stop DIR        an outage: slurmctld stops (saving its
@@ -48,7 +49,7 @@ usage() {
 }
 [ $# -ge 2 ] || usage
 cmd=$1
-dir=$(realpath -m "$2") # one spelling, for the mark that stop looks for
+dir=$(realpath -m "$2") # as /proc spells the files the daemons hold open (see stop)
 rest=0
 [ "${3:-}" = --rest ] && rest=1
 export PATH=$PATH:/usr/sbin:/sbin
