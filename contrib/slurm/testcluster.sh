@@ -7,7 +7,8 @@
 # touched; every daemon runs from Debian's packages. Needs root.
 #
 #   contrib/slurm/testcluster.sh start DIR [--rest]   start (idempotent), wait until ready
-#   contrib/slurm/testcluster.sh stop DIR             cancel its jobs, stop every daemon
+#   contrib/slurm/testcluster.sh stop DIR             cancel its jobs, stop every daemon, kill
+#                                                     what is left (a hung slurmstepd)
 #   contrib/slurm/testcluster.sh env DIR              print the exports to use it
 #   contrib/slurm/testcluster.sh status DIR           exit 0 when every daemon is up
 #   contrib/slurm/testcluster.sh ctld-stop DIR        an outage: slurmctld stops (saving its
@@ -20,13 +21,21 @@
 # How two nodes share one machine:
 # - Both slurmds listen on 127.0.0.1, on ports of their own (NodeAddr/Port per node), and
 #   keep their spool, log and pid files apart with slurm.conf's %n.
-# - The PMIx plugin of each slurmstepd puts its rendezvous files under /tmp with names
-#   derived from the job and step only, so the two nodes' stepds of one step would collide,
-#   and a directory a killed step left behind makes a later cluster's step of the same job
-#   id fail on that node ("Cannot create directory /tmp/spmix_appdir_..."; job ids restart
-#   at 1 with every cluster). Each slurmd therefore runs in a mount namespace of its own
-#   whose /tmp is DIR/NODE-tmp, emptied when the node starts. This is also why DIR must not
-#   be under /tmp: the nodes would not see it.
+# - The PMIx plugin of each slurmstepd makes its clients' rendezvous directory under TmpFS
+#   (/tmp by default) with a name derived from the job and step only
+#   (spmix_appdir_UID_JOB.STEP), so the two nodes' stepds of one step would collide, and one
+#   that a killed step left behind makes a later cluster's step of the same job id fail on
+#   that node ("Cannot create directory ..."; job ids restart at 1 with every cluster).
+#   TmpFS is therefore DIR/NODE-tmp (%n), emptied when the node starts. Nothing else is
+#   hidden: the nodes see the whole file system, /tmp included, as the nodes of a real
+#   cluster see a shared one, so a build or a checkout anywhere runs on them.
+# - Jobs of every user read slurm.conf and talk to munged's socket, both under DIR: DIR must
+#   be reachable by every user (start checks), and its path free of blanks, which Slurm's
+#   configuration files cannot hold.
+# - stop leaves no process of the cluster behind, and touches no other: it finds the
+#   daemons and their slurmstepds by the files under DIR they hold open, and a step's tasks
+#   below its slurmstepd (a slurmstepd outlives its slurmd, and a killed daemon may leave
+#   children).
 # - GPUs: each node has two, and gres.conf names files under DIR/gpu as their devices. Each
 #   is a character device node with /dev/null's numbers: slurmd counts a plain file but
 #   gives it no device index ("not a valid character or block device"), and then sets no
@@ -40,7 +49,7 @@ usage() {
 }
 [ $# -ge 2 ] || usage
 cmd=$1
-dir=$(realpath -m "$2") # symlinks resolved, for the /tmp check
+dir=$(realpath -m "$2") # as /proc spells the files the daemons hold open (see stop)
 rest=0
 [ "${3:-}" = --rest ] && rest=1
 export PATH=$PATH:/usr/sbin:/sbin
@@ -66,6 +75,13 @@ running() { # running NAME: the daemon's pid file names a live process
     p=$(cat "$dir/$1.pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null
 }
 
+some_daemon_runs() {
+    local n
+    if running munged || running slurmctld; then return 0; fi
+    for n in $NODES; do running "slurmd.$n" && return 0; done
+    return 1
+}
+
 stop_daemon() { # stop_daemon NAME: TERM, then KILL after 5 s
     local p
     p=$(cat "$dir/$1.pid" 2>/dev/null) || return 0
@@ -77,26 +93,93 @@ stop_daemon() { # stop_daemon NAME: TERM, then KILL after 5 s
     rm -f "$dir/$1.pid"
 }
 
+# ours [COMM]: the pids of the live Slurm and munge processes that hold a file under DIR open,
+# only those named COMM if given: the daemons (their logs, pid files) and the slurmstepds
+# they started (their node's log). Not a mark in the environment: a slurmstepd writes its
+# title over it.
+ours() {
+    local p
+    for p in $(pgrep -x "${1:-munged|slurmctld|slurmscriptd|slurmd|slurmstepd|slurmrestd}"); do
+        [ -n "$(find "/proc/$p/fd" -lname "$dir/*" -print -quit 2>/dev/null)" ] && alive "$p" && echo "$p"
+    done
+    return 0
+}
+
+alive() { # alive PID: the process exists and is not a zombie waiting for its parent
+    local st
+    st=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${st#Z}" = "$st" ]
+}
+
+# kill_trees PID...: SIGKILL to each process and to everything below it (a slurmstepd's
+# tasks hold no file of DIR). Each is stopped before its children are listed, so that none
+# can fork a child the walk misses; then all die at once.
+kill_trees() {
+    local queue=("$@") all=() p
+    while [ ${#queue[@]} -gt 0 ]; do
+        p=${queue[0]}
+        queue=("${queue[@]:1}")
+        kill -STOP "$p" 2>/dev/null || continue
+        all+=("$p")
+        # shellcheck disable=SC2207 # pids are single words
+        queue+=($(pgrep -P "$p" || true))
+    done
+    [ ${#all[@]} = 0 ] || kill -9 "${all[@]}" 2>/dev/null || true
+    for p in "${all[@]}"; do
+        for _ in $(seq 50); do alive "$p" || break; sleep 0.1; done
+    done
+}
+
+# within SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds (0) or the time is
+# up (1).
+within() {
+    local end=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        [ $SECONDS -lt $end ] || return 1
+        sleep 0.2
+    done
+}
+
+no_jobs() { [ -z "$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null)" ]; }
+no_stepds() { [ -z "$(ours slurmstepd)" ]; }
+
+# kill_left [COMM]: kills what is left of the cluster (of the processes named COMM, if
+# given), with everything below it, saying what that was.
+kill_left() {
+    local left
+    left=$(ours "$@")
+    [ -n "$left" ] || return 0
+    echo "testcluster: killing what is left of the cluster in $dir:" >&2
+    # shellcheck disable=SC2086 # one pid per word
+    ps -o pid=,args= -p "$(echo $left | tr ' ' ,)" >&2 || true
+    # shellcheck disable=SC2086 # one pid per word
+    kill_trees $left
+}
+
 stop() {
     # Jobs first, while slurmctld and the slurmds can still end their steps: with
-    # proctrack/linuxproc a slurmstepd outlives its slurmd.
+    # proctrack/linuxproc a slurmstepd outlives its slurmd. A cancelled step's tasks get
+    # KillWait (5 s) between SIGTERM and SIGKILL: 10 s for every job to end.
     if running slurmctld && [ -s "$dir/slurm.conf" ]; then
         local jobs
         jobs=$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null || true)
-        if [ -n "$jobs" ]; then
-            # shellcheck disable=SC2086 # one id per word
-            SLURM_CONF=$dir/slurm.conf scancel $jobs 2>/dev/null || true
-            for _ in $(seq 100); do
-                [ -z "$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null)" ] && break
-                sleep 0.1
-            done
-        fi
+        # shellcheck disable=SC2086 # one id per word
+        [ -z "$jobs" ] || SLURM_CONF=$dir/slurm.conf scancel $jobs 2>/dev/null || true
+        within 10 no_jobs || true
     fi
+    # A slurmstepd exits within moments of its job's end, but one may not: a hung one, or
+    # one whose step ran through an outage of slurmctld (ctld-stop), which retries its
+    # completion message long after slurmctld has forgotten the job. 3 s, then they and
+    # their tasks are killed, before their slurmd would wait for them.
+    within 3 no_stepds || kill_left slurmstepd
     stop_daemon slurmrestd
     for n in $NODES; do stop_daemon "slurmd.$n"; done
     stop_daemon slurmctld
     stop_daemon munged
-    # A node's private /tmp is a mount in its namespace only, which ended with its slurmd.
+    kill_left # a killed daemon's children (slurmctld's slurmscriptd), a late slurmstepd
+    local left
+    left=$(ours)
+    [ -z "$left" ] || { echo "testcluster: still running after stop: $left" >&2; return 1; }
 }
 
 wait_for() { # wait_for WHAT SECONDS COMMAND...
@@ -115,6 +198,7 @@ nodes_idle() { # every node is idle (not down, drained or still booting)
 
 write_conf() {
     local host ctld_port
+    rm -f "$dir/ports"
     host=$(hostname -s)
     ctld_port=$(free_port)
     {
@@ -136,6 +220,8 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd.%n.log
+# Where each node's slurmstepds put their PMIx clients' rendezvous directory (see the top).
+TmpFS=$dir/%n-tmp
 # No cgroups on a test machine: processes are tracked through /proc and not confined.
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -187,15 +273,15 @@ close_inherited() {
 
 start() {
     close_inherited
-    for b in munged slurmctld slurmd scontrol sinfo squeue scancel unshare; do
+    for b in munged slurmctld slurmd scontrol sinfo squeue scancel runuser; do
         command -v "$b" >/dev/null ||
             { echo "testcluster: $b is missing (contrib/deps.sh installs Slurm)" >&2; exit 1; }
     done
     [ "$(id -u)" = 0 ] || { echo "testcluster: the daemons run as root; run this as root" >&2; exit 1; }
-    case $dir/ in
-    /tmp/*)
-        echo "testcluster: $dir is under /tmp, which node n2 does not see (it has a private" \
-            "/tmp); use a directory elsewhere, e.g. /var/tmp/..." >&2
+    case $dir in
+    *[[:space:]]*)
+        echo "testcluster: '$dir' has a blank, which Slurm's configuration files cannot" \
+            "hold; use a directory without one, e.g. /var/tmp/NAME" >&2
         exit 1
         ;;
     esac
@@ -208,7 +294,18 @@ start() {
         chmod 0400 "$dir/munge/munge.key"
     fi
     [ -s "$dir/jwt.key" ] || { dd if=/dev/urandom of="$dir/jwt.key" bs=32 count=1 status=none; chmod 0600 "$dir/jwt.key"; }
-    [ -s "$dir/slurm.conf" ] || write_conf
+    # A cluster that is not running gets a configuration of this script's, on ports free now.
+    some_daemon_runs || write_conf
+    # Jobs run as their users, who read slurm.conf (srun, sbatch) and talk to munged; and
+    # slurmrestd runs as nobody.
+    chmod 0755 "$dir"
+    chmod 0644 "$dir/slurm.conf" "$dir/gres.conf"
+    runuser -u nobody -- test -r "$dir/slurm.conf" || {
+        echo "testcluster: other users cannot reach $dir (a parent directory is closed to" \
+            "them, as mktemp -d and /root are), and every job's user reads its slurm.conf;" \
+            "use a directory every user can reach, e.g. /var/tmp/NAME" >&2
+        exit 1
+    }
     export SLURM_CONF=$dir/slurm.conf
     if ! running munged; then
         munged --force --socket="$dir/munge/munge.sock" --key-file="$dir/munge/munge.key" \
@@ -223,24 +320,14 @@ start() {
     for n in $NODES; do
         running "slurmd.$n" && continue
         find "$dir/$n-tmp" -mindepth 1 -delete
-        # --propagation private: the bind mount stays in this namespace.
-        unshare -m --propagation private sh -c \
-            'mount --bind "$1" /tmp && exec slurmd -N "$2" -f "$3"' sh "$dir/$n-tmp" "$n" \
-            "$SLURM_CONF"
+        slurmd -N "$n" -f "$SLURM_CONF"
     done
     wait_for "slurmd n1 and n2 (nodes idle)" 60 nodes_idle
     echo "export SLURM_CONF=$dir/slurm.conf" >"$dir/env"
     if [ $rest = 1 ]; then
         local port user=nobody
         # slurmrestd refuses to run as root: it drops to nobody after binding, and must still
-        # read slurm.conf.
-        chmod 0755 "$dir"
-        chmod 0644 "$dir/slurm.conf" "$dir/gres.conf"
-        runuser -u "$user" -- test -r "$dir/slurm.conf" || {
-            echo "testcluster: $user cannot read $dir/slurm.conf (slurmrestd runs as $user);" \
-                "put DIR where every user can reach it" >&2
-            exit 1
-        }
+        # read slurm.conf (checked above).
         if ! running slurmrestd; then
             port=$(free_port)
             SLURM_JWT=daemon slurmrestd -f "$SLURM_CONF" -a rest_auth/jwt -s openapi/v0.0.38 -u "$user" \

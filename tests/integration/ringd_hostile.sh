@@ -7,12 +7,12 @@
 # a body, nothing may be silently cut, and the daemon must stay up and exit cleanly.
 source "$(dirname "$0")/lib.sh"
 : "${RINGD:?}"
-RAW="python3 $(dirname "$0")/rawhttp.py"
+RAW=$(dirname "$0")/rawhttp.py
 
 export RINGD_SLOTS=1
 
 # raw REQUEST-TEXT: sends it (escapes like \r\n, \x00 decoded), responses in $WORK/raw
-raw() { printf '%s' "$1" | $RAW "$ADDR" --wait "${2:-2}" >"$WORK/raw"; }
+raw() { printf '%s' "$1" | python3 "$RAW" "$ADDR" --wait "${2:-2}" >"$WORK/raw"; }
 # raw_expect N STATUS KIND CLOSED: exactly N responses, the first STATUS with problem KIND
 # (a problem+json body), and whether the connection was closed (true/false).
 raw_expect() {

@@ -12,12 +12,16 @@ source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (runs ringd as root and as another user)"
 
-# Everything a job as 'nobody' runs must be reachable by nobody; the build tree may not be.
+# What nobody runs must be reachable by nobody, and the build folder may not be (a clone in
+# a mktemp -d directory or under /root): ringrun, which ringd starts for the jobs, and, for
+# the ringd that runs as nobody, ringd itself and the ringd-exec it finds next to itself. The
+# copies are root's, 0755, in a directory of root's, as an installed ringd's would be.
 SHARED=$(mktemp -d /tmp/ringiso.XXXXXX)
 chmod 0755 "$SHARED" "$WORK" # job users pass through the data directory's parents
-cp "$RINGRUN" "$SHARED/ringrun"
+install -m 0755 "$RINGRUN" "$RINGD" "$(dirname "$RINGD")/ringd-exec" "$SHARED/"
 trap 'lib_exit; rm -rf "$SHARED"' EXIT
 
+RINGD=$SHARED/ringd
 export RINGD_RINGRUN="$SHARED/ringrun"
 
 # api TOKEN METHOD PATH [BODY]: the status in $WORK/status, the body in $WORK/body

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Helpers for the tests that run Ringmaster on the Slurm test cluster: sourced after setting
-# TMPDIR outside /tmp (node n2 has a private /tmp, so every file a job touches lives
-# elsewhere). Skips without root or Slurm, and fails instead in CI.
+# TMPDIR to /var/tmp, where the jobs' users (nobody, for ringd's jobs) reach $WORK, as they
+# might not in a TMPDIR of the caller's own. Skips without root or Slurm, and fails instead
+# in CI.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 TC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/contrib/slurm/testcluster.sh
@@ -11,12 +12,9 @@ for b in slurmctld slurmd munged srun sbatch squeue scancel scontrol; do
 done
 [ "$(id -u)" = 0 ] || skip "the Slurm test cluster runs its daemons as root"
 
-# The cluster: .ci/run's, else the fixture's (in the build folder, unless that is in /tmp).
+# The cluster: .ci/run's, else the fixture's (tests/integration/CMakeLists.txt says where).
 SLURM_CLUSTER=${RING_SLURM_CLUSTER:-${RING_SLURM_CLUSTER_DEFAULT:-}}
 [ -n "$SLURM_CLUSTER" ] || fail "neither RING_SLURM_CLUSTER nor RING_SLURM_CLUSTER_DEFAULT is set (ctest sets the latter)"
-case $(realpath -m "$SLURM_CLUSTER")/ in
-/tmp/*) SLURM_CLUSTER=/var/tmp/ringtest-slurm-$(echo "$SLURM_CLUSTER" | md5sum | cut -c1-8) ;;
-esac
 chmod 0755 "$WORK"
 
 # slurm_env: uses the running cluster (the fixture started it).

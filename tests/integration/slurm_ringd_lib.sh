@@ -5,11 +5,23 @@
 DATA=$WORK/data
 SHARED=$WORK/shared
 JOBUSER=nobody
+# The jobs run the trainer as $JOBUSER, to whom the build folder may be closed (a clone in a
+# mktemp -d directory or under /root): they run a copy in $WORK, which is open to them. (It
+# links libring statically: the copy needs nothing from the build folder.)
+mkdir -p "$WORK/bin"
+install -m 0755 "$TRAIN" "$WORK/bin/train"
+TRAIN=$WORK/bin/train
 TOL=0.02
 within() { awk -v a="$1" -v b="$2" -v t="$TOL" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; }
 # The sanitizer run's leak checker must know libpmix's own leaks in the jobs too: ringd
-# gives jobs a clean environment, so the spec carries LSAN_OPTIONS.
-JOBENV=$(jq -cn --arg l "${LSAN_OPTIONS:-}" 'if $l == "" then {} else {LSAN_OPTIONS: $l} end')
+# gives jobs a clean environment, so the spec carries LSAN_OPTIONS, naming a copy of its
+# suppressions file that $JOBUSER can read (without it, LeakSanitizer fails the rank).
+lsan=${LSAN_OPTIONS:-}
+if [[ $lsan =~ suppressions=([^:]+) ]]; then
+    install -m 0644 "${BASH_REMATCH[1]}" "$WORK/bin/lsan.supp"
+    lsan=${lsan/"suppressions=${BASH_REMATCH[1]}"/suppressions=$WORK/bin/lsan.supp}
+fi
+JOBENV=$(jq -cn --arg l "$lsan" 'if $l == "" then {} else {LSAN_OPTIONS: $l} end')
 
 start_ringd() {
     rm -f "$DATA/ringd.addr"

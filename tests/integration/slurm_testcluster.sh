@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # contrib/slurm/testcluster.sh brings up a real two-node Slurm on this machine (munge,
 # slurmctld, slurmd n1 and n2 with two fake GPUs each, slurmrestd with JWT) that runs jobs
-# across both nodes, places GPUs, serves PMIx to srun --mpi=pmix, answers REST, and stops
-# without leaving a daemon or a job. It runs a cluster of its own (it tests start and stop).
-# Needs root and Debian's Slurm packages (contrib/deps.sh): skips without them, fails in CI.
-export TMPDIR=/var/tmp # n2 has a private /tmp: the cluster and the jobs' files live elsewhere
+# across both nodes, places GPUs, serves PMIx to srun --mpi=pmix with each node's files
+# apart, answers REST, and stops without leaving a daemon, a slurmstepd or a job's process,
+# even when a step hangs. It runs a cluster of its own (it tests start and stop), under /tmp,
+# which its nodes see like any other directory. Needs root and Debian's Slurm packages
+# (contrib/deps.sh): skips without them, fails in CI.
+export TMPDIR=/tmp # the cluster, and the files its jobs read and write, live under /tmp
 . "$(dirname "$0")/lib.sh"
 
 TC=$(cd "$(dirname "$0")/../.." && pwd)/contrib/slurm/testcluster.sh
@@ -16,14 +18,17 @@ done
 [ "$(id -u)" = 0 ] || skip "the test cluster runs its daemons as root"
 [ -n "${PMIX_CHECK:-}" ] || skip "pmix_check was not built (PMIx not found: contrib/deps.sh installs libpmix-dev)"
 
-chmod 0755 "$WORK" # slurmrestd runs as nobody and reads slurm.conf under here
 CL=$WORK/slurm
 trap '"$TC" stop "$CL" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 
-"$TC" start /tmp/ringtest-not-here 2>"$WORK/err" && fail "a cluster under /tmp started"
-expect_in err "private"
-ok "a cluster directory under /tmp is refused with the reason (n2's /tmp is private)"
+# $WORK is 0700, as mktemp -d makes it (and as /root is): closed to the jobs' users.
+"$TC" start "$CL" 2>"$WORK/err" && fail "a cluster in a directory closed to other users started"
+expect_in err "other users cannot reach $CL"
+"$TC" start "$WORK/a b" 2>"$WORK/err" && fail "a cluster in a directory with a blank started"
+expect_in err "has a blank"
+ok "a cluster directory that other users cannot reach, or with a blank in its path, is refused with the reason"
 
+chmod 0755 "$WORK"
 "$TC" start "$CL" --rest 2>"$WORK/start.err" || { cat "$WORK/start.err" "$CL"/*.log >&2; fail "the cluster did not start"; }
 # shellcheck disable=SC1091
 . "$CL/env"
@@ -50,12 +55,18 @@ out=$(timeout 60 srun -w n2 --gres=gpu:1 sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
 scancel "$holder"
 ok "Slurm places the fake GPUs: CUDA_VISIBLE_DEVICES per node, and a held GPU goes to no one else"
 
-for n in n1 n2; do
-    timeout 60 srun -w $n sh -c "echo $n > /tmp/ringtest.$$" || fail "srun on $n failed"
-    [ ! -e "/tmp/ringtest.$$" ] && [ "$(cat "$CL/$n-tmp/ringtest.$$")" = $n ] ||
-        fail "$n's /tmp is not its private directory"
-done
-ok "each node's slurmd runs with a private /tmp ($CL/n1-tmp, $CL/n2-tmp)"
+echo seen >"$WORK/seen"
+out=$(timeout 60 srun -N2 --ntasks-per-node=1 sh -c 'echo "$SLURMD_NODENAME $(cat "$0")"' "$WORK/seen" | sort)
+[ "$out" = "$(printf 'n1 seen\nn2 seen')" ] || fail "the nodes read $WORK/seen as: $out"
+ok "both nodes see /tmp, where the cluster and the jobs' files are"
+
+# The PMIx plugin names its clients' directory after the job and step only: each node's is
+# under its own TmpFS, where the two cannot collide.
+out=$(timeout 60 srun -N2 --ntasks-per-node=1 --mpi=pmix sh -c '
+    d=spmix_appdir_$(id -u)_$SLURM_JOB_ID.$SLURM_STEP_ID
+    [ -d "$0/$SLURMD_NODENAME-tmp/$d" ] && [ ! -e "/tmp/$d" ] && echo "$SLURMD_NODENAME apart"' "$CL" | sort)
+[ "$out" = "$(printf 'n1 apart\nn2 apart')" ] || fail "the nodes' PMIx directories: $out"
+ok "each node's PMIx client directory is its own ($CL/n1-tmp, $CL/n2-tmp)"
 
 timeout 60 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$PMIX_CHECK" >"$WORK/pmix.out" 2>&1 ||
     { cat "$WORK/pmix.out" >&2; fail "PMIx check under srun --mpi=pmix failed"; }
@@ -78,15 +89,25 @@ ok "slurmrestd answers with a JWT and refuses without one"
 "$TC" status "$CL" || fail "status says the cluster is down"
 printf '#!/bin/sh\nsleep 300\n' >"$WORK/long.sh"
 chmod +x "$WORK/long.sh"
+tasks() { pgrep -f "^/bin/sh $WORK/long.sh" || true; } # the step's tasks, one per node
 sbatch -N2 -o /dev/null --wrap "srun $WORK/long.sh" >/dev/null
-for _ in $(seq 100); do [ "$(pgrep -f -c "$WORK/long.sh" || true)" -ge 2 ] && break; sleep 0.1; done
-[ "$(pgrep -f -c "$WORK/long.sh" || true)" -ge 2 ] || fail "the long job did not start on both nodes"
-"$TC" stop "$CL"
+wait_for 30 "the long job's tasks on both nodes" '[ "$(tasks | wc -l)" = 2 ]'
+ok "start is idempotent"
+
+# A step that hangs: its slurmstepd on one node is stopped, so neither scancel nor its
+# slurmd's end ends it, and stop has to.
+stepd=$(ps -o ppid= -p "$(tasks | head -1)" | tr -d ' ')
+[ "$(cat "/proc/$stepd/comm")" = slurmstepd ] || fail "the task's parent $stepd is no slurmstepd"
+kill -STOP "$stepd"
+"$TC" stop "$CL" 2>"$WORK/stop.err" || { cat "$WORK/stop.err" >&2; fail "stop failed"; }
+expect_in stop.err "killing what is left"
 ! "$TC" status "$CL" 2>/dev/null || fail "status says a stopped cluster is up"
 for d in munged slurmctld slurmd slurmrestd; do
     ! pgrep -f "$CL" -a | grep -q "$d" || fail "$d still runs after stop"
 done
-for _ in $(seq 50); do pgrep -f "$WORK/long.sh" >/dev/null || break; sleep 0.1; done
-! pgrep -f "$WORK/long.sh" >/dev/null || fail "a job's processes outlived stop"
-ok "start is idempotent; stop cancels the jobs and leaves no daemon"
+# Every daemon and slurmstepd holds a file under $CL open (a log at least); a dead one none.
+left=$({ find /proc/[0-9]*/fd -lname "$CL/*" 2>/dev/null || true; } | cut -d/ -f3 | sort -u)
+[ -z "$left" ] || fail "still running after stop: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ,)")"
+[ -z "$(tasks)" ] || fail "a job's processes outlived stop: $(tasks)"
+ok "stop cancels the jobs, ends a hung step's slurmstepd and tasks, and leaves no process behind"
 summary
