@@ -65,9 +65,17 @@ struct api_response {
     char location[128];
     char allow[64];  /* for 405 */
     char *json_text; /* owned; a JSON body already rendered (job reads), instead of body */
-    char *text;      /* owned; a text/plain body instead of JSON (logs) */
-    size_t text_len;
-    long long log_offset; /* with text: where the client continues (X-Ring-Log-Offset) */
+    int retry_after; /* > 0: seconds, sent as Retry-After (with 429 and 503) */
+    long age_s;      /* > 0: the body is what ringd knew this many seconds ago (Age) */
+    /*
+     * A text/plain body read from a file (logs) instead of JSON, when file is set: file_len
+     * bytes of file_fd (owned: the server closes it) from file_offset, streamed, never held
+     * in memory whole.
+     */
+    int file;
+    int file_fd;
+    long long file_offset, file_len;
+    long long log_offset; /* with file: where the client continues (X-Ring-Log-Offset) */
     /*
      * A stream to start instead of a body (status 200): the handler checked the request
      * and the caller's right to the job; the server runs the stream.
@@ -83,6 +91,8 @@ struct api_response {
  * error becomes a problem response. */
 void api_handle(const struct api_config *cfg, const struct api_request *req,
                 struct api_response *resp);
+/* Frees what resp holds (body, json_text, the file's descriptor); keeps errno. */
+void api_response_release(struct api_response *resp);
 
 /*
  * POST /v1/jobs in two halves around the store, so that the server can commit the

@@ -91,6 +91,7 @@ int auth_check(struct store *st, const char *header, struct auth_identity *who, 
                errprintf(err, "the bearer token %s expired at %s; ask an admin for a new one", id,
                          when);
     }
+    snprintf(who->token, sizeof(who->token), "%s", id);
     snprintf(who->owner, sizeof(who->owner), "%s", tok.name);
     snprintf(who->user, sizeof(who->user), "%s", tok.user);
     who->admin = tok.admin;
