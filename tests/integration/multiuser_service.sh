@@ -45,9 +45,10 @@ DATA=$WORK/data
 ringd_start "$DATA"
 # A sanitizer reserves terabytes of address space; elsewhere 4 GiB is far more than ringd
 # needs, and far less than a 10 GiB log.
-if ! ldd "$RINGD" | grep -q 'libasan\|libtsan'; then
-    prlimit --pid "$ringd_pid" --as=$((4 << 30)) || fail "cannot bound ringd's address space"
-fi
+case $(ldd "$RINGD") in
+*libasan* | *libtsan*) ;;
+*) prlimit --pid "$ringd_pid" --as=$((4 << 30)) || fail "cannot bound ringd's address space" ;;
+esac
 ADMIN=$(cat "$DATA/admin.token")
 
 # api TOKEN METHOD PATH [BODY]: the status in $WORK/status, the body in $WORK/body
