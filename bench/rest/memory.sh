@@ -107,7 +107,12 @@ round() { # round N: one fresh ringd under the load; appends a JSON row to $work
         kill "${clients[@]}" 2>/dev/null || true
         wait "${clients[@]}" 2>/dev/null || true
     fi
+    # The job ends before ringd does: a ringd that stops leaves its attempts running.
     curl -sf -o /dev/null -X POST "$url/v1/jobs/$id/cancel" || true
+    for _ in $(seq 200); do
+        [ "$(curl -sf "$url/v1/jobs/$id" | jq -r .state)" = CANCELLED ] && break
+        sleep 0.05
+    done
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     pid=
