@@ -68,18 +68,19 @@ struct api_response {
     char location[128];
     char allow[64];  /* for 405 */
     char *json_text; /* owned; a JSON body already rendered (job reads), instead of body */
-    char *text;      /* owned; a text/plain body instead of JSON (logs) */
-    size_t text_len;
-    long long log_offset; /* with text: where the client continues (X-Ring-Log-Offset) */
+    int retry_after; /* > 0: seconds, sent as Retry-After (with 429 and 503) */
+    long age_s;      /* > 0: the body is what ringd knew this many seconds ago (Age) */
     /*
-     * A file to send instead of a body (the database's backup), when file is 1: file_fd is
-     * open for reading at its start, file_size bytes long, of type file_type (static text).
-     * Whoever answers owns file_fd and closes it, sent or not.
+     * A body read from a file instead of JSON (a log, the database's backup), when file is
+     * set: file_len bytes of file_fd from file_offset, of type file_type (static text),
+     * streamed, never held in memory whole. Whoever answers owns file_fd and closes it, sent
+     * or not.
      */
     int file;
     int file_fd;
-    long long file_size;
+    long long file_offset, file_len;
     const char *file_type;
+    long long log_offset; /* a log's: where the client continues (X-Ring-Log-Offset); < 0: none */
     /*
      * A stream to start instead of a body (status 200): the handler checked the request
      * and the caller's right to the job; the server runs the stream.
@@ -95,6 +96,8 @@ struct api_response {
  * error becomes a problem response. */
 void api_handle(const struct api_config *cfg, const struct api_request *req,
                 struct api_response *resp);
+/* Frees what resp holds (body, json_text, the file's descriptor); keeps errno. */
+void api_response_release(struct api_response *resp);
 
 /*
  * POST /v1/jobs in two halves around the store, so that the server can commit the

@@ -7,8 +7,10 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "routes_impl.h"
@@ -128,17 +130,49 @@ void api__store_problem(struct api_response *resp, const char *path, const struc
                     "the job database failed: %s", err->text);
 }
 
-static void cluster(const struct api_config *cfg, const struct api_request *req, const char *param,
-                    struct api_response *resp)
+void api__sched_busy(struct api_response *resp, const char *path, const struct error *err)
 {
-    json_t *snap = scheduler_snapshot(cfg->sched);
-    if (snap == NULL) {
-        api_problem(resp, 503, "busy", "Service Unavailable", req->path,
-                    "the scheduler did not answer; retry shortly");
+    api_problem(resp, 503, "scheduler-busy", "Service Unavailable", path, "%s; retry in %d s",
+                err->text, API_SCHED_RETRY_S);
+    resp->retry_after = API_SCHED_RETRY_S;
+}
+
+void api_response_release(struct api_response *resp)
+{
+    int saved = errno;
+    json_decref(resp->body);
+    resp->body = NULL;
+    free(resp->json_text);
+    resp->json_text = NULL;
+    if (resp->file && resp->file_fd >= 0)
+        close(resp->file_fd);
+    resp->file = 0;
+    errno = saved;
+}
+
+/* A view of the scheduler (v, a new reference, or NULL): 200 with it, marked with its age
+ * when the thread could not answer in time and this is what it said last. */
+static void sched_view(const struct api_request *req, json_t *v, double age_s,
+                       struct api_response *resp)
+{
+    if (v == NULL) {
+        api_problem(resp, 503, "scheduler-busy", "Service Unavailable", req->path,
+                    "the scheduler did not answer; retry in %d s", API_SCHED_RETRY_S);
+        resp->retry_after = API_SCHED_RETRY_S;
         return;
     }
     resp->status = 200;
-    resp->body = snap;
+    resp->body = v;
+    resp->age_s = (long)age_s;
+}
+
+/* GET /v1/cluster: the scheduler's view, or (while a backend call holds it) its last. */
+static void cluster(const struct api_config *cfg, const struct api_request *req, const char *param,
+                    struct api_response *resp)
+{
+    double age;
+    json_t *snap = scheduler_snapshot(cfg->sched, &age);
+    sched_view(req, snap, age, resp);
 }
 
 /*
@@ -441,8 +475,10 @@ static void admin_backup(const struct api_config *cfg, const struct api_request 
     resp->status = 200;
     resp->file = 1;
     resp->file_fd = fd;
-    resp->file_size = size;
+    resp->file_offset = 0;
+    resp->file_len = size;
     resp->file_type = "application/vnd.sqlite3";
+    resp->log_offset = -1;
 }
 
 static void healthz(const struct api_config *cfg, const struct api_request *req, const char *param,
@@ -472,18 +508,14 @@ static void openapi(const struct api_config *cfg, const struct api_request *req,
     resp->status = resp->json_text ? 200 : 503;
 }
 
-/* GET /v1/scheduler: the policy, the other policies, the backend and the loop's figures. */
+/* GET /v1/scheduler: the policy, the other policies, the backend and the loop's figures
+ * (while a backend call holds the scheduler, as it last said them). */
 static void scheduler_get(const struct api_config *cfg, const struct api_request *req,
                           const char *param, struct api_response *resp)
 {
-    json_t *info = scheduler_info(cfg->sched);
-    if (info == NULL) {
-        api_problem(resp, 503, "busy", "Service Unavailable", req->path,
-                    "the scheduler did not answer; retry shortly");
-        return;
-    }
-    resp->status = 200;
-    resp->body = info;
+    double age;
+    json_t *info = scheduler_info(cfg->sched, &age);
+    sched_view(req, info, age, resp);
 }
 
 /* PUT /v1/scheduler {"policy": "dynamic"}: admins switch the policy at runtime (until ringd
@@ -491,7 +523,7 @@ static void scheduler_get(const struct api_config *cfg, const struct api_request
 static void scheduler_put(const struct api_config *cfg, const struct api_request *req,
                           const char *param, struct api_response *resp)
 {
-    json_t *body, *policy;
+    json_t *body, *policy, *info = NULL;
     const char *key;
     json_t *v;
     struct error err;
@@ -521,12 +553,21 @@ static void scheduler_put(const struct api_config *cfg, const struct api_request
         json_decref(body);
         return;
     }
-    if (scheduler_set_policy(cfg->sched, json_string_value(policy), &err) < 0) {
-        api_problem(resp, 422, "validation-error", "Invalid scheduler settings", req->path, "%s",
-                    err.text);
+    if (scheduler_set_policy(cfg->sched, json_string_value(policy), &info, &err) < 0) {
+        if (errno == ETIMEDOUT) {
+            api__sched_busy(resp, req->path, &err);
+        } else if (errno == EINPROGRESS) { /* taken: the switch happens, see GET */
+            api_problem(resp, 503, "scheduler-busy", "Service Unavailable", req->path,
+                        "%s; see GET /v1/scheduler in %d s", err.text, API_SCHED_RETRY_S);
+            resp->retry_after = API_SCHED_RETRY_S;
+        } else {
+            api_problem(resp, 422, "validation-error", "Invalid scheduler settings", req->path,
+                        "%s", err.text);
+        }
         json_decref(body);
         return;
     }
     json_decref(body);
-    scheduler_get(cfg, req, param, resp);
+    resp->status = 200;
+    resp->body = info;
 }

@@ -26,4 +26,16 @@ extern const struct api__route api__job_routes[];
 /* 503 when the database is busy (retry), else 500, with err's text. */
 void api__store_problem(struct api_response *resp, const char *path, const struct error *err);
 
+/*
+ * When a client is told to retry a request the scheduler thread could not take in time
+ * (scheduler.h: ETIMEDOUT). It normally takes one within a tick or a pass, far less than
+ * this; a backend call that holds it longer (libslurm's ~10 s while slurmctld is
+ * unreachable) gets the client told again, rather than a client retrying in a tight loop.
+ */
+#define API_SCHED_RETRY_S 2
+
+/* 503 "scheduler-busy" with Retry-After: the scheduler thread did not take the request in
+ * time, so nothing was done; err says so. */
+void api__sched_busy(struct api_response *resp, const char *path, const struct error *err);
+
 #endif /* RINGD_ROUTES_IMPL_H */

@@ -5,10 +5,12 @@
  * pages or an SSE stream) and the ranks' logs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -336,7 +338,11 @@ static void end_job(const struct api_config *cfg, const struct api_request *req,
     rc = stop ? scheduler_stop_job(cfg->sched, param, &err)
               : scheduler_cancel(cfg->sched, param, &err);
     if (rc < 0) {
-        if (errno == ENOENT)
+        if (errno == ETIMEDOUT)
+            api__sched_busy(resp, req->path, &err);
+        else if (errno == EINPROGRESS) /* taken: it is being carried out */
+            reply_job(cfg, req, param, 202, resp);
+        else if (errno == ENOENT)
             api_problem(resp, 409, "job-finished", "Conflict", req->path,
                         "job %s finished meanwhile; there is nothing to %s", param,
                         stop ? "stop" : "cancel");
@@ -377,7 +383,11 @@ static void job_resume(const struct api_config *cfg, const struct api_request *r
     if (own_job(req, param, resp, &job) < 0)
         return;
     if (scheduler_resume(cfg->sched, param, &err) < 0) {
-        if (errno == EAGAIN) { /* the state read above, unless it changed since */
+        if (errno == ETIMEDOUT) {
+            api__sched_busy(resp, req->path, &err);
+        } else if (errno == EINPROGRESS) { /* taken: it is being carried out */
+            reply_job(cfg, req, param, 202, resp);
+        } else if (errno == EAGAIN) { /* the state read above, unless it changed since */
             const char *state = json_string_value(json_object_get(job, "state"));
             api_problem(resp, 409, "job-not-stopped", "Conflict", req->path,
                         "only a STOPPED job can be resumed, and job %s is %s", param,
@@ -450,6 +460,49 @@ static int parse_count(const char *s, long long max, long long *out)
 #define RANK_MAX 65535
 
 /*
+ * tail=N looks for N lines back from the end, a block at a time, but no further back than
+ * this: a log without newlines (or with very long lines) would otherwise be read whole, at
+ * a client's request, on an HTTP thread. 16 MiB holds 10,000 lines of 1.6 KiB, far more
+ * than a terminal shows, and takes a few milliseconds to scan from the page cache; past
+ * it the answer starts at the bound, and offset= reads anything before.
+ */
+#define TAIL_SCAN_MAX (16LL << 20)
+#define TAIL_BLOCK    (64 << 10)
+
+/* Where the last tail lines of fd (size bytes) start: after the tail-th newline from the
+ * end (a newline that ends the file ends the last line, it does not start one), at most
+ * TAIL_SCAN_MAX back; 0 when the file has fewer lines. */
+static long long tail_start(int fd, long long size, long long tail)
+{
+    long long pos = size, floor = size > TAIL_SCAN_MAX ? size - TAIL_SCAN_MAX : 0, lines = 0;
+    char *buf;
+
+    if (tail == 0)
+        return size;
+    if ((buf = malloc(TAIL_BLOCK)) == NULL)
+        return floor;
+    while (pos > floor) {
+        size_t n = pos - floor < TAIL_BLOCK ? (size_t)(pos - floor) : TAIL_BLOCK;
+        ssize_t got = pread(fd, buf, n, pos - (long long)n);
+        const char *nl;
+        if (got != (ssize_t)n) /* the file shrank, or failed: from where it was read */
+            break;
+        /* buf holds [pos - n, pos); the byte at size - 1 does not count */
+        for (size_t end = n - (pos == size && buf[n - 1] == '\n');
+             end > 0 && (nl = memrchr(buf, '\n', end)) != NULL; end = (size_t)(nl - buf)) {
+            if (++lines >= tail) {
+                long long at = pos - (long long)n + (nl - buf) + 1;
+                free(buf);
+                return at;
+            }
+        }
+        pos -= (long long)n;
+    }
+    free(buf);
+    return pos;
+}
+
+/*
  * GET /v1/jobs/{id}/events: the history as JSON, or with Accept: text/event-stream a live
  * stream, resuming after Last-Event-ID (or ?after=). Both are checked here, once: the
  * server only starts the stream that resp describes.
@@ -513,7 +566,9 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
     long long rank = 0, tail = -1, offset = -1;
     char path[4400];
     FILE *f;
-    long size;
+    struct stat sb;
+    long long size;
+    int fd;
 
     if (stream == NULL)
         stream = "stdout";
@@ -577,36 +632,30 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
                     "no %s for rank %lld of job %s (is the rank in range?)", stream, rank, param);
         return;
     }
-    fseek(f, 0, SEEK_END);
-    size = ftell(f);
+    /* Served from its own descriptor, streamed by the server: a log of any size costs the
+     * same memory. */
+    fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 0);
+    fclose(f);
+    if (fd < 0 || fstat(fd, &sb) < 0) {
+        if (fd >= 0)
+            close(fd);
+        api_problem(resp, 503, "busy", "Service Unavailable", req->path, "cannot read the log: %s",
+                    strerror(errno));
+        return;
+    }
+    size = (long long)sb.st_size;
     if (offset > size)
         offset = size;
     if (offset < 0)
         offset = 0;
-    /* A tail of N lines: step back from the end until N newlines are behind. */
-    if (tail >= 0 && off_s == NULL) {
-        long pos = size, lines = 0;
-        while (pos > 0) {
-            int c;
-            fseek(f, pos - 1, SEEK_SET);
-            c = fgetc(f);
-            if (c == '\n' && pos != size && ++lines >= tail)
-                break;
-            pos--;
-        }
-        offset = tail == 0 ? size : pos;
-    }
-    resp->text_len = (size_t)(size - offset);
-    resp->text = malloc(resp->text_len + 1);
-    if (resp->text == NULL) {
-        fclose(f);
-        api_problem(resp, 500, "internal", "Internal Server Error", req->path, "out of memory");
-        return;
-    }
-    fseek(f, offset, SEEK_SET);
-    resp->text_len = fread(resp->text, 1, resp->text_len, f);
-    fclose(f);
-    resp->log_offset = offset + (long long)resp->text_len;
+    if (tail >= 0 && off_s == NULL)
+        offset = tail_start(fd, size, tail);
+    resp->file = 1;
+    resp->file_fd = fd;
+    resp->file_offset = offset;
+    resp->file_len = size - offset;
+    resp->file_type = "text/plain; charset=utf-8";
+    resp->log_offset = size;
     resp->status = 200;
 }
 

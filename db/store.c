@@ -85,6 +85,80 @@
     " BEGIN UPDATE principals SET retired_at = coalesce(retired_at, NEW.revoked_at)"               \
     "  WHERE id = NEW.principal; END;"
 
+/*
+ * 10: what /metrics shows, kept apart from the rows it counts (see the migration's entry).
+ * A histogram is a row of metric_histograms (its count and sum) and one row of
+ * metric_buckets per upper bound (le): an observation x bumps every bucket with le >= x;
+ * the +Inf bucket is the count. The bounds:
+ *   scheduling latency (submission -> first start): 10 ms (an idle ringd) to 1 h (a busy
+ *     cluster);
+ *   restart overheads (stop requested -> exited; start -> first progress): 100 ms (a small
+ *     job on this host) to 10 min (a large model reloading its checkpoint from shared
+ *     storage).
+ */
+#define METRIC_OBSERVE(h, x)                                                                       \
+    " UPDATE metric_buckets SET count = count + 1 WHERE name = '" h "' AND le >= (" x ");"         \
+    " UPDATE metric_histograms SET count = count + 1, sum = sum + (" x ") WHERE name = '" h "';"
+#define METRIC_BACKFILL(h, rows)                                                                   \
+    "UPDATE metric_buckets SET count = (SELECT count(*) FROM (" rows ") WHERE x <= le)"            \
+    " WHERE name = '" h "';"                                                                       \
+    "UPDATE metric_histograms SET count = (SELECT count(*) FROM (" rows ")),"                      \
+    " sum = (SELECT coalesce(sum(x), 0) FROM (" rows ")) WHERE name = '" h "';"
+#define LATENCY_OF(started, job)                                                                   \
+    "(julianday(" started ") - julianday((SELECT created_at FROM jobs WHERE id = " job ")))"       \
+    " * 86400.0"
+#define LATENCY_BOUNDS  "0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600"
+#define OVERHEAD_BOUNDS "0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 120, 600"
+#define JOB_STATE_PLUS                                                                             \
+    " INSERT INTO job_states VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE"                  \
+    " SET jobs = jobs + 1;"
+#define LATENCY_ROWS                                                                               \
+    "SELECT " LATENCY_OF("a.started_at", "a.job_id") " AS x FROM attempts a WHERE a.number = 1"
+#define STOP_ROWS  "SELECT stop_s AS x FROM attempts WHERE stop_s IS NOT NULL"
+#define START_ROWS "SELECT start_s AS x FROM attempts WHERE start_s IS NOT NULL"
+/* clang-format off */
+#define METRICS_MIGRATION                                                                          \
+    "CREATE TABLE metric_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"                 \
+    " WITHOUT ROWID;"                                                                              \
+    "CREATE TABLE metric_histograms (name TEXT PRIMARY KEY, count INTEGER NOT NULL,"               \
+    " sum REAL NOT NULL) WITHOUT ROWID;"                                                           \
+    "CREATE TABLE metric_buckets (name TEXT NOT NULL, le REAL NOT NULL,"                           \
+    " count INTEGER NOT NULL, PRIMARY KEY (name, le)) WITHOUT ROWID;"                              \
+    "CREATE TABLE job_states (state TEXT PRIMARY KEY, jobs INTEGER NOT NULL) WITHOUT ROWID;"       \
+    "INSERT INTO metric_counters VALUES ('ringd_resizes_total',"                                   \
+    " (SELECT count(*) FROM events WHERE type = 'resizing'));"                                     \
+    "INSERT INTO metric_histograms VALUES ('ringd_scheduling_latency_seconds', 0, 0),"             \
+    " ('ringd_attempt_stop_seconds', 0, 0), ('ringd_attempt_start_seconds', 0, 0);"                \
+    "INSERT INTO metric_buckets SELECT 'ringd_scheduling_latency_seconds', value, 0"               \
+    " FROM json_each('[" LATENCY_BOUNDS "]');"                                                     \
+    "INSERT INTO metric_buckets SELECT h.name, b.value, 0"                                         \
+    " FROM json_each('[" OVERHEAD_BOUNDS "]') b, metric_histograms h"                              \
+    " WHERE h.name IN ('ringd_attempt_stop_seconds', 'ringd_attempt_start_seconds');"              \
+    METRIC_BACKFILL("ringd_scheduling_latency_seconds", LATENCY_ROWS)                              \
+    METRIC_BACKFILL("ringd_attempt_stop_seconds", STOP_ROWS)                                       \
+    METRIC_BACKFILL("ringd_attempt_start_seconds", START_ROWS)                                     \
+    "INSERT INTO job_states SELECT state, count(*) FROM jobs GROUP BY state;"                      \
+    "CREATE TRIGGER metric_latency AFTER INSERT ON attempts WHEN NEW.number = 1 BEGIN"             \
+    METRIC_OBSERVE("ringd_scheduling_latency_seconds", LATENCY_OF("NEW.started_at", "NEW.job_id")) \
+    " END;"                                                                                        \
+    "CREATE TRIGGER metric_stop AFTER UPDATE OF stop_s ON attempts"                                \
+    " WHEN OLD.stop_s IS NULL AND NEW.stop_s IS NOT NULL BEGIN"                                    \
+    METRIC_OBSERVE("ringd_attempt_stop_seconds", "NEW.stop_s")                                     \
+    " END;"                                                                                        \
+    "CREATE TRIGGER metric_start AFTER UPDATE OF start_s ON attempts"                              \
+    " WHEN OLD.start_s IS NULL AND NEW.start_s IS NOT NULL BEGIN"                                  \
+    METRIC_OBSERVE("ringd_attempt_start_seconds", "NEW.start_s")                                   \
+    " END;"                                                                                        \
+    "CREATE TRIGGER metric_resizes AFTER INSERT ON events WHEN NEW.type = 'resizing' BEGIN"        \
+    " UPDATE metric_counters SET value = value + 1 WHERE name = 'ringd_resizes_total'; END;"       \
+    "CREATE TRIGGER job_state_new AFTER INSERT ON jobs BEGIN" JOB_STATE_PLUS " END;"               \
+    "CREATE TRIGGER job_state_change AFTER UPDATE OF state ON jobs"                                \
+    " WHEN OLD.state IS NOT NEW.state BEGIN"                                                       \
+    " UPDATE job_states SET jobs = jobs - 1 WHERE state = OLD.state;" JOB_STATE_PLUS " END;"       \
+    "CREATE TRIGGER job_state_gone AFTER DELETE ON jobs BEGIN"                                     \
+    " UPDATE job_states SET jobs = jobs - 1 WHERE state = OLD.state; END;"
+/* clang-format on */
+
 static const char *const migrations[] = {
     /* 1: jobs, events, idempotency keys, tokens */
     "CREATE TABLE jobs ("
@@ -176,6 +250,15 @@ static const char *const migrations[] = {
      * older token gets, never does */
     "ALTER TABLE tokens ADD COLUMN expires_at TEXT;",
     MIGRATION_PRINCIPALS,
+    /* 10: what /metrics shows, kept apart from the rows it counts. DELETE /v1/jobs/{id}
+     * removes a job's attempts and events, and counters recomputed from them went down,
+     * which Prometheus reads as a restart of the counter; and a scrape read every attempt
+     * and event. Triggers now bump the counters in the transaction of the change they
+     * count (an attempt starts, ends, reports progress; a resize event), a delete leaves
+     * them, and a scrape reads a few fixed rows however many jobs there are. The jobs
+     * per state are kept the same way. The histograms' bounds are the rows made here;
+     * the counts start from the rows there are now. */
+    METRICS_MIGRATION,
 };
 
 static const char SQL_JOB_INSERT[] =
@@ -282,19 +365,18 @@ static const char SQL_ATTEMPT_PROGRESS[] =
     " WHERE job_id = ?1 AND number = ?2";
 static const char SQL_ATTEMPT_PLACED[] =
     "UPDATE attempts SET hosts = ?3, gpus = ?4 WHERE job_id = ?1 AND number = ?2";
-static const char SQL_OVERHEADS[] =
-    "SELECT stop_s, start_s FROM attempts WHERE stop_s IS NOT NULL OR start_s IS NOT NULL";
-static const char SQL_RESIZES[] = "SELECT count(*) FROM events WHERE type = 'resizing'";
 static const char SQL_EVENTS_OF[] =
     "SELECT id, time, type, state, message FROM events WHERE job_id = ?1 AND id > ?2"
     " ORDER BY id LIMIT ?3";
 static const char SQL_JOB_DELETE[] = "DELETE FROM jobs WHERE id = ?1";
 static const char SQL_IDEM_DELETE[] = "DELETE FROM idempotency WHERE job_id = ?1";
-static const char SQL_STATE_COUNTS[] = "SELECT state, count(*) FROM jobs GROUP BY state";
+/* /metrics: the rows that migration 9's triggers keep, a fixed number whatever the jobs. */
+static const char SQL_STATE_COUNTS[] = "SELECT state, jobs FROM job_states";
+static const char SQL_METRIC_COUNTERS[] = "SELECT name, value FROM metric_counters";
+static const char SQL_METRIC_HISTOGRAMS[] =
+    "SELECT h.name, h.count, h.sum, b.le, b.count FROM metric_histograms h"
+    " JOIN metric_buckets b ON b.name = h.name ORDER BY h.name, b.le";
 static const char SQL_SUBMISSIONS[] = "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'";
-static const char SQL_LATENCIES[] =
-    "SELECT (julianday(a.started_at) - julianday(j.created_at)) * 86400.0 FROM attempts a"
-    " JOIN jobs j ON j.id = a.job_id WHERE a.number = 1";
 static const char SQL_ATTEMPTS_OF[] =
     "SELECT number, world_size, hosts, gpus, backend_id, run_dir, started_at, ended_at,"
     " exit_status, reason, start_s, stop_s, samples_per_s,"
@@ -325,15 +407,14 @@ static const char *const sql_text[S_COUNT] = {
     [S_ATTEMPT_END] = SQL_ATTEMPT_END,
     [S_ATTEMPT_PROGRESS] = SQL_ATTEMPT_PROGRESS,
     [S_ATTEMPT_PLACED] = SQL_ATTEMPT_PLACED,
-    [S_OVERHEADS] = SQL_OVERHEADS,
-    [S_RESIZES] = SQL_RESIZES,
     [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,
     [S_EVENTS_OF] = SQL_EVENTS_OF,
     [S_JOB_DELETE] = SQL_JOB_DELETE,
     [S_IDEM_DELETE] = SQL_IDEM_DELETE,
     [S_STATE_COUNTS] = SQL_STATE_COUNTS,
     [S_SUBMISSIONS] = SQL_SUBMISSIONS,
-    [S_LATENCIES] = SQL_LATENCIES,
+    [S_METRIC_COUNTERS] = SQL_METRIC_COUNTERS,
+    [S_METRIC_HISTOGRAMS] = SQL_METRIC_HISTOGRAMS,
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_BEGIN_READ] = "BEGIN",
     [S_COMMIT] = "COMMIT",

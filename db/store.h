@@ -244,10 +244,6 @@ int store_attempt_progress(struct store *st, const char *id, int number, double 
 int store_attempt_placed(struct store *st, const char *id, int number, const char *hosts,
                          const char *gpus, const char *state, const char *message,
                          struct error *err);
-/* For /metrics: every attempt's stop and start overheads (malloc'ed arrays the caller
- * frees; *nstop and *nstart entries) and how many resizes were ever decided. */
-int store_overheads(struct store *st, double **stop, int *nstop, double **start, int *nstart,
-                    int64_t *resizes, struct error *err);
 /* The job's attempts, oldest first, as a new array of {number, world_size, hosts, gpus,
  * backend_id, run_dir, started_at, ran_s, [ended_at, exit_status, reason,]
  * [start_overhead_s,] [stop_overhead_s,] [samples_per_s]} (ran_s: until now if running). */
@@ -260,11 +256,14 @@ int store_events(struct store *st, const char *id, int64_t after, int limit, jso
 /* Removes a job with its attempts, events and idempotency keys. */
 int store_job_delete(struct store *st, const char *id, struct error *err);
 /*
- * For /metrics: jobs per state (a new object), submissions ever accepted, and the scheduling
- * latency of every job's first attempt in seconds (a malloc'ed array the caller frees).
+ * For /metrics, from a fixed number of rows however many jobs there are (triggers keep
+ * them, migration 9): *out gets a new object
+ *   {"jobs": {STATE: n}, "submissions": n, "counters": {NAME: n},
+ *    "histograms": {NAME: {"count": n, "sum": x, "buckets": [[le, n], ...]}}}
+ * (buckets by increasing le, each counting the observations <= le). Counters and
+ * histograms never go down: deleting a job leaves them.
  */
-int store_metrics(struct store *st, json_t **states, int64_t *submissions, double **latencies,
-                  int *nlat, struct error *err);
+int store_metrics(struct store *st, json_t **out, struct error *err);
 
 /*
  * Checkpoints off the commit path (checkpoint.c): starting one makes every connection this

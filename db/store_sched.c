@@ -271,48 +271,6 @@ int store_job_delete(struct store *st, const char *id, struct error *err)
     return store__commit(st, err);
 }
 
-int store_metrics(struct store *st, json_t **states, int64_t *submissions, double **latencies,
-                  int *nlat, struct error *err)
-{
-    sqlite3_stmt *s = st->stmt[S_STATE_COUNTS];
-    int rc, cap = 64;
-    *states = json_object();
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        json_object_set_new(*states, store__col(s, 0), json_integer(sqlite3_column_int64(s, 1)));
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE)
-        goto error;
-    s = st->stmt[S_SUBMISSIONS];
-    *submissions = 0;
-    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        *submissions = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        goto error;
-    s = st->stmt[S_LATENCIES];
-    *nlat = 0;
-    *latencies = malloc((size_t)cap * sizeof(double));
-    while (*latencies != NULL && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*nlat == cap) {
-            double *grown = realloc(*latencies, (size_t)cap * 2 * sizeof(double));
-            if (grown == NULL)
-                break;
-            *latencies = grown;
-            cap *= 2;
-        }
-        (*latencies)[(*nlat)++] = sqlite3_column_double(s, 0);
-    }
-    sqlite3_reset(s);
-    if (*latencies == NULL) {
-        json_decref(*states);
-        return errno = ENOMEM, errprintf(err, "out of memory");
-    }
-    return 0;
-error:
-    json_decref(*states);
-    return store__fail(st, rc, err, "metrics");
-}
-
 int store_attempt_progress(struct store *st, const char *id, int number, double start_s,
                            double samples_per_s, struct error *err)
 {
@@ -349,49 +307,56 @@ int store_attempt_placed(struct store *st, const char *id, int number, const cha
     return store__commit(st, err);
 }
 
-/* Appends v to a growing array; 0 or -1 (ENOMEM). */
-static int push_double(double **a, int *n, int *cap, double v)
+/* Adds the rows of s (name, integer) to obj; SQLite's code when it stopped. */
+static int metric_rows(sqlite3_stmt *s, json_t *obj)
 {
-    if (*n == *cap) {
-        int c = *cap ? *cap * 2 : 64;
-        double *grown = realloc(*a, (size_t)c * sizeof(double));
-        if (grown == NULL)
-            return -1;
-        *a = grown;
-        *cap = c;
-    }
-    (*a)[(*n)++] = v;
-    return 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        json_object_set_new(obj, store__col(s, 0), json_integer(sqlite3_column_int64(s, 1)));
+    sqlite3_reset(s);
+    return rc;
 }
 
-int store_overheads(struct store *st, double **stop, int *nstop, double **start, int *nstart,
-                    int64_t *resizes, struct error *err)
+int store_metrics(struct store *st, json_t **out, struct error *err)
 {
-    sqlite3_stmt *s = st->stmt[S_OVERHEADS];
-    int rc, cstop = 0, cstart = 0, oom = 0;
-    *stop = *start = NULL;
-    *nstop = *nstart = 0;
+    json_t *jobs = json_object(), *counters = json_object(), *histograms = json_object();
+    sqlite3_stmt *s;
+    int64_t submissions = 0;
+    int rc;
+
+    *out =
+        json_pack("{s:o, s:o, s:o}", "jobs", jobs, "counters", counters, "histograms", histograms);
+    if (*out == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    if ((rc = metric_rows(st->stmt[S_STATE_COUNTS], jobs)) != SQLITE_DONE ||
+        (rc = metric_rows(st->stmt[S_METRIC_COUNTERS], counters)) != SQLITE_DONE)
+        goto error;
+    s = st->stmt[S_SUBMISSIONS];
+    if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        submissions = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        goto error;
+    json_object_set_new(*out, "submissions", json_integer(submissions));
+    s = st->stmt[S_METRIC_HISTOGRAMS];
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (sqlite3_column_type(s, 0) != SQLITE_NULL)
-            oom |= push_double(stop, nstop, &cstop, sqlite3_column_double(s, 0));
-        if (sqlite3_column_type(s, 1) != SQLITE_NULL)
-            oom |= push_double(start, nstart, &cstart, sqlite3_column_double(s, 1));
+        const char *name = store__col(s, 0);
+        json_t *h = json_object_get(histograms, name);
+        if (h == NULL) {
+            h = json_pack("{s:I, s:f, s:[]}", "count", (json_int_t)sqlite3_column_int64(s, 1),
+                          "sum", sqlite3_column_double(s, 2), "buckets");
+            json_object_set_new(histograms, name, h);
+        }
+        json_array_append_new(json_object_get(h, "buckets"),
+                              json_pack("[f, I]", sqlite3_column_double(s, 3),
+                                        (json_int_t)sqlite3_column_int64(s, 4)));
     }
     sqlite3_reset(s);
-    if (rc == SQLITE_DONE) {
-        s = st->stmt[S_RESIZES];
-        rc = sqlite3_step(s);
-        *resizes = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-        sqlite3_reset(s);
-        rc = rc == SQLITE_ROW ? SQLITE_DONE : rc;
-    }
-    if (rc != SQLITE_DONE || oom) {
-        free(*stop);
-        free(*start);
-        *stop = *start = NULL;
-        if (oom)
-            return errno = ENOMEM, errprintf(err, "out of memory");
-        return store__fail(st, rc, err, "overheads");
-    }
+    if (rc != SQLITE_DONE)
+        goto error;
     return 0;
+error:
+    json_decref(*out);
+    *out = NULL;
+    return store__fail(st, rc, err, "metrics");
 }

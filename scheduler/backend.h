@@ -90,6 +90,10 @@ enum backend_event_kind {
     BACKEND_PLACED,   /* the resource manager started the attempt where it chose, which
                        * may not be where the loop asked (Slurm picks the nodes and GPUs
                        * itself): placement_of() says where; no other field is set */
+    /* rank 0 rewrote progress.json, but it is no report ringd reads (larger than
+     * PROGRESS_MAX): reason says why. Sent at each such rewrite; the loop tells the job's
+     * events once per attempt. */
+    BACKEND_PROGRESS_IGNORED,
 };
 
 struct backend_event {
@@ -102,7 +106,7 @@ struct backend_event {
     /* BACKEND_EXITED, from a backend that knows more than the status (Slurm): the attempt
      * was cancelled by its resource manager (an scancel, by ringd or anyone), and why it
      * ended in the manager's words ("Slurm job 42: node failure on n2"; "" when nothing
-     * more is known). */
+     * more is known). BACKEND_PROGRESS_IGNORED: reason only. */
     int cancelled;
     char reason[200];
     /* BACKEND_EXITED: the resource manager lost the attempt, not the program: a node of it

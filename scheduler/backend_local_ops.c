@@ -212,6 +212,23 @@ static int local_sig(void *ctx, const char *id, int sig)
     return local_signal(a->pid, sig);
 }
 
+/* A progress.json too large to read: event e for attempt pid says so (returns 1); for any
+ * other failure (absent, not JSON, half written) nothing (0). */
+static int progress_ignored(int errnum, int pid, struct backend_event *e)
+{
+    if (errnum != EFBIG)
+        return 0;
+    memset(e, 0, sizeof(*e));
+    e->kind = BACKEND_PROGRESS_IGNORED;
+    snprintf(e->id, sizeof(e->id), "%d", pid);
+    e->time = now_s();
+    snprintf(e->reason, sizeof(e->reason),
+             "progress.json is larger than %d bytes: ringd ignores it; rank 0's report is a "
+             "small JSON object (see the worker contract)",
+             PROGRESS_MAX);
+    return 1;
+}
+
 /* A progress event when rank 0 rewrote progress.json since the last look. */
 static int progress_event(struct local_attempt *a, struct backend_event *e)
 {
@@ -224,7 +241,7 @@ static int progress_event(struct local_attempt *a, struct backend_event *e)
         return 0;
     a->progress_mtime = st.st_mtim;
     if (progress_read(path, &p) < 0)
-        return 0;
+        return progress_ignored(errno, (int)a->pid, e);
     memset(e, 0, sizeof(*e));
     e->kind = BACKEND_PROGRESS;
     snprintf(e->id, sizeof(e->id), "%d", (int)a->pid);

@@ -469,8 +469,19 @@ static int read_progress(struct sjob *j, struct backend_event *ev)
                                 st.st_mtim.tv_nsec == j->progress_mtime.tv_nsec))
         return 0;
     j->progress_mtime = st.st_mtim;
-    if (progress_read(path, &p) < 0)
-        return 0;
+    if (progress_read(path, &p) < 0) {
+        if (errno != EFBIG)
+            return 0;
+        memset(ev, 0, sizeof(*ev));
+        ev->kind = BACKEND_PROGRESS_IGNORED;
+        snprintf(ev->id, sizeof(ev->id), "%s", j->sid);
+        ev->time = now_s();
+        snprintf(ev->reason, sizeof(ev->reason),
+                 "progress.json is larger than %d bytes: ringd ignores it; rank 0's report is "
+                 "a small JSON object (see the worker contract)",
+                 PROGRESS_MAX);
+        return 1;
+    }
     memset(ev, 0, sizeof(*ev));
     ev->kind = BACKEND_PROGRESS;
     snprintf(ev->id, sizeof(ev->id), "%s", j->sid);

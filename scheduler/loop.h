@@ -78,6 +78,8 @@ struct loop_job {
     enum loop_stop stop;
     int attempts, failures, restarts;
     int lost; /* attempts the resource manager lost (backend.h), restarted for free */
+    /* the attempt whose oversized progress.json the job's events told of */
+    int progress_ignored;
     /* the current attempt (RUNNING, STOPPING) */
     int attempt;
     char backend_id[64];

@@ -405,6 +405,21 @@ static void attempt_progress(struct loop *l, struct loop_job *j, const struct ba
         loop__say(l, "warning", j->id, "cannot record progress: %s", err.text);
 }
 
+/* The attempt's progress.json cannot be read (backend.h): said once per attempt, in the log
+ * and as a "progress-ignored" event, however often the job rewrites it. */
+static void progress_ignored(struct loop *l, struct loop_job *j, const struct backend_event *e)
+{
+    struct journal_sched sched = loop__sched_of(j);
+    struct error err;
+    if (j->progress_ignored == j->attempt)
+        return;
+    j->progress_ignored = j->attempt;
+    loop__say(l, "warning", j->id, "attempt %d: %s", j->attempt, e->reason);
+    if (l->jo->transition(l->jctx, j, j->state == LOOP_STOPPING ? "STOPPING" : "RUNNING",
+                          "progress-ignored", e->reason, &sched, &err) < 0)
+        loop__say(l, "warning", j->id, "cannot record that progress is ignored: %s", err.text);
+}
+
 /* ---- where the backend put an attempt ---- */
 
 /* A misplaced job's actual place, fetched for one reconcile. */
@@ -544,6 +559,8 @@ int loop__read_events(struct loop *l)
             } else if (ev[i].kind == BACKEND_PLACED) {
                 set_misplaced(l, j, 1);
                 placed = 1;
+            } else if (ev[i].kind == BACKEND_PROGRESS_IGNORED) {
+                progress_ignored(l, j, &ev[i]);
             } else {
                 attempt_progress(l, j, &ev[i]);
             }

@@ -21,15 +21,44 @@
  * restart well inside a second without costing an idle ringd anything measurable. */
 #define TICK_MS 100
 
+/*
+ * How long an HTTP thread waits for the scheduler thread to carry out its request. The
+ * thread takes a request within a tick (TICK_MS) when idle and after a pass when busy (a
+ * pass over thousands of queued jobs is milliseconds: GET /v1/scheduler's pass_ms_max),
+ * but a backend call can hold it far longer: libslurm waits out its connection retries,
+ * about 10 s a call, while slurmctld is unreachable. 500 ms is five ticks, far past a
+ * pass, and leaves the other half of the second in which every route must answer to
+ * reading and rendering. Past it the request is withdrawn if the thread has not taken
+ * it yet (nothing was done: 503 with Retry-After), or left to the thread if it has.
+ */
+#define ASK_DEADLINE_MS 500
+
 enum action { ACT_CANCEL, ACT_STOP, ACT_RESUME, ACT_SNAPSHOT, ACT_INFO, ACT_POLICY };
+
+/*
+ * A request from an HTTP thread, on the heap: a caller that gives up must not leave the
+ * scheduler thread a pointer into its stack. Who frees it is decided under mu: the caller
+ * once it is DONE, or withdrawn while still QUEUED; the scheduler thread when the caller
+ * abandoned it while TAKEN.
+ */
+enum request_state { REQ_QUEUED, REQ_TAKEN, REQ_DONE };
 
 struct request {
     char id[32];
     enum action action;
     json_t *out;
-    int done, rc, errnum;
+    int rc, errnum;
     struct error err;
-    struct request *next;
+    enum request_state state; /* under mu */
+    int abandoned;            /* under mu: the caller stopped waiting while TAKEN */
+    struct request *next;     /* in the queue, under mu */
+};
+
+/* What the thread last said of the cluster and of itself, for readers it cannot answer in
+ * time (under pub_mu): JSON text, and when it was made (CLOCK_MONOTONIC seconds). */
+struct published {
+    char *text;
+    double at;
 };
 
 struct scheduler {
@@ -40,11 +69,47 @@ struct scheduler {
     struct loop *loop;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv, done_cv;
+    pthread_cond_t cv, done_cv; /* done_cv on CLOCK_MONOTONIC */
     int stop, wake;
-    struct request *requests; /* under mu */
-    int64_t last_seq;         /* the newest submission the loop was told of */
+    struct request *requests, **requests_end; /* a FIFO, under mu */
+    int64_t last_seq;                         /* the newest submission the loop was told of */
+    pthread_mutex_t pub_mu;
+    struct published snapshot, info; /* under pub_mu */
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Keeps what the thread just said (v, borrowed) for readers it will not answer in time. */
+static void publish(struct scheduler *s, struct published *p, json_t *v)
+{
+    char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    if (text == NULL)
+        return;
+    pthread_mutex_lock(&s->pub_mu);
+    free(p->text);
+    p->text = text;
+    p->at = mono_s();
+    pthread_mutex_unlock(&s->pub_mu);
+}
+
+/* The last published p as a new object, its age in *age_s; NULL when there is none. */
+static json_t *published(struct scheduler *s, struct published *p, double *age_s)
+{
+    json_t *v = NULL;
+    json_error_t jerr;
+    pthread_mutex_lock(&s->pub_mu);
+    if (p->text != NULL) {
+        v = json_loads(p->text, 0, &jerr);
+        *age_s = mono_s() - p->at;
+    }
+    pthread_mutex_unlock(&s->pub_mu);
+    return v;
+}
 
 static void log_line(void *arg, const char *level, const char *job, const char *msg)
 {
@@ -219,6 +284,51 @@ static json_t *info(struct scheduler *s)
                      st.pass_time_max_s * 1e3);
 }
 
+/* Carries out request q (on the scheduler thread, without mu). */
+static void carry_out(struct scheduler *s, struct request *q)
+{
+    q->rc = 0;
+    switch (q->action) {
+    case ACT_SNAPSHOT:
+        q->out = loop_describe(s->loop);
+        publish(s, &s->snapshot, q->out);
+        break;
+    case ACT_INFO:
+        q->out = info(s);
+        publish(s, &s->info, q->out);
+        break;
+    case ACT_POLICY: {
+        const struct policy_ops *p = policy_find(q->id);
+        if (p == NULL) {
+            q->rc = -1;
+            q->errnum = EINVAL;
+            errprintf(&q->err, "no policy '%s'; the policies are %s", q->id, policy_names());
+        } else {
+            loop_set_policy(s->loop, p);
+            q->out = info(s);
+            publish(s, &s->info, q->out);
+        }
+        break;
+    }
+    case ACT_CANCEL:
+    case ACT_STOP:
+    case ACT_RESUME:
+        absorb(s); /* a job submitted a moment ago is the loop's to cancel */
+        q->rc = q->action == ACT_CANCEL ? cancel(s, q->id, &q->err)
+                : q->action == ACT_STOP ? loop_stop_job(s->loop, q->id, &q->err)
+                                        : resume(s, q->id, &q->err);
+        q->errnum = errno;
+        break;
+    }
+}
+
+static void request_free(struct request *q)
+{
+    if (q != NULL)
+        json_decref(q->out);
+    free(q);
+}
+
 /* Carries out the HTTP threads' requests; returns how many. */
 static int serve_requests(struct scheduler *s)
 {
@@ -226,42 +336,20 @@ static int serve_requests(struct scheduler *s)
     pthread_mutex_lock(&s->mu);
     while (s->requests != NULL) {
         struct request *q = s->requests;
-        s->requests = q->next;
+        if ((s->requests = q->next) == NULL)
+            s->requests_end = &s->requests;
+        q->next = NULL;
+        q->state = REQ_TAKEN;
         pthread_mutex_unlock(&s->mu);
         served++;
-        q->rc = 0;
-        switch (q->action) {
-        case ACT_SNAPSHOT:
-            q->out = loop_describe(s->loop);
-            break;
-        case ACT_INFO:
-            q->out = info(s);
-            break;
-        case ACT_POLICY: {
-            const struct policy_ops *p = policy_find(q->id);
-            if (p == NULL) {
-                q->rc = -1;
-                q->errnum = EINVAL;
-                errprintf(&q->err, "no policy '%s'; the policies are %s", q->id, policy_names());
-            } else {
-                loop_set_policy(s->loop, p);
-                q->out = info(s);
-            }
-            break;
-        }
-        case ACT_CANCEL:
-        case ACT_STOP:
-        case ACT_RESUME:
-            absorb(s); /* a job submitted a moment ago is the loop's to cancel */
-            q->rc = q->action == ACT_CANCEL ? cancel(s, q->id, &q->err)
-                    : q->action == ACT_STOP ? loop_stop_job(s->loop, q->id, &q->err)
-                                            : resume(s, q->id, &q->err);
-            q->errnum = errno;
-            break;
-        }
+        carry_out(s, q);
         pthread_mutex_lock(&s->mu);
-        q->done = 1;
-        pthread_cond_broadcast(&s->done_cv);
+        if (q->abandoned) {
+            request_free(q); /* its caller answered without it */
+        } else {
+            q->state = REQ_DONE;
+            pthread_cond_broadcast(&s->done_cv);
+        }
     }
     pthread_mutex_unlock(&s->mu);
     return served;
@@ -365,10 +453,27 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
     }
     s->journal.cluster = loop_cluster(s->loop);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->pub_mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    pthread_cond_init(&s->done_cv, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->done_cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    s->requests_end = &s->requests;
     recover(s);
     absorb(s);
+    /* Something to show before the thread first answers (a backend call may hold it). */
+    {
+        json_t *v = loop_describe(s->loop);
+        publish(s, &s->snapshot, v);
+        json_decref(v);
+        v = info(s);
+        publish(s, &s->info, v);
+        json_decref(v);
+    }
     if (pthread_create(&s->thread, NULL, main_loop, s) != 0) {
         loop_destroy(s->loop);
         store_close(s->journal.st);
@@ -388,9 +493,19 @@ void scheduler_stop(struct scheduler *s)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
+    /* The HTTP server stopped first: no caller waits any more, and none left a request
+     * queued (a caller withdraws its own when it gives up). */
+    while (s->requests != NULL) {
+        struct request *q = s->requests;
+        s->requests = q->next;
+        request_free(q);
+    }
     loop_destroy(s->loop);
     s->bops->fini(s->bctx);
     store_close(s->journal.st);
+    free(s->snapshot.text);
+    free(s->info.text);
+    pthread_mutex_destroy(&s->pub_mu);
     free(s);
 }
 
@@ -402,70 +517,120 @@ void scheduler_wake(struct scheduler *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Hands a request to the scheduler thread and waits for its answer. */
-static int ask(struct scheduler *s, struct request *q, struct error *err)
+/*
+ * Hands q (heap, filled in) to the scheduler thread and waits at most ASK_DEADLINE_MS for
+ * it. Returns 0 with q carried out (rc, out): the caller frees q. Returns -1 with errno
+ * ETIMEDOUT when the thread had not taken q (withdrawn: nothing was done) or EINPROGRESS
+ * when it had (it carries q out and frees it); q is then no longer the caller's.
+ */
+static int hand_over(struct scheduler *s, struct request *q)
 {
+    struct timespec until;
+    int e = 0;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += (long)ASK_DEADLINE_MS * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&s->mu);
-    q->next = s->requests;
-    s->requests = q;
+    q->state = REQ_QUEUED;
+    *s->requests_end = q;
+    s->requests_end = &q->next;
     pthread_cond_broadcast(&s->cv);
-    while (!q->done)
-        pthread_cond_wait(&s->done_cv, &s->mu);
+    while (q->state != REQ_DONE && e != ETIMEDOUT)
+        e = pthread_cond_timedwait(&s->done_cv, &s->mu, &until);
+    if (q->state == REQ_DONE) {
+        pthread_mutex_unlock(&s->mu);
+        return 0;
+    }
+    if (q->state == REQ_QUEUED) {
+        struct request **pp = &s->requests;
+        while (*pp != q)
+            pp = &(*pp)->next;
+        if ((*pp = q->next) == NULL)
+            s->requests_end = pp;
+        pthread_mutex_unlock(&s->mu);
+        request_free(q);
+        return errno = ETIMEDOUT, -1;
+    }
+    q->abandoned = 1;
     pthread_mutex_unlock(&s->mu);
-    if (q->rc < 0) {
+    return errno = EINPROGRESS, -1;
+}
+
+/* A request for action on id (NULL: none), handed over; *out (when not NULL) gets its
+ * result. Returns 0, or -1 with errno and err: the action's own, or hand_over's. */
+static int ask(struct scheduler *s, enum action a, const char *id, json_t **out, struct error *err)
+{
+    struct request *q = calloc(1, sizeof(*q));
+    int rc;
+
+    if (q == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    q->action = a;
+    snprintf(q->id, sizeof(q->id), "%s", id ? id : "");
+    if (hand_over(s, q) < 0) {
+        int e = errno;
+        errprintf(err, e == ETIMEDOUT ? "the scheduler is busy (a backend call is taking long: is "
+                                        "the resource manager reachable?); nothing was done"
+                                      : "the scheduler is carrying the request out, slowly (a "
+                                        "backend call is taking long)");
+        return errno = e, -1;
+    }
+    rc = q->rc;
+    if (rc < 0) {
         if (err)
             *err = q->err;
         errno = q->errnum ? q->errnum : EIO;
-        return -1;
+    } else if (out != NULL) {
+        *out = q->out;
+        q->out = NULL;
     }
-    return 0;
-}
-
-static int ask_id(struct scheduler *s, enum action a, const char *id, struct error *err)
-{
-    struct request q = {.action = a};
-    snprintf(q.id, sizeof(q.id), "%s", id);
-    return ask(s, &q, err);
+    request_free(q);
+    return rc;
 }
 
 int scheduler_cancel(struct scheduler *s, const char *id, struct error *err)
 {
-    return ask_id(s, ACT_CANCEL, id, err);
+    return ask(s, ACT_CANCEL, id, NULL, err);
 }
 
 int scheduler_stop_job(struct scheduler *s, const char *id, struct error *err)
 {
-    return ask_id(s, ACT_STOP, id, err);
+    return ask(s, ACT_STOP, id, NULL, err);
 }
 
 int scheduler_resume(struct scheduler *s, const char *id, struct error *err)
 {
-    return ask_id(s, ACT_RESUME, id, err);
+    return ask(s, ACT_RESUME, id, NULL, err);
 }
 
-json_t *scheduler_snapshot(struct scheduler *s)
+/* A read: the thread's answer, or what it last published when it cannot answer in time. */
+static json_t *read_view(struct scheduler *s, enum action a, struct published *p, double *age_s)
 {
-    struct request q = {.action = ACT_SNAPSHOT};
-    return ask(s, &q, NULL) == 0 ? q.out : NULL;
+    json_t *v = NULL;
+    *age_s = 0;
+    if (ask(s, a, NULL, &v, NULL) == 0)
+        return v;
+    return published(s, p, age_s);
 }
 
-json_t *scheduler_info(struct scheduler *s)
+json_t *scheduler_snapshot(struct scheduler *s, double *age_s)
 {
-    struct request q = {.action = ACT_INFO};
-    return ask(s, &q, NULL) == 0 ? q.out : NULL;
+    return read_view(s, ACT_SNAPSHOT, &s->snapshot, age_s);
 }
 
-int scheduler_set_policy(struct scheduler *s, const char *name, struct error *err)
+json_t *scheduler_info(struct scheduler *s, double *age_s)
 {
-    struct request q = {.action = ACT_POLICY};
-    if (strlen(name) >= sizeof(q.id))
+    return read_view(s, ACT_INFO, &s->info, age_s);
+}
+
+int scheduler_set_policy(struct scheduler *s, const char *name, json_t **info, struct error *err)
+{
+    if (strlen(name) >= sizeof(((struct request *)0)->id))
         return errno = EINVAL,
                errprintf(err, "no policy '%.40s'; the policies are %s", name, policy_names());
-    snprintf(q.id, sizeof(q.id), "%s", name);
-    if (ask(s, &q, err) < 0)
-        return -1;
-    json_decref(q.out);
-    return 0;
+    return ask(s, ACT_POLICY, name, info, err);
 }
 
 const struct cluster *scheduler_cluster(const struct scheduler *s)

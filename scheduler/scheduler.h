@@ -4,7 +4,14 @@
  * calls. It runs the scheduler loop (loop.h) over the configured backend (backend.h) and
  * policy (policy.h), with ringd's SQLite store as its journal: every transition is
  * committed before it takes effect. HTTP threads reach it through the calls below, which
- * hand a request to the thread and wait for its answer.
+ * hand a request to the thread and wait for its answer, half a second at most: a backend
+ * call can hold the thread for long (libslurm's, while slurmctld is unreachable), and an
+ * HTTP thread must not wait with it.
+ *
+ * Past that deadline a request fails with errno ETIMEDOUT when the thread had not taken it
+ * (it is withdrawn: nothing was done, the client may retry), or EINPROGRESS when it had (the
+ * thread is carrying it out and will finish it). The reads (snapshot, info) answer instead
+ * with what the thread last said, and how old that is.
  */
 #ifndef RINGD_SCHEDULER_H
 #define RINGD_SCHEDULER_H
@@ -48,7 +55,8 @@ void scheduler_wake(struct scheduler *s);
  * Cancels job id, from any thread: a queued or STOPPED job becomes CANCELLED; a running or stopping
  * one gets SIGTERM, then SIGKILL after the grace period, and becomes CANCELLED when it exits,
  * whatever it was being stopped for (cancel wins). Returns 0, or -1 with errno ENOENT (no
- * such active job: finished, or unknown) or EALREADY (it is being cancelled already).
+ * such active job: finished, or unknown) or EALREADY (it is being cancelled already), or
+ * ETIMEDOUT / EINPROGRESS (see above).
  */
 int scheduler_cancel(struct scheduler *s, const char *id, struct error *err);
 /*
@@ -56,23 +64,28 @@ int scheduler_cancel(struct scheduler *s, const char *id, struct error *err);
  * libring agrees on across ranks so that the program checkpoints and exits 75, and becomes
  * STOPPED when it exits (SIGKILL after the grace period). Resume puts it back in the queue.
  * Returns 0, or -1 with errno ENOENT (not queued or running) or EALREADY (being cancelled:
- * it ends CANCELLED).
+ * it ends CANCELLED), or ETIMEDOUT / EINPROGRESS (see above).
  */
 int scheduler_stop_job(struct scheduler *s, const char *id, struct error *err);
 /* Puts STOPPED job id back in the queue. Returns 0, or -1 with errno ENOENT (no such job)
- * or EAGAIN (it is not STOPPED; err says what it is). */
+ * or EAGAIN (it is not STOPPED; err says what it is), or ETIMEDOUT / EINPROGRESS. */
 int scheduler_resume(struct scheduler *s, const char *id, struct error *err);
 /*
  * The cluster as the scheduler sees it, as a new reference: {"policy", "nodes": [{"name",
  * "slots", "slots_free", "gpus_free", "gpus": [{"id", "job"}], "jobs": [{"id", "attempt",
- * "workers", "gpus", "backend_id", "state"}]}]}.
+ * "workers", "gpus", "backend_id", "state"}]}]}. *age_s gets 0, or when the thread did
+ * not answer in time the age in seconds of what it last said, which is returned instead.
+ * NULL when out of memory.
  */
-json_t *scheduler_snapshot(struct scheduler *s);
+json_t *scheduler_snapshot(struct scheduler *s, double *age_s);
 /* {"policy", "policies", "backend", "interval_s", "restart_cost_s", "hysteresis", "passes",
- * "resizes", "preemptions", "pass_ms_mean", "pass_ms_max"} as a new reference. */
-json_t *scheduler_info(struct scheduler *s);
-/* Switches the policy at runtime. Returns 0, or -1 with errno EINVAL (no such policy). */
-int scheduler_set_policy(struct scheduler *s, const char *name, struct error *err);
+ * "resizes", "preemptions", "pass_ms_mean", "pass_ms_max"} as a new reference; *age_s as
+ * for scheduler_snapshot. */
+json_t *scheduler_info(struct scheduler *s, double *age_s);
+/* Switches the policy at runtime; *info (when not NULL) gets scheduler_info's object after
+ * the switch (a new reference). Returns 0, or -1 with errno EINVAL (no such policy), or
+ * ETIMEDOUT / EINPROGRESS. */
+int scheduler_set_policy(struct scheduler *s, const char *name, json_t **info, struct error *err);
 /* The cluster and the backend's name: fixed at start, safe to read from any thread. */
 const struct cluster *scheduler_cluster(const struct scheduler *s);
 const char *scheduler_backend(const struct scheduler *s);

@@ -109,6 +109,7 @@ int auth_check(struct store *st, const char *header, struct auth_identity *who, 
                          when);
     }
     who->principal = tok.principal;
+    snprintf(who->token, sizeof(who->token), "%s", id);
     snprintf(who->owner, sizeof(who->owner), "%s", tok.name);
     snprintf(who->user, sizeof(who->user), "%s", tok.user);
     who->admin = tok.admin;

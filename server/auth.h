@@ -42,8 +42,18 @@ void auth_token_generate(struct auth_new_token *t);
 int auth_token_store(struct store *st, const struct auth_new_token *t, const char *name, int admin,
                      const char *unix_user, int64_t expires, int64_t *principal, struct error *err);
 
+/*
+ * How long a server may go on trusting a token it checked without checking it again. A
+ * revocation through the server itself is seen at once (auth_generation); one made by
+ * other means (another process on the same database) takes effect within this. 10 s keeps
+ * a client's every request from costing a query and a hash, and a revoked token's life
+ * short.
+ */
+#define AUTH_CACHE_MS 10000
+
 /* Who a checked token speaks for. */
 struct auth_identity {
+    char token[16];    /* the token's id, its public part ("ringd_<id>_<secret>") */
     int64_t principal; /* the jobs it submits are this principal's (store.h) */
     char owner[128];   /* the principal's name, as the API and the logs show it */
     char user[64];     /* its Unix user; "" when it has none (ringd's default user applies) */

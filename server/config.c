@@ -192,6 +192,8 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
         ok = parse_int(v, 0, 1 << 20, &c->per_ip_limit) == 0;
     else if (!strcmp(key, "connection_timeout"))
         ok = parse_int(v, 1, 86400, &c->timeout_s) == 0;
+    else if (!strcmp(key, "streams_per_token"))
+        ok = parse_int(v, 1, 1 << 20, &c->streams_per_token) == 0;
     else if (!strcmp(key, "ringrun"))
         ok = *v && strlen(v) < sizeof(c->ringrun) &&
              snprintf(c->ringrun, sizeof(c->ringrun), "%s", v) > 0;
@@ -312,6 +314,8 @@ static void usage(FILE *f)
             "  connection_limit         -                1024\n"
             "  per_ip_connection_limit  -                256 (0: none)\n"
             "  connection_timeout       -                30 seconds\n"
+            "  streams_per_token        RINGD_STREAMS_PER_TOKEN  32 (event streams and log\n"
+            "                                            follows one token holds at once)\n"
             "  ringrun                  RINGD_RINGRUN    next to ringd, else on PATH\n"
             "  mpirun                   -                on PATH (jobs with launcher mpirun)\n"
             "  kill_grace               -                10 seconds (SIGTERM, then SIGKILL)\n"
@@ -375,6 +379,7 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
         {"RINGD_SLOTS", "slots"},
         {"RINGD_GPUS", "gpus"},
         {"RINGD_THREADS", "threads"},
+        {"RINGD_STREAMS_PER_TOKEN", "streams_per_token"},
         {"RINGD_RINGRUN", "ringrun"},
         {"RINGD_DEFAULT_USER", "default_user"},
         {"RINGD_ISOLATION", "isolation"},
@@ -399,6 +404,11 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
     c->connection_limit = 1024;
     c->per_ip_limit = 256;
     c->timeout_s = 30;
+    /* A stream lasts as long as its job, and every one holds a connection. A user follows
+     * a few jobs at once (their events and a log each: ringctl, a dashboard); 32 lets one
+     * token follow 16, while it takes 32 tokens at their limit to fill the 1024
+     * connections of connection_limit's default. */
+    c->streams_per_token = 32;
     c->kill_grace_s = 10;
     snprintf(c->backend, sizeof(c->backend), "local");
     snprintf(c->policy, sizeof(c->policy), "fifo");
@@ -511,14 +521,15 @@ void config_print(const struct config *c, FILE *f)
     fprintf(f,
             "listen = %s\ndata_dir = %s\nno_auth = %s\nslots = %d\ngpus = %d\nthreads = %d\n"
             "connection_limit = %d\nper_ip_connection_limit = %d\nconnection_timeout = %d\n"
+            "streams_per_token = %d\n"
             "ringrun = %s\nmpirun = %s\nkill_grace = %d\ndefault_user = %s\nisolation = %s\n"
             "tls_cert = %s\ntls_key = %s\nallow_insecure_http = %s\nbackend = %s\n"
             "backend_options = %s\npolicy = %s\nsched_interval = %g\nrestart_cost = %g\n"
             "hysteresis = %g\nslurm_partition = %s\nslurm_account = %s\nslurm_qos = %s\n"
             "slurm_time_limit = %d\nslurm_work_dir = %s\n",
             c->listen, c->data_dir, c->no_auth ? "true" : "false", c->slots, c->gpus, c->threads,
-            c->connection_limit, c->per_ip_limit, c->timeout_s, c->ringrun, c->mpirun,
-            c->kill_grace_s, c->default_user,
+            c->connection_limit, c->per_ip_limit, c->timeout_s, c->streams_per_token, c->ringrun,
+            c->mpirun, c->kill_grace_s, c->default_user,
             c->isolation == ISOLATION_NAMESPACE ? "namespace"
             : c->isolation == ISOLATION_NONE    ? "none"
                                                 : "auto",

@@ -21,6 +21,7 @@ struct config {
     int connection_limit;      /* connection_limit = N */
     int per_ip_limit;          /* per_ip_connection_limit = N */
     int timeout_s;             /* connection_timeout = seconds */
+    int streams_per_token;     /* streams_per_token = N   RINGD_STREAMS_PER_TOKEN */
     char ringrun[2048];        /* ringrun = PATH (default: next to ringd, or on PATH) */
     char mpirun[2048];         /* mpirun = PATH (launcher "mpirun" jobs; default: on PATH) */
     int kill_grace_s;          /* kill_grace = seconds after SIGTERM before SIGKILL */

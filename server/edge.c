@@ -16,9 +16,35 @@ struct headers {
     char content_length[24];
     int transfer_encodings; /* how many Transfer-Encoding headers */
     char transfer_encoding[64];
-    size_t bytes;      /* names and values, all together */
-    char bad_name[64]; /* the first header holding NUL, a control byte or bad UTF-8 */
+    size_t bytes;       /* names and values, all together */
+    char bad_name[64];  /* the first header holding NUL, a control byte or bad UTF-8 */
+    char not_token[64]; /* the first header name that is not an RFC 9110 token */
+    char folded[64];    /* the first name that runs on from Content-Length or
+                         * Transfer-Encoding (see gather) */
 };
+
+/* tchar (RFC 9110 5.6.2): what a header name is made of. */
+static int token_char(unsigned char c)
+{
+    return isalnum(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static int token(const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!token_char((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+/* 1 when name starts with prefix (any case) and goes on past it. */
+static int runs_on(const char *name, size_t n, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    return n > pl && strncasecmp(name, prefix, pl) == 0;
+}
 
 static int plain_number(const char *s, size_t n)
 {
@@ -35,6 +61,23 @@ static enum MHD_Result gather(void *cls, enum MHD_ValueKind kind, const char *ke
 {
     struct headers *h = cls;
     h->bytes += key_size + value_size + 4;
+    /*
+     * "Content-Length : 2" reaches us as a header named "Content-Length " (libmicrohttpd
+     * keeps the blank), which neither it nor we read as a length: the body would then be
+     * parsed as the next request. RFC 9112 5.1 says to refuse such a name with 400.
+     */
+    if (h->not_token[0] == '\0' && !token(key, key_size))
+        log_escape(key, h->not_token, sizeof(h->not_token));
+    /*
+     * An obs-folded line ("Transfer-Encoding:\r\n chunked") is appended by libmicrohttpd
+     * to the header's NAME, so the edge sees "Transfer-Encodingchunked" with an empty
+     * value, and neither side sees the framing a proxy in front may have used (RFC 9112
+     * 5.2 lets it read the fold as a space). No real header's name runs on from the two
+     * framing headers' names, so such a name is a folded (or mangled) framing header.
+     */
+    if (h->folded[0] == '\0' && (runs_on(key, key_size, MHD_HTTP_HEADER_CONTENT_LENGTH) ||
+                                 runs_on(key, key_size, MHD_HTTP_HEADER_TRANSFER_ENCODING)))
+        log_escape(key, h->folded, sizeof(h->folded));
     if (h->bad_name[0] == '\0' &&
         (!utf8_text_ok(key, key_size) || (value != NULL && !utf8_text_ok(value, value_size))))
         log_escape(key, h->bad_name, sizeof(h->bad_name));
@@ -122,6 +165,20 @@ int edge_check(const struct edge_config *cfg, struct MHD_Connection *c, const ch
 
     /* Framing (RFC 9112 6.1, 6.3): a request whose length two parsers could read two ways
      * is how one request is smuggled inside another. Refuse it and close the connection. */
+    if (h.not_token[0] != '\0') {
+        api_problem(resp, 400, "bad-header", "Bad Request", instance,
+                    "header name '%s' is not a token: no blank before the colon, no line "
+                    "folding (RFC 9112 5.1, 5.2); send 'Name: value' on one line",
+                    h.not_token);
+        return -2;
+    }
+    if (h.folded[0] != '\0') {
+        api_problem(resp, 400, "bad-framing", "Bad Request", instance,
+                    "header '%s' looks like a folded Content-Length or Transfer-Encoding "
+                    "(obs-fold, RFC 9112 5.2); send each header on one line",
+                    h.folded);
+        return -2;
+    }
     if (h.content_lengths > 0 && h.transfer_encodings > 0) {
         api_problem(resp, 400, "bad-framing", "Bad Request", instance,
                     "the request has both Content-Length and Transfer-Encoding; send one");

@@ -70,9 +70,10 @@ static void on_committed(void *arg)
  * checking it costs a query and a SHA-256, so a hit within AUTH_CACHE_MS skips both. A
  * revocation through this server changes auth_generation(), which empties every thread's
  * cache at once; a token revoked by other means keeps working for at most AUTH_CACHE_MS.
+ * A header is kept zero-padded to its slot's size and compared whole in constant time, so
+ * that how long a comparison takes says nothing of how much of a guess was right.
  */
 #define AUTH_CACHE_SIZE 16
-#define AUTH_CACHE_MS   10000
 
 static _Thread_local struct auth_hit {
     char header[160];
@@ -95,24 +96,31 @@ static int authorize(struct store *st, const char *header, struct auth_identity 
     int64_t now = mono_ms();
     unsigned gen = auth_generation();
     size_t slot = 0;
-    if (header != NULL && strlen(header) < sizeof(auth_cache[0].header)) {
+    char key[sizeof(auth_cache[0].header)] = {0};
+    int cacheable = header != NULL && strlen(header) < sizeof(key);
+    if (cacheable) {
         int64_t wall = (int64_t)time(NULL);
+        memcpy(key, header, strlen(header));
         for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
             /* A token past its own expiry is checked again, which says it expired. */
             if (auth_cache[i].expires > now && auth_cache[i].generation == gen &&
                 (auth_cache[i].who.expires == 0 || wall < auth_cache[i].who.expires) &&
-                strcmp(auth_cache[i].header, header) == 0) {
+                sodium_memcmp(auth_cache[i].header, key, sizeof(key)) == 0) {
                 *who = auth_cache[i].who;
+                sodium_memzero(key, sizeof(key));
                 return 0;
             }
             if (auth_cache[i].expires < auth_cache[slot].expires)
                 slot = i;
         }
     }
-    if (auth_check(st, header, who, err) < 0)
+    if (auth_check(st, header, who, err) < 0) {
+        sodium_memzero(key, sizeof(key));
         return -1;
-    if (header != NULL && strlen(header) < sizeof(auth_cache[0].header)) {
-        snprintf(auth_cache[slot].header, sizeof(auth_cache[slot].header), "%s", header);
+    }
+    if (cacheable) {
+        memcpy(auth_cache[slot].header, key, sizeof(key));
+        sodium_memzero(key, sizeof(key));
         auth_cache[slot].who = *who;
         auth_cache[slot].expires = now + AUTH_CACHE_MS;
         auth_cache[slot].generation = gen;
@@ -169,33 +177,31 @@ static void log_line(const char *method, const char *target, int status, const c
             log_escape(owner ? owner : "-", o, sizeof(o)));
 }
 
+/* A log: the file's bytes, sent from its descriptor (sendfile where there is no TLS, a
+ * block at a time otherwise), so that its size never becomes ringd's memory. */
+static enum MHD_Result send_file(struct MHD_Connection *c, struct api_response *r)
+{
+    struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(
+        (uint64_t)r->file_len, r->file_fd, (uint64_t)r->file_offset);
+    enum MHD_Result ret;
+    char off[32];
+    if (resp == NULL)
+        return MHD_NO; /* the descriptor is still r's */
+    r->file = 0;       /* MHD closes it */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->file_type);
+    if (r->log_offset >= 0) {
+        snprintf(off, sizeof(off), "%lld", r->log_offset);
+        MHD_add_response_header(resp, "X-Ring-Log-Offset", off);
+    }
+    ret = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result send_json(struct MHD_Connection *c, struct api_response *r, int close)
 {
-    if (r->file) { /* the backup: MHD sends the file and closes it once done */
-        struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)r->file_size, r->file_fd);
-        enum MHD_Result ret;
-        if (resp == NULL)
-            return MHD_NO; /* answer() closes the file */
-        r->file = 0;
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->file_type);
-        ret = MHD_queue_response(c, (unsigned)r->status, resp);
-        MHD_destroy_response(resp);
-        return ret;
-    }
-    if (r->text != NULL) { /* logs */
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(r->text_len, r->text, MHD_RESPMEM_MUST_COPY);
-        enum MHD_Result ret;
-        char off[32];
-        if (resp == NULL)
-            return MHD_NO;
-        snprintf(off, sizeof(off), "%lld", r->log_offset);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-        MHD_add_response_header(resp, "X-Ring-Log-Offset", off);
-        ret = MHD_queue_response(c, (unsigned)r->status, resp);
-        MHD_destroy_response(resp);
-        return ret;
-    }
+    if (r->file)
+        return send_file(c, r);
     /* A rendered body changes hands: MHD frees it. */
     char *text = r->json_text != NULL ? r->json_text
                  : r->body != NULL    ? json_dumps(r->body, JSON_COMPACT)
@@ -220,6 +226,17 @@ static enum MHD_Result send_json(struct MHD_Connection *c, struct api_response *
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
     if (r->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ringd\"");
+    if (r->retry_after > 0 || r->age_s > 0) {
+        char v[24];
+        if (r->retry_after > 0) {
+            snprintf(v, sizeof(v), "%d", r->retry_after);
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, v);
+        }
+        if (r->age_s > 0) {
+            snprintf(v, sizeof(v), "%ld", r->age_s);
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_AGE, v);
+        }
+    }
     if (close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     ret = MHD_queue_response(c, (unsigned)r->status, resp);
@@ -258,14 +275,6 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return rq;
 }
 
-/* Closes the file resp was to send, when it was not sent (MHD closes those it sends). */
-static void drop_file(struct api_response *resp)
-{
-    if (resp->file)
-        close(resp->file_fd);
-    resp->file = 0;
-}
-
 /* Answers resp (and frees what it holds), counting and logging it. */
 static enum MHD_Result answer(struct MHD_Connection *c, struct req *rq, const char *method,
                               const char *owner, struct api_response *resp, int close)
@@ -274,10 +283,7 @@ static enum MHD_Result answer(struct MHD_Connection *c, struct req *rq, const ch
     metrics_count_request(resp->status);
     log_line(method, rq->raw_uri, resp->status, owner);
     ret = send_json(c, resp, close);
-    json_decref(resp->body);
-    free(resp->json_text);
-    free(resp->text);
-    drop_file(resp);
+    api_response_release(resp);
     return ret;
 }
 
@@ -325,6 +331,45 @@ static enum MHD_Result metrics(struct MHD_Connection *c, struct req *rq, struct 
     if (reading)
         store_read_end(st);
     return answer(c, rq, method, "-", &resp, 0);
+}
+
+/*
+ * Starts the stream resp describes for who, within who's token's share of streams: 429
+ * with Retry-After past it. A stream lasts as long as its job, so a client over its share
+ * has streams to end first; retrying at once would not help.
+ */
+#define STREAMS_RETRY_S 30
+
+static enum MHD_Result start_stream(struct http *h, struct MHD_Connection *c, struct req *rq,
+                                    const char *url, const char *method,
+                                    const struct auth_identity *who, struct api_response *resp)
+{
+    struct sse_auth sa = {.expires = who->expires};
+    const char *authz = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
+    enum MHD_Result ret;
+
+    if (!h->cfg->no_auth) {
+        snprintf(sa.token, sizeof(sa.token), "%s", who->token);
+        snprintf(sa.header, sizeof(sa.header), "%s", authz ? authz : "");
+    }
+    if (sse_reserve(h->sse, sa.token) < 0) {
+        sodium_memzero(sa.header, sizeof(sa.header));
+        api_problem(resp, 429, "too-many-streams", "Too Many Requests", url,
+                    "token %s holds %d streams (events or log follows) already, the most one "
+                    "token may; end one first",
+                    sa.token, h->cfg->streams_per_token);
+        resp->retry_after = STREAMS_RETRY_S;
+        return answer(c, rq, method, who->owner, resp, 0);
+    }
+    metrics_count_request(200);
+    log_line(method, rq->raw_uri, 200, who->owner);
+    if (resp->stream == API_STREAM_EVENTS)
+        ret = sse_respond(h->sse, c, &sa, resp->stream_job, resp->stream_from, stream_store, h);
+    else
+        ret = sse_follow_log(h->sse, c, &sa, resp->stream_job, resp->stream_rank,
+                             resp->stream_which, resp->stream_from, stream_store, h);
+    sodium_memzero(sa.header, sizeof(sa.header));
+    return ret;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -428,12 +473,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * so this request's read snapshot ends here. */
         if (reading)
             store_read_end(req.store);
-        metrics_count_request(200);
-        log_line(method, rq->raw_uri, 200, who.owner);
-        if (resp.stream == API_STREAM_EVENTS)
-            return sse_respond(h->sse, c, resp.stream_job, resp.stream_from, stream_store, h);
-        return sse_follow_log(h->sse, c, resp.stream_job, resp.stream_rank, resp.stream_which,
-                              resp.stream_from, stream_store, h);
+        return start_stream(h, c, rq, url, method, &who, &resp);
     }
 send:
     if (reading)
@@ -535,7 +575,7 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
     h->key_made = 1;
     if ((h->committer = committer_start(h->db_path, on_committed, err)) == NULL)
         goto error;
-    if ((h->sse = sse_start()) == NULL) {
+    if ((h->sse = sse_start(cfg->streams_per_token)) == NULL) {
         errno = ENOMEM;
         errprintf(err, "cannot start the event streams");
         goto error;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * metrics.c - Prometheus text exposition. Job counts and the latency histogram come from
- * the store at scrape time, so they are exact and survive restarts; request counts live
- * in memory since the process started, as counters do.
+ * metrics.c - Prometheus text exposition. Job counts, counters and histograms come from
+ * rows of the store that triggers keep (store_metrics): a scrape reads a fixed number of
+ * rows whatever the number of jobs, the counters survive restarts, and deleting a job
+ * never takes a count back. Request counts live in memory since the process started, as
+ * a counter may (Prometheus reads the restart as a reset).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -20,93 +22,74 @@ void metrics_count_request(int status)
         atomic_fetch_add(&requests[status], 1);
 }
 
-/* A Prometheus histogram of v[0 .. n-1] over bounds. */
-static void histogram(FILE *f, const char *name, const char *help, const double *v, int n,
-                      const double *bounds, size_t nb)
+/* What each stored counter and histogram means, in the order they are shown. */
+static const struct {
+    const char *name, *type, *help;
+} stored[] = {
+    {"ringd_resizes_total", "counter",
+     "Resizes the scheduler decided (each a stop and a restart at another size)."},
+    {"ringd_scheduling_latency_seconds", "histogram",
+     "From submission to the first attempt's start."},
+    {"ringd_attempt_stop_seconds", "histogram",
+     "From a stop request (resize, preemption, stop, cancel) until every rank of the attempt "
+     "exited."},
+    {"ringd_attempt_start_seconds", "histogram",
+     "From an attempt's start until rank 0's first progress report."},
+};
+
+/* One stored histogram h ({"count", "sum", "buckets": [[le, n], ...]}) as name. */
+static void histogram(FILE *f, const char *name, json_t *h)
 {
-    double sum = 0;
-    fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-    for (size_t b = 0; b < nb; b++) {
-        int k = 0;
-        for (int i = 0; i < n; i++)
-            k += v[i] <= bounds[b];
-        fprintf(f, "%s_bucket{le=\"%g\"} %d\n", name, bounds[b], k);
+    long long count = (long long)json_integer_value(json_object_get(h, "count"));
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(h, "buckets"), i, b)
+    {
+        fprintf(f, "%s_bucket{le=\"%g\"} %lld\n", name, json_real_value(json_array_get(b, 0)),
+                (long long)json_integer_value(json_array_get(b, 1)));
     }
-    for (int i = 0; i < n; i++)
-        sum += v[i];
-    fprintf(f, "%s_bucket{le=\"+Inf\"} %d\n%s_sum %.6f\n%s_count %d\n", name, n, name, sum, name,
-            n);
+    fprintf(f, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n", name, count, name,
+            json_real_value(json_object_get(h, "sum")), name, count);
 }
 
 char *metrics_render(struct store *st, struct error *err)
 {
     static const char *const states[] = {"QUEUED",  "STARTING",  "RUNNING", "STOPPING",
                                          "STOPPED", "SUCCEEDED", "FAILED",  "CANCELLED"};
-    /* Buckets from 10 ms (an idle ringd) to 1 h (a busy cluster). */
-    static const double bounds[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600};
-    size_t nb = sizeof(bounds) / sizeof(bounds[0]);
-    json_t *counts;
-    int64_t submissions;
-    double *lat, sum = 0;
-    int nlat;
+    json_t *m, *jobs, *counters, *histograms;
     char *text = NULL;
     size_t len = 0;
     FILE *f;
 
-    if (store_metrics(st, &counts, &submissions, &lat, &nlat, err) < 0)
+    if (store_metrics(st, &m, err) < 0)
         return NULL;
     f = open_memstream(&text, &len);
     if (f == NULL) {
-        json_decref(counts);
-        free(lat);
+        json_decref(m);
         return errno = ENOMEM, errprintf(err, "out of memory"), NULL;
     }
+    jobs = json_object_get(m, "jobs");
+    counters = json_object_get(m, "counters");
+    histograms = json_object_get(m, "histograms");
     fprintf(f, "# HELP ringd_jobs Jobs by state.\n# TYPE ringd_jobs gauge\n");
     for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
         fprintf(f, "ringd_jobs{state=\"%s\"} %lld\n", states[i],
-                (long long)json_integer_value(json_object_get(counts, states[i])));
+                (long long)json_integer_value(json_object_get(jobs, states[i])));
     fprintf(f,
             "# HELP ringd_submissions_total Jobs accepted since the store was created.\n"
             "# TYPE ringd_submissions_total counter\nringd_submissions_total %lld\n",
-            (long long)submissions);
-    fprintf(f, "# HELP ringd_scheduling_latency_seconds From submission to the first attempt's "
-               "start.\n# TYPE ringd_scheduling_latency_seconds histogram\n");
-    for (size_t b = 0; b < nb; b++) {
-        int n = 0;
-        for (int i = 0; i < nlat; i++)
-            n += lat[i] <= bounds[b];
-        fprintf(f, "ringd_scheduling_latency_seconds_bucket{le=\"%g\"} %d\n", bounds[b], n);
-    }
-    for (int i = 0; i < nlat; i++)
-        sum += lat[i];
-    fprintf(f,
-            "ringd_scheduling_latency_seconds_bucket{le=\"+Inf\"} %d\n"
-            "ringd_scheduling_latency_seconds_sum %.6f\nringd_scheduling_latency_seconds_count "
-            "%d\n",
-            nlat, sum, nlat);
-    {
-        /* Restart overheads: from 100 ms (a small job on this host) to 10 min (a large model
-         * reloading its checkpoint from shared storage). */
-        static const double ob[] = {0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 120, 600};
-        double *stop, *start;
-        int nstop, nstart;
-        int64_t resizes;
-        if (store_overheads(st, &stop, &nstop, &start, &nstart, &resizes, NULL) == 0) {
-            histogram(f, "ringd_attempt_stop_seconds",
-                      "From a stop request (resize, preemption, stop, cancel) until every rank of "
-                      "the attempt exited.",
-                      stop, nstop, ob, sizeof(ob) / sizeof(ob[0]));
-            histogram(f, "ringd_attempt_start_seconds",
-                      "From an attempt's start until rank 0's first progress report.", start,
-                      nstart, ob, sizeof(ob) / sizeof(ob[0]));
-            fprintf(f,
-                    "# HELP ringd_resizes_total Resizes the scheduler decided (each a stop and a "
-                    "restart at another size).\n# TYPE ringd_resizes_total counter\n"
-                    "ringd_resizes_total %lld\n",
-                    (long long)resizes);
-            free(stop);
-            free(start);
-        }
+            (long long)json_integer_value(json_object_get(m, "submissions")));
+    for (size_t i = 0; i < sizeof(stored) / sizeof(stored[0]); i++) {
+        int hist = strcmp(stored[i].type, "histogram") == 0;
+        json_t *v = json_object_get(hist ? histograms : counters, stored[i].name);
+        if (v == NULL)
+            continue;
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", stored[i].name, stored[i].help, stored[i].name,
+                stored[i].type);
+        if (hist)
+            histogram(f, stored[i].name, v);
+        else
+            fprintf(f, "%s %lld\n", stored[i].name, (long long)json_integer_value(v));
     }
     fprintf(f, "# HELP ringd_http_requests_total Requests answered, by status code.\n"
                "# TYPE ringd_http_requests_total counter\n");
@@ -116,7 +99,6 @@ char *metrics_render(struct store *st, struct error *err)
             fprintf(f, "ringd_http_requests_total{code=\"%d\"} %lu\n", code, n);
     }
     fclose(f);
-    json_decref(counts);
-    free(lat);
+    json_decref(m);
     return text;
 }

@@ -325,11 +325,7 @@ static int known_method(const char *m, size_t n)
 
 static void release(struct api_response *r)
 {
-    json_decref(r->body);
-    free(r->json_text);
-    free(r->text);
-    if (r->file) /* GET /v1/admin/backup */
-        close(r->file_fd);
+    api_response_release(r);
     memset(r, 0, sizeof(*r));
 }
 
@@ -355,7 +351,7 @@ static void handle(struct api_request *req, struct api_submit *s, struct api_res
         FUZZ_CHECK(type != NULL && strncmp(type, "urn:ringmaster:problem:", 23) == 0);
         FUZZ_CHECK(json_integer_value(json_object_get(r->body, "status")) == r->status);
         FUZZ_CHECK(detail != NULL && *detail != '\0');
-        FUZZ_CHECK(r->json_text == NULL && r->text == NULL && r->stream == API_STREAM_NONE);
+        FUZZ_CHECK(r->json_text == NULL && !r->file && r->stream == API_STREAM_NONE);
     }
 }
 

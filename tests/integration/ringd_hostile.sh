@@ -77,6 +77,38 @@ for te in 'gzip, chunked' 'chunked, identity' 'xchunked' 'identity'; do
 done
 ok "smuggling: CL+TE, two Content-Lengths, odd Transfer-Encodings refused and closed"
 
+# A blank before the colon (RFC 9112 5.1) and obs-fold (5.2): libmicrohttpd keeps the blank
+# in the name and appends a folded line to the name, so without the edge's check neither
+# framing header is read as one and the body ({} then a request) became the next request.
+# Each hidden request names a path of its own, which must never reach the access log.
+P='POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n'
+hidden() { printf 'GET /v1/jobs/smuggled-%s HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' "$1"; }
+n=0
+for h in 'Content-Length : 47' 'Content-Length\t: 47' 'Content-Length  \t : 47' \
+    'Transfer-Encoding : chunked\r\nContent-Length: 2' 'Content-Length: 2\r\nTransfer-Encoding\t: chunked' \
+    'Content-Length : 2\r\nContent-Length: 47' 'X-Pad : a\r\nContent-Length: 2'; do
+    n=$((n + 1))
+    raw "$P$h\r\n\r\n{}$(hidden "ws$n")"
+    raw_expect 1 400 bad-header true
+done
+for h in 'Transfer-Encoding:\r\n chunked\r\nContent-Length: 2' \
+    'Content-Length: 2\r\nTransfer-Encoding:\r\n\tchunked' \
+    'Transfer-Encoding: \r\n  chunked\r\nContent-Length: 2' \
+    'Content-Length:\r\n 47' 'Content-Length: 4\r\n 7' 'Transfer-Encoding:\r\n chunked'; do
+    n=$((n + 1))
+    raw "$P$h\r\n\r\n{}$(hidden "fold$n")"
+    raw_expect 1 400 bad-framing true
+done
+for h in 'Transfer-Encoding: chunked\r\n , identity\r\nContent-Length: 2' \
+    'X-Pad: a\r\n b c\r\nContent-Length: 2' 'Content-Length: 2\r\n Transfer-Encoding: chunked'; do
+    n=$((n + 1))
+    raw "$P$h\r\n\r\n{}$(hidden "fold$n")"
+    raw_expect 1 400 bad-header true
+done
+sleep 0.2 # the access log line of a served request is written as it is answered
+grep -q 'smuggled-' "$WORK/ringd.log" && fail "a hidden request was served: $(grep smuggled- "$WORK/ringd.log")"
+ok "smuggling: blanks before the colon and folded framing headers refused, closed, hidden requests unserved"
+
 # NUL and broken UTF-8: refused, never cut. The job must survive the NUL-suffixed DELETE.
 http 202 "" -X POST "$URL/v1/jobs/$HOLDER/cancel"
 # Finished, so that a DELETE cut at the NUL would succeed: only then can the test fail.

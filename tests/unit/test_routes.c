@@ -6,11 +6,13 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <strings.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -69,10 +71,21 @@ static void setup(void)
     ck_assert_msg(store_open(path, &st, &err) == 0, "%s", err.text);
 }
 
+/* A test's run directory (attempt_with_log), with rank 0's log. */
+static char run_dir[] = "/tmp/ring-routes-run-XXXXXX";
+static char log_path[400];
+
 static void teardown(void)
 {
     store_close(st);
     unlink(path);
+    if (log_path[0] != '\0') {
+        char dir[300];
+        unlink(log_path);
+        snprintf(dir, sizeof(dir), "%s/rank.0", run_dir);
+        rmdir(dir);
+        rmdir(run_dir);
+    }
 }
 
 /*
@@ -126,11 +139,7 @@ static void handle(const char *method, const char *url, const char *body, struct
 
 static void release(struct api_response *r)
 {
-    json_decref(r->body);
-    free(r->json_text);
-    free(r->text);
-    if (r->file)
-        close(r->file_fd);
+    api_response_release(r);
 }
 
 static const char *problem_type(const struct api_response *r)
@@ -405,7 +414,7 @@ START_TEST(backup_is_a_database_for_admins)
     ck_assert_str_eq(r.file_type, "application/vnd.sqlite3");
     ck_assert_int_eq(pread(r.file_fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
     ck_assert_int_eq(memcmp(head, "SQLite format 3", 16), 0);
-    ck_assert_int_eq(lseek(r.file_fd, 0, SEEK_END), r.file_size);
+    ck_assert_int_eq(lseek(r.file_fd, 0, SEEK_END), r.file_len);
     /* nothing left in the data directory: the copy has no name */
     ck_assert_ptr_nonnull(d = opendir(dir));
     for (struct dirent *e; (e = readdir(d)) != NULL;)
@@ -430,6 +439,131 @@ START_TEST(backup_is_a_database_for_admins)
     store_close(back);
     unlink(copy);
     rmdir(dir);
+}
+END_TEST
+
+/* A run directory with rank 0's stdout holding size bytes: text, then a hole (zeros, no
+ * newline) up to size when size is larger. The job's latest attempt runs there. */
+static void attempt_with_log(const char *id, const char *text, long long size)
+{
+    struct store_attempt a = {.number = 1,
+                              .world_size = 1,
+                              .hosts = "localhost:1",
+                              .gpus = "",
+                              .backend_id = "1",
+                              .id_label = "process group"};
+    struct store_sched sched = {.attempts = 1};
+    struct error err;
+    char dir[300];
+    int fd;
+
+    ck_assert_ptr_nonnull(mkdtemp(run_dir));
+    snprintf(dir, sizeof(dir), "%s/rank.0", run_dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(log_path, sizeof(log_path), "%s/stdout", dir);
+    fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    if (size > (long long)strlen(text))
+        ck_assert_int_eq(ftruncate(fd, size), 0);
+    close(fd);
+    a.run_dir = run_dir;
+    ck_assert_msg(store_attempt_start(st, id, &a, &sched, &err) == 0, "%s", err.text);
+}
+
+/* GET .../logs with query q as admin: the response, which must be a file. */
+static void get_log(const char *id, struct fake *q, struct api_response *r)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "/v1/jobs/%s/logs", id);
+    handle("GET", url, NULL, q, NULL, r);
+    ck_assert_msg(r->status == 200 && r->file, "logs: %d", r->status);
+}
+
+/* What the response's file holds in the range it names. */
+static char *file_text(const struct api_response *r)
+{
+    char *t = malloc((size_t)r->file_len + 1);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(pread(r->file_fd, t, (size_t)r->file_len, r->file_offset), r->file_len);
+    t[r->file_len] = '\0';
+    return t;
+}
+
+START_TEST(logs_are_served_from_the_file)
+{
+    static const struct {
+        const char *tail, *offset, *want;
+    } cases[] = {
+        {NULL, NULL, "one\ntwo\nthree\n"},
+        {"2", NULL, "two\nthree\n"},
+        {"1", NULL, "three\n"},
+        {"0", NULL, ""},
+        {"9", NULL, "one\ntwo\nthree\n"},
+        {NULL, "8", "three\n"},
+        {NULL, "99", ""},
+    };
+    struct api_response r;
+    const char *id = submit("alice");
+    attempt_with_log(id, "one\ntwo\nthree\n", 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fake q = {.query = {{cases[i].tail ? "tail" : "offset",
+                                    cases[i].tail ? cases[i].tail : cases[i].offset}}};
+        char *t;
+        get_log(id, &q, &r);
+        t = file_text(&r);
+        ck_assert_msg(strcmp(t, cases[i].want) == 0, "case %zu: '%s'", i, t);
+        ck_assert_int_eq(r.log_offset, 14); /* where a follower goes on: the end */
+        free(t);
+        release(&r);
+    }
+}
+END_TEST
+
+/* A tail whose lines span the scan's blocks: found across them. */
+START_TEST(a_tail_across_blocks)
+{
+    struct api_response r;
+    struct fake q = {.query = {{"tail", "2"}}};
+    const char *id = submit("alice");
+    size_t line = 100 * 1024; /* longer than a block */
+    char *text = malloc(3 * line + 1);
+    ck_assert_ptr_nonnull(text);
+    for (int l = 0; l < 3; l++) {
+        memset(text + l * line, 'a' + l, line - 1);
+        text[l * line + line - 1] = '\n';
+    }
+    text[3 * line] = '\0';
+    attempt_with_log(id, text, 0);
+    get_log(id, &q, &r);
+    ck_assert_int_eq(r.file_offset, (long long)line);
+    ck_assert_int_eq(r.file_len, (long long)(2 * line));
+    release(&r);
+    free(text);
+}
+END_TEST
+
+/*
+ * A log of 10 GiB (sparse: no newline) costs the handler nothing: the answer is the file
+ * and a range, not its bytes in memory; and a tail looks back 16 MiB at most, so that a
+ * log without newlines is not read whole.
+ */
+START_TEST(a_huge_log_is_never_read_whole)
+{
+    struct api_response r;
+    struct fake all = {0}, tail = {.query = {{"tail", "5"}}};
+    const char *id = submit("alice");
+    long long size = 10LL << 30;
+    attempt_with_log(id, "start\n", size);
+    get_log(id, &all, &r);
+    ck_assert_int_eq(r.file_offset, 0);
+    ck_assert_int_eq(r.file_len, size);
+    release(&r);
+    get_log(id, &tail, &r);
+    ck_assert_int_eq(r.file_offset, size - (16LL << 20));
+    ck_assert_int_eq(r.file_len, 16LL << 20);
+    ck_assert_int_eq(r.log_offset, size);
+    release(&r);
 }
 END_TEST
 
@@ -458,6 +592,9 @@ int main(void)
                             token_requests_are_checked,
                             backup_is_a_database_for_admins,
                             problems_always_have_a_body,
+                            logs_are_served_from_the_file,
+                            a_tail_across_blocks,
+                            a_huge_log_is_never_read_whole,
                             NULL};
     return unit_main_fixture("routes", tests, 30, setup, teardown);
 }

@@ -50,14 +50,22 @@ static json_t *spec(const char *name, const char *team)
                      "team", team);
 }
 
+/* The newest schema, and what takes a database back from it to schema 9. */
+#define SCHEMA 10
+#define UNDO_10                                                                                    \
+    "DROP TRIGGER metric_latency; DROP TRIGGER metric_stop; DROP TRIGGER metric_start;"            \
+    "DROP TRIGGER metric_resizes; DROP TRIGGER job_state_new; DROP TRIGGER job_state_change;"      \
+    "DROP TRIGGER job_state_gone; DROP TABLE metric_counters; DROP TABLE metric_histograms;"       \
+    "DROP TABLE metric_buckets; DROP TABLE job_states;"
+
 START_TEST(migrations_run_once)
 {
     struct store *st = open_fresh(), *again;
     struct error err;
-    ck_assert_int_eq(store_schema_version(st), 9);
+    ck_assert_int_eq(store_schema_version(st), SCHEMA);
     store_close(st);
     ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), 9);
+    ck_assert_int_eq(store_schema_version(again), SCHEMA);
     store_close(again);
     unlink(path);
 }
@@ -87,25 +95,26 @@ START_TEST(migrations_4_to_7_backfill)
     /* back to schema 3 */
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db,
-                                  UNDO_MIGRATION_9 "ALTER TABLE jobs DROP COLUMN doc;"
-                                                   "ALTER TABLE jobs DROP COLUMN min_workers;"
-                                                   "ALTER TABLE jobs DROP COLUMN max_workers;"
-                                                   "ALTER TABLE jobs DROP COLUMN gpus_per_worker;"
-                                                   "ALTER TABLE jobs DROP COLUMN priority;"
-                                                   "ALTER TABLE jobs DROP COLUMN run_as;"
-                                                   "ALTER TABLE tokens DROP COLUMN unix_user;"
-                                                   "ALTER TABLE jobs DROP COLUMN cpus_per_worker;"
-                                                   "ALTER TABLE jobs DROP COLUMN max_restarts;"
-                                                   "ALTER TABLE attempts DROP COLUMN stop_s;"
-                                                   "ALTER TABLE attempts DROP COLUMN start_s;"
-                                                   "ALTER TABLE attempts DROP COLUMN samples_per_s;"
-                                                   "ALTER TABLE tokens DROP COLUMN expires_at;"
-                                                   "PRAGMA user_version = 3",
+                                  UNDO_10 UNDO_MIGRATION_9
+                                  "ALTER TABLE jobs DROP COLUMN doc;"
+                                  "ALTER TABLE jobs DROP COLUMN min_workers;"
+                                  "ALTER TABLE jobs DROP COLUMN max_workers;"
+                                  "ALTER TABLE jobs DROP COLUMN gpus_per_worker;"
+                                  "ALTER TABLE jobs DROP COLUMN priority;"
+                                  "ALTER TABLE jobs DROP COLUMN run_as;"
+                                  "ALTER TABLE tokens DROP COLUMN unix_user;"
+                                  "ALTER TABLE jobs DROP COLUMN cpus_per_worker;"
+                                  "ALTER TABLE jobs DROP COLUMN max_restarts;"
+                                  "ALTER TABLE attempts DROP COLUMN stop_s;"
+                                  "ALTER TABLE attempts DROP COLUMN start_s;"
+                                  "ALTER TABLE attempts DROP COLUMN samples_per_s;"
+                                  "ALTER TABLE tokens DROP COLUMN expires_at;"
+                                  "PRAGMA user_version = 3",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), 9);
+    ck_assert_int_eq(store_schema_version(st), SCHEMA);
     ck_assert_int_eq(store_job_render(st, id, STORE_ANYONE, "/ck/", &after, NULL, &err), 0);
     ck_assert_str_eq(after, before);
     free(before);
@@ -437,13 +446,14 @@ START_TEST(migration_8_token_expiry)
     /* back to schema 7 */
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db,
-                                  UNDO_MIGRATION_9 "ALTER TABLE tokens DROP COLUMN expires_at;"
-                                                   "PRAGMA user_version = 7",
+                                  UNDO_10 UNDO_MIGRATION_9
+                                  "ALTER TABLE tokens DROP COLUMN expires_at;"
+                                  "PRAGMA user_version = 7",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), 9);
+    ck_assert_int_eq(store_schema_version(st), SCHEMA);
     ck_assert_int_eq(store_token_find(st, "old", &t, &err), 0);
     ck_assert_int_eq(t.expires, 0);
     /* 2027-01-31T12:00:00Z */
@@ -555,7 +565,7 @@ START_TEST(migration_9_principals)
     sqlite3_close(db);
 
     ck_assert_msg(store_open(path, &st, &err) == 0, "%s", err.text);
-    ck_assert_int_eq(store_schema_version(st), 9);
+    ck_assert_int_eq(store_schema_version(st), SCHEMA);
     ck_assert_int_ne(principal_of(st, "t1"), principal_of(st, "t2"));
     ck_assert_int_eq(principal_of(st, "t4"), owner_of(st, "j4")); /* t3's too */
     ck_assert_int_eq(owner_of(st, "j1"), principal_of(st, "t1"));
@@ -818,6 +828,151 @@ START_TEST(check_finds_corruption)
     ck_assert_int_eq(store_check(path, &err), -1);
     ck_assert_int_eq(errno, EUCLEAN);
     json_decref(s);
+}
+END_TEST
+
+/* metrics: m's value at path ("counters.ringd_resizes_total", "jobs.QUEUED",
+ * "histograms.NAME.count", "histograms.NAME.sum"); 0 when absent. */
+static double metric(json_t *m, const char *a, const char *b, const char *c)
+{
+    json_t *v = json_object_get(m, a);
+    if (b != NULL)
+        v = json_object_get(v, b);
+    if (c != NULL)
+        v = json_object_get(v, c);
+    return json_number_value(v);
+}
+
+/* How many observations of histogram name are <= le. */
+static long long bucket(json_t *m, const char *name, double le)
+{
+    size_t i;
+    json_t *b;
+    json_array_foreach(
+        json_object_get(json_object_get(json_object_get(m, "histograms"), name), "buckets"), i, b)
+    {
+        if (json_real_value(json_array_get(b, 0)) == le)
+            return (long long)json_integer_value(json_array_get(b, 1));
+    }
+    return -1;
+}
+
+/* A job that ran once: started (scheduling latency), reported progress 1.5 s in (start
+ * overhead), was resized (a resizing event) and ended 4 s after its stop request. */
+static const char *ran_once(struct store *st, const char *name)
+{
+    static char id[32];
+    struct error err;
+    json_t *s = spec(name, "x"), *job;
+    struct store_attempt a = {.number = 1,
+                              .world_size = 1,
+                              .hosts = "localhost:1",
+                              .gpus = "",
+                              .backend_id = "1",
+                              .run_dir = "/nonexistent",
+                              .id_label = "pid"};
+    struct store_sched sched = {.attempts = 1};
+    int created;
+
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err), 0);
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(job, "id")));
+    json_decref(job);
+    json_decref(s);
+    ck_assert_int_eq(store_attempt_start(st, id, &a, &sched, &err), 0);
+    ck_assert_int_eq(store_attempt_progress(st, id, 1, 1.5, 100, &err), 0);
+    ck_assert_int_eq(store_attempt_progress(st, id, 1, -1, 120, &err), 0); /* once per attempt */
+    ck_assert_int_eq(store_job_transition(st, id, "STOPPING", "resizing", "to 2", NULL, &err), 0);
+    ck_assert_int_eq(
+        store_attempt_end(st, id, 1, 0, 4.0, "done", "SUCCEEDED", "succeeded", &sched, &err), 0);
+    return id;
+}
+
+/*
+ * /metrics' counters never go down: deleting a job (its attempts and events with it)
+ * leaves them, while the gauge of jobs by state follows. Before, they were counted from
+ * those rows at every scrape, so a DELETE took them back.
+ */
+START_TEST(metrics_survive_delete)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *before, *after;
+    const char *lat = "ringd_scheduling_latency_seconds", *stop = "ringd_attempt_stop_seconds",
+               *start = "ringd_attempt_start_seconds";
+    char id[32];
+
+    snprintf(id, sizeof(id), "%s", ran_once(st, "a"));
+    ran_once(st, "b");
+    ck_assert_int_eq(store_metrics(st, &before, &err), 0);
+    ck_assert_int_eq(metric(before, "counters", "ringd_resizes_total", NULL), 2);
+    ck_assert_int_eq(metric(before, "histograms", lat, "count"), 2);
+    ck_assert_int_eq(metric(before, "histograms", stop, "count"), 2);
+    ck_assert(metric(before, "histograms", stop, "sum") == 8.0);
+    ck_assert_int_eq(metric(before, "histograms", start, "count"), 2);
+    ck_assert(metric(before, "histograms", start, "sum") == 3.0);
+    ck_assert_int_eq(bucket(before, stop, 3), 0);
+    ck_assert_int_eq(bucket(before, stop, 5), 2);
+    ck_assert_int_eq(bucket(before, start, 1), 0);
+    ck_assert_int_eq(bucket(before, start, 2), 2);
+    ck_assert_int_eq(bucket(before, lat, 3600), 2);
+    ck_assert_int_eq(json_array_size(json_object_get(
+                         json_object_get(json_object_get(before, "histograms"), lat), "buckets")),
+                     13);
+    ck_assert_int_eq(metric(before, "jobs", "SUCCEEDED", NULL), 2);
+    ck_assert_int_eq(metric(before, "submissions", NULL, NULL), 2);
+
+    ck_assert_int_eq(store_job_delete(st, id, &err), 0);
+    ck_assert_int_eq(store_metrics(st, &after, &err), 0);
+    ck_assert_int_eq(metric(after, "jobs", "SUCCEEDED", NULL), 1);
+    json_object_del(before, "jobs");
+    json_object_del(after, "jobs");
+    ck_assert_msg(json_equal(before, after), "counters changed with a delete");
+    json_decref(after);
+    /* and they survive a restart */
+    store_close(st);
+    ck_assert_int_eq(store_open(path, &st, &err), 0);
+    ck_assert_int_eq(store_metrics(st, &after, &err), 0);
+    json_object_del(after, "jobs");
+    ck_assert(json_equal(before, after));
+    json_decref(after);
+    json_decref(before);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
+/* A database from schema 9 gets its counters from the rows it has, and the jobs per
+ * state; the triggers then count on from there. */
+START_TEST(migration_10_backfill)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *fresh, *m;
+    sqlite3 *db;
+
+    ran_once(st, "a");
+    ran_once(st, "b");
+    ck_assert_int_eq(store_metrics(st, &fresh, &err), 0);
+    store_close(st);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, UNDO_10 "PRAGMA user_version = 9", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    ck_assert_int_eq(store_open(path, &st, &err), 0);
+    ck_assert_int_eq(store_schema_version(st), SCHEMA);
+    ck_assert_int_eq(store_metrics(st, &m, &err), 0);
+    ck_assert_int_eq(metric(m, "jobs", "SUCCEEDED", NULL), 2);
+    json_object_del(m, "jobs"); /* a fresh store also keeps the states it saw, at 0 */
+    json_object_del(fresh, "jobs");
+    ck_assert_msg(json_equal(fresh, m), "backfilled metrics differ");
+    json_decref(m);
+    ran_once(st, "c");
+    ck_assert_int_eq(store_metrics(st, &m, &err), 0);
+    ck_assert_int_eq(metric(m, "counters", "ringd_resizes_total", NULL), 3);
+    ck_assert_int_eq(metric(m, "jobs", "SUCCEEDED", NULL), 3);
+    json_decref(m);
+    json_decref(fresh);
+    store_close(st);
     unlink(path);
 }
 END_TEST
@@ -837,6 +992,8 @@ int main(void)
                             migration_9_principals,
                             the_last_admin_token_stays,
                             check_finds_corruption,
+                            metrics_survive_delete,
+                            migration_10_backfill,
                             NULL};
     return unit_main("store", tests, 30);
 }
