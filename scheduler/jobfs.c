@@ -101,7 +101,7 @@ FILE *jobfs_fopen(const char *path)
     if ((f = fdopen(fd, "r")) == NULL)
         close(fd);
     return f;
-error: {
+error : {
     int saved = errno;
     if (fd >= 0)
         close(fd);
