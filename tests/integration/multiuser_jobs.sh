@@ -206,6 +206,12 @@ grep -qx ": -H localhost:8 -np 2 /usr/bin/touch $HOMEA/out/escaped" "$(run_dir "
     fail "the program did not get its words: $(cat "$(run_dir "$TA" "$JOB")"/rank.0/* "$(run_dir "$TA" "$JOB")/ringrun.log")"
 ok "':' in an mpirun job's command reaches the program as a word, and starts nothing"
 
+for f in ringd.db ringd.db-wal ringd.db-shm admin.token ringd.addr ringd.lock; do
+    [ ! -e "$DATA/$f" ] || [ "$(stat -c %a "$DATA/$f")" = 600 ] ||
+        fail "$f is $(stat -c %a "$DATA/$f"), want 600"
+done
+ok "ringd's files (the database, -wal, -shm, token, address, lock) are 0600"
+
 # ringd goes away: the job is asked to stop, rather than running on unknown to anyone.
 submit "$TA" "$(sh_job 'echo up; exec sleep 300')"
 wait_state "$TA" "$JOB" 60 RUNNING
@@ -258,6 +264,24 @@ if as_user "$UA" head -c 16 "$DATA/ringd.db" 2>/dev/null | grep -q SQLite; then
     fail "user A read the database by its name"
 fi
 ok "isolation none: the database, -wal, -shm and ringd's other files are 0600; A cannot read them"
+
+# A database an older ringd left readable is made private at start.
+ringd_stop
+chmod 0644 "$DATA/ringd.db"
+RINGD_SLOTS=4 ringd_start "$DATA" --isolation none
+[ "$(stat -c %a "$DATA/ringd.db")" = 600 ] || fail "ringd left ringd.db $(stat -c %a "$DATA/ringd.db")"
+grep -q "ringd.db was mode 644; made it 0600" "$WORK/ringd.log" || fail "ringd did not say it fixed ringd.db"
+ok "a database left 0644 by an older ringd is made 0600 at start"
+# job_limits that cannot be: refused at start, saying what to fix.
+expect_rc 64 env RINGD_JOB_LIMITS=nofile=lots "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
+expect_in err "job_limits: bad value for nofile"
+expect_rc 64 env RINGD_JOB_LIMITS=files=10 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
+expect_in err "unknown limit 'files'"
+expect_rc 64 env RINGD_JOB_LIMITS=nofile=10:5 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
+expect_rc 64 as_user "$UR" env RINGD_JOB_LIMITS=nofile=unlimited "$RINGD" --listen 127.0.0.1:0 \
+    --data-dir "$WORK/bad-$UR"
+expect_in err "above ringd's own hard limit"
+ok "job_limits that are malformed, or above a non-root ringd's own, are refused at start (64)"
 
 # The race: A plants a FIFO as ringrun.log the moment each attempt's directory is A's.
 as_user "$UA" "$SHARED/attacker" fifo "$DATA/runs" 120 >"$WORK/fifo.out" 2>&1 &
