@@ -273,12 +273,12 @@ RINGD_SLOTS=4 ringd_start "$DATA" --isolation none
 grep -q "ringd.db was mode 644; made it 0600" "$WORK/ringd.log" || fail "ringd did not say it fixed ringd.db"
 ok "a database left 0644 by an older ringd is made 0600 at start"
 # job_limits that cannot be: refused at start, saying what to fix.
-expect_rc 64 env RINGD_JOB_LIMITS=nofile=lots "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
+expect_rc 64 timeout 10 env RINGD_JOB_LIMITS=nofile=lots "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
 expect_in err "job_limits: bad value for nofile"
-expect_rc 64 env RINGD_JOB_LIMITS=files=10 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
+expect_rc 64 timeout 10 env RINGD_JOB_LIMITS=files=10 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
 expect_in err "unknown limit 'files'"
-expect_rc 64 env RINGD_JOB_LIMITS=nofile=10:5 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
-expect_rc 64 as_user "$UR" env RINGD_JOB_LIMITS=nofile=unlimited "$RINGD" --listen 127.0.0.1:0 \
+expect_rc 64 timeout 10 env RINGD_JOB_LIMITS=nofile=10:5 "$RINGD" --listen 127.0.0.1:0 --data-dir "$WORK/bad"
+expect_rc 64 timeout 10 setpriv --reuid="$UR" --regid="$UR" --clear-groups env RINGD_JOB_LIMITS=nofile=unlimited "$RINGD" --listen 127.0.0.1:0 \
     --data-dir "$WORK/bad-$UR"
 expect_in err "above ringd's own hard limit"
 ok "job_limits that are malformed, or above a non-root ringd's own, are refused at start (64)"
