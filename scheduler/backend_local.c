@@ -78,7 +78,7 @@ int local_dir_reachable(const struct local_identity *id, const char *path)
 {
     gid_t saved[256];
     struct stat sb;
-    int nsaved, rc, e;
+    int nsaved, e;
 
     if (geteuid() != 0 || !id->switch_user)
         return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : (errno = ENOENT, -1);
@@ -90,15 +90,15 @@ int local_dir_reachable(const struct local_identity *id, const char *path)
     syscall(SYS_setfsgid, id->gid);
     syscall(SYS_setfsuid, id->uid);
     if ((uid_t)syscall(SYS_setfsuid, -1) != id->uid || (gid_t)syscall(SYS_setfsgid, -1) != id->gid)
-        rc = -1, e = EPERM;
+        e = EPERM;
     else
-        rc = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1, e = ENOENT;
+        e = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : ENOENT;
     syscall(SYS_setfsuid, 0);
     syscall(SYS_setfsgid, 0);
     /* Root's groups back; failing that the thread must not go on as the user. */
     if (syscall(SYS_setgroups, (size_t)nsaved, saved) < 0 || (uid_t)syscall(SYS_setfsuid, -1) != 0)
         abort();
-    return rc < 0 ? (errno = e, -1) : 0;
+    return e ? (errno = e, -1) : 0;
 }
 
 /* ---- resource limits (the job_limits setting) ---- */
