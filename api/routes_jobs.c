@@ -150,7 +150,7 @@ static int submit_user(const struct api_config *cfg, const struct api_request *r
                        struct api_submit *s, struct api_response *resp)
 {
     const char *user = req->user;
-    const char *dirs[] = {"working_dir", "checkpoint_dir"};
+    const char *dirs[] = {"working_dir", "checkpoint_dir"}, *wd;
     struct local_identity id;
     struct error err;
 
@@ -181,6 +181,19 @@ static int submit_user(const struct api_config *cfg, const struct api_request *r
     }
     if (local_identity_lookup(user, &id, &err) < 0) {
         api_problem(resp, 403, "no-unix-user", "Forbidden", req->path, "%s", err.text);
+        return 0;
+    }
+    /* As the job's user: root's own look would tell whether a directory exists where the
+     * user cannot search. */
+    wd = json_string_value(json_object_get(spec, "working_dir"));
+    if (wd != NULL && local_dir_reachable(&id, wd) < 0) {
+        json_t *p = api_problem(resp, 422, "validation-error", "Invalid JobSpec", req->path,
+                                "working_dir '%s' does not exist, is not a directory, or user "
+                                "%s cannot reach it",
+                                wd, id.name);
+        json_object_set_new(p, "errors",
+                            json_pack("[{s:s, s:s}]", "field", "working_dir", "detail",
+                                      "does not exist, or the job's user cannot reach it"));
         return 0;
     }
     snprintf(s->run_as, sizeof(s->run_as), "%s", id.name);

@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* backend.c - the table of built-in backends, and what every backend does alike. */
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "backend.h"
 
@@ -23,24 +20,6 @@ const struct backend_ops *backend_find(const char *name)
             return builtin[i];
     }
     return NULL;
-}
-
-int backend_mkdirs(const char *path, mode_t leaf_mode)
-{
-    char buf[4200];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return errno = ENAMETOOLONG, -1;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, leaf_mode) == 0)
-        return 1;
-    return errno == EEXIST ? 0 : -1;
 }
 
 const char *backend_exit_unrunnable(int status)

@@ -62,6 +62,8 @@ struct backend_config {
     const char *exec_helper;  /* local: ringd-exec, which isolates a job and becomes its user */
     int isolate;              /* hide data_dir from jobs (a private mount namespace) */
     const char *default_user; /* as root, the user of jobs stored without one */
+    const char *job_limits;   /* local: the resource limits jobs start with (ringd's
+                               * `job_limits`, "nofile=4096,core=0"; NULL: ringd's own) */
 };
 
 /* One attempt to start. Everything is borrowed for the duration of start(). */
@@ -131,7 +133,7 @@ struct backend_event {
 /* What recover() found of an attempt a previous ringd left. */
 enum backend_recovered {
     BACKEND_GONE = 0,    /* nothing of it runs any more */
-    BACKEND_STOPPED = 1, /* it still ran; the backend stopped it (SIGTERM, grace, SIGKILL) */
+    BACKEND_STOPPED = 1, /* it still ran; the backend stopped it (a stop, grace, SIGKILL) */
     BACKEND_ADOPTED = 2, /* it still runs and the backend tracks it again: poll() will
                           * report its end (a backend that cannot adopt stops it) */
 };
@@ -146,7 +148,9 @@ struct backend_ops {
      * JobSpec naming it gets 422 with err's text.
      */
     int (*init)(const struct backend_config *cfg, void **ctx, struct error *err);
-    /* Releases ctx; attempts keep running (a restarted ringd recovers them). NULL-safe. */
+    /* Releases ctx; attempts keep running (a restarted ringd recovers them), except that a
+     * local attempt is asked to stop when the thread that started it ends (ringd-exec's
+     * parent-death signal: see ringd_exec.c). NULL-safe. */
     void (*fini)(void *ctx);
     /*
      * The cluster this backend runs on, as a new struct the caller frees (cluster_free):
@@ -210,13 +214,6 @@ extern const struct backend_ops backend_slurm_ops;
 
 /* The implementation called name, or NULL when this ringd has none by that name. */
 const struct backend_ops *backend_find(const char *name);
-
-/*
- * mkdir -p path for an attempt's directories: the parents 0755 (every job's user passes
- * through them), path itself with leaf_mode. Returns 1 when it created path, 0 when path
- * was there already, -1 with errno on failure.
- */
-int backend_mkdirs(const char *path, mode_t leaf_mode);
 
 /*
  * Whether an attempt's exit status says that its program can never run as given: 127, the

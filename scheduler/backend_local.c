@@ -15,11 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend_local.h"
+#include "jobfs.h"
 #include "mpirun.h"
 
 extern char **environ;
@@ -59,6 +62,134 @@ int local_identity_lookup(const char *user, struct local_identity *id, struct er
         return errno = E2BIG, errprintf(err, "user '%s' is in more than %zu groups", pw.pw_name,
                                         sizeof(id->groups) / sizeof(id->groups[0]));
     id->ngroups = ngroups;
+    return 0;
+}
+
+/* ---- who may see a directory ---- */
+
+/*
+ * Whether path is a directory that user id can reach (search every directory on the way):
+ * stat(2) as that user, so that the answer tells nothing about directories the user cannot
+ * look into. As root, only this thread takes the user's filesystem identity for the call
+ * (setfsuid, setfsgid and setgroups through syscall(2) are per thread, where glibc's
+ * setgroups would change every thread of ringd), and takes root's back at once.
+ */
+int local_dir_reachable(const struct local_identity *id, const char *path)
+{
+    gid_t saved[256];
+    struct stat sb;
+    int nsaved, e;
+
+    if (geteuid() != 0 || !id->switch_user)
+        return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : (errno = ENOENT, -1);
+    if ((nsaved = getgroups((int)(sizeof(saved) / sizeof(saved[0])), saved)) < 0)
+        return -1;
+    if (syscall(SYS_setgroups, (size_t)id->ngroups, id->groups) < 0)
+        return -1;
+    /* setfsuid answers the previous id, whether it changed or not; asking again tells. */
+    syscall(SYS_setfsgid, id->gid);
+    syscall(SYS_setfsuid, id->uid);
+    if ((uid_t)syscall(SYS_setfsuid, -1) != id->uid || (gid_t)syscall(SYS_setfsgid, -1) != id->gid)
+        e = EPERM;
+    else
+        e = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : ENOENT;
+    syscall(SYS_setfsuid, 0);
+    syscall(SYS_setfsgid, 0);
+    /* Root's groups back; failing that the thread must not go on as the user. */
+    if (syscall(SYS_setgroups, (size_t)nsaved, saved) < 0 || (uid_t)syscall(SYS_setfsuid, -1) != 0)
+        abort();
+    return e ? (errno = e, -1) : 0;
+}
+
+/* ---- resource limits (the job_limits setting) ---- */
+
+/* The resources job_limits may name, as ulimit(1) and Slurm's PropagateResourceLimits do. */
+static const struct {
+    const char *name;
+    int resource;
+} LIMIT_NAMES[LOCAL_LIMITS_MAX] = {
+    {"as", RLIMIT_AS},         {"core", RLIMIT_CORE},   {"cpu", RLIMIT_CPU},
+    {"data", RLIMIT_DATA},     {"fsize", RLIMIT_FSIZE}, {"memlock", RLIMIT_MEMLOCK},
+    {"nofile", RLIMIT_NOFILE}, {"nproc", RLIMIT_NPROC}, {"stack", RLIMIT_STACK},
+};
+
+/* "unlimited" or a decimal number (the resource's unit: bytes, seconds, a count). */
+static int limit_value(const char *s, rlim_t *out)
+{
+    char *end;
+    unsigned long long v;
+    if (strcmp(s, "unlimited") == 0)
+        return *out = RLIM_INFINITY, 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || (rlim_t)v == RLIM_INFINITY)
+        return -1;
+    *out = (rlim_t)v;
+    return 0;
+}
+
+/* One "name=soft[:hard]" of job_limits into out. */
+static int limit_parse(char *item, struct local_limits *out, struct error *err)
+{
+    char *value = strchr(item, '='), *colon;
+    struct local_limit *lim = &out->v[out->n];
+    int k;
+
+    if (value == NULL)
+        return errprintf(err, "job_limits: '%s' is not name=value", item);
+    *value++ = '\0';
+    for (k = 0; k < LOCAL_LIMITS_MAX && strcmp(LIMIT_NAMES[k].name, item) != 0; k++)
+        ;
+    if (k == LOCAL_LIMITS_MAX)
+        return errprintf(err,
+                         "job_limits: unknown limit '%s' (as, core, cpu, data, fsize, "
+                         "memlock, nofile, nproc, stack)",
+                         item);
+    for (int i = 0; i < out->n; i++)
+        if (out->v[i].resource == LIMIT_NAMES[k].resource)
+            return errprintf(err, "job_limits: %s is given twice", item);
+    if ((colon = strchr(value, ':')) != NULL)
+        *colon++ = '\0';
+    if (limit_value(value, &lim->soft) < 0 || limit_value(colon ? colon : value, &lim->hard) < 0 ||
+        lim->soft > lim->hard)
+        return errprintf(err,
+                         "job_limits: bad value for %s (a number or 'unlimited', or "
+                         "SOFT:HARD with SOFT <= HARD)",
+                         item);
+    lim->resource = LIMIT_NAMES[k].resource;
+    snprintf(lim->name, sizeof(lim->name), "%s", item);
+    out->n++;
+    return 0;
+}
+
+int local_limits_parse(const char *text, struct local_limits *out, struct error *err)
+{
+    char buf[512], *save = NULL;
+
+    memset(out, 0, sizeof(*out));
+    if (text == NULL || *text == '\0')
+        return 0;
+    if (snprintf(buf, sizeof(buf), "%s", text) >= (int)sizeof(buf))
+        return errno = EINVAL, errprintf(err, "job_limits is too long");
+    for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save))
+        if (limit_parse(item, out, err) < 0)
+            return errno = EINVAL, -1;
+    return 0;
+}
+
+int local_limits_allowed(const struct local_limits *limits, struct error *err)
+{
+    for (int i = 0; geteuid() != 0 && i < limits->n; i++) {
+        struct rlimit own;
+        if (getrlimit(limits->v[i].resource, &own) == 0 && limits->v[i].hard > own.rlim_max)
+            return errno = EPERM,
+                   errprintf(err,
+                             "job_limits: %s above ringd's own hard limit (%llu); only a ringd "
+                             "running as root can raise it",
+                             limits->v[i].name, (unsigned long long)own.rlim_max);
+    }
     return 0;
 }
 
@@ -105,8 +236,31 @@ static void env_free(struct env *e)
 }
 
 /*
- * ringd's environment without its own settings (RINGD_*), the user's identity when the job
- * runs as someone else, the spec's env, then the worker contract, which nobody overrides.
+ * What a job inherits of ringd's environment: the variables that say how to find programs
+ * and how to speak (PATH, the locale, the time zone), and the sanitizer runtimes' options
+ * (set only where ringd itself runs under a sanitizer, so that its jobs' ringrun reports
+ * alike). Nothing else: ringd's environment is a service's (systemd's NOTIFY_SOCKET and
+ * CREDENTIALS_DIRECTORY, secrets passed to the service), none of it the job's. This is
+ * the list the README gives; the Slurm backend's is the same, with SLURM_CONF.
+ */
+static const char *const ENV_PASSED[] = {
+    "PATH",          "LANG",         "LANGUAGE",     "TZ", "ASAN_OPTIONS",
+    "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", NULL,
+};
+
+int local_env_passed(const char *name)
+{
+    if (strncmp(name, "LC_", 3) == 0)
+        return 1;
+    for (int i = 0; ENV_PASSED[i] != NULL; i++)
+        if (strcmp(name, ENV_PASSED[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * The allowed part of ringd's environment (local_env_passed), the user's identity as a login
+ * gives it, the spec's env, then the worker contract, which nobody overrides.
  */
 static int env_build(struct env *e, const struct local_launch *l, const struct local_identity *id)
 {
@@ -115,20 +269,20 @@ static int env_build(struct env *e, const struct local_launch *l, const struct l
     char num[16];
     int rc = 0;
 
+    rc |= env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin"); /* replaced by ringd's own */
     for (char **p = environ; *p; p++) {
         const char *eq = strchr(*p, '=');
         char name[256];
-        if (eq == NULL || strncmp(*p, "RINGD_", 6) == 0 || (size_t)(eq - *p) >= sizeof(name))
+        if (eq == NULL || (size_t)(eq - *p) >= sizeof(name))
             continue;
         snprintf(name, sizeof(name), "%.*s", (int)(eq - *p), *p);
-        rc |= env_set(e, name, eq + 1);
+        if (local_env_passed(name))
+            rc |= env_set(e, name, eq + 1);
     }
-    if (id->switch_user) {
-        rc |= env_set(e, "HOME", id->home);
-        rc |= env_set(e, "USER", id->name);
-        rc |= env_set(e, "LOGNAME", id->name);
-        rc |= env_set(e, "SHELL", id->shell);
-    }
+    rc |= env_set(e, "HOME", id->home);
+    rc |= env_set(e, "USER", id->name);
+    rc |= env_set(e, "LOGNAME", id->name);
+    rc |= env_set(e, "SHELL", id->shell);
     json_object_foreach(env, key, v) rc |= env_set(e, key, json_string_value(v));
     /* Open MPI refuses to run as root without both; a root job is root's own choice. */
     if (l->mpirun != NULL && id->uid == 0) {
@@ -172,30 +326,104 @@ static int env_memfd(const struct env *e, struct error *err)
     return fd;
 }
 
-/* Gives directory path (created by ringd) to the job's user, private to them. */
-static int give_dir(const char *path, const struct local_identity *id, struct error *err)
+/*
+ * The attempt's run directory with its ringrun.log, and ringd's default checkpoint
+ * directory, for the job's user (jobfs.h): made while they are ringd's, the log created
+ * with O_EXCL (a FIFO planted there would hang the scheduler's thread), each given to the
+ * user last. Returns the log's descriptor, or -1 with err.
+ */
+static int prepare_dirs(const struct local_launch *l, const struct local_identity *id,
+                        struct error *err)
 {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, id->uid, id->gid) < 0 || fchmod(fd, 0700) < 0) {
-        int saved = errno;
-        if (fd >= 0)
-            close(fd);
-        return errprintf(err, "cannot give %s to user %s: %s", path, id->name, strerror(saved));
+    int run = jobfs_mkdirs(l->run_dir), log = -1, ckpt = -1;
+    const char *what = l->run_dir;
+
+    if (run < 0)
+        goto error;
+    what = "ringrun.log";
+    if ((log = jobfs_create(run, "ringrun.log", 0600)) < 0 ||
+        jobfs_give(log, id->uid, id->gid, 0600) < 0)
+        goto error;
+    what = l->run_dir;
+    if (jobfs_give(run, id->uid, id->gid, 0700) < 0)
+        goto error;
+    if (l->checkpoint_in_data_dir) {
+        what = l->checkpoint_dir;
+        if ((ckpt = jobfs_mkdirs(l->checkpoint_dir)) < 0 ||
+            jobfs_give(ckpt, id->uid, id->gid, 0700) < 0)
+            goto error;
+        close(ckpt);
     }
-    close(fd);
-    return 0;
+    close(run);
+    return log;
+error : {
+    int saved = errno;
+    errprintf(err, "cannot make %s%s for user %s: %s", what,
+              strcmp(what, "ringrun.log") == 0 ? " in the run directory" : "", id->name,
+              strerror(saved));
+    if (ckpt >= 0)
+        close(ckpt);
+    if (log >= 0)
+        close(log);
+    if (run >= 0)
+        close(run);
+    errno = saved;
+    return -1;
+}
 }
 
-/* The argument vector: ringd-exec's options, "--", then ringrun's. */
-static char **build_argv(const struct local_launch *l, const struct local_identity *id, char *np,
-                         char *gpus_arg, char *uid, char *gid, char *groups, size_t groups_len,
-                         char *hosts, char **storage)
+/* The numbers and lists ringd-exec's argument vector points into. */
+struct argv_text {
+    char np[16], gpus_per_rank[16], uid[16], gid[16], stop[16], hosts[64];
+    char groups[4096];
+    char limits[LOCAL_LIMITS_MAX][72];
+};
+
+/* ringd-exec's options about the user and the limits, from index a; returns the new a. */
+static int exec_options(char **argv, int a, const struct local_launch *l,
+                        const struct local_identity *id, struct argv_text *t)
+{
+    if (id->switch_user) {
+        size_t gl = 0;
+        snprintf(t->uid, sizeof(t->uid), "%u", (unsigned)id->uid);
+        snprintf(t->gid, sizeof(t->gid), "%u", (unsigned)id->gid);
+        t->groups[0] = '\0';
+        for (int i = 0; i < id->ngroups && gl + 12 < sizeof(t->groups); i++)
+            gl += (size_t)snprintf(t->groups + gl, sizeof(t->groups) - gl, "%s%u", i ? "," : "",
+                                   (unsigned)id->groups[i]);
+        argv[a++] = "--uid";
+        argv[a++] = t->uid;
+        argv[a++] = "--gid";
+        argv[a++] = t->gid;
+        if (t->groups[0]) {
+            argv[a++] = "--groups";
+            argv[a++] = t->groups;
+        }
+    }
+    for (int i = 0; l->limits != NULL && i < l->limits->n; i++) {
+        const struct local_limit *lim = &l->limits->v[i];
+        snprintf(t->limits[i], sizeof(t->limits[i]), "%d:%llu:%llu", lim->resource,
+                 (unsigned long long)lim->soft, (unsigned long long)lim->hard);
+        argv[a++] = "--rlimit";
+        argv[a++] = t->limits[i];
+    }
+    /* What the job gets if ringd goes away: the stop its launcher passes on to the ranks. */
+    snprintf(t->stop, sizeof(t->stop), "%d", l->mpirun != NULL ? MPIRUN_STOP_SIGNAL : SIGTERM);
+    argv[a++] = "--stop-signal";
+    argv[a++] = t->stop;
+    return a;
+}
+
+/* The argument vector: ringd-exec's options, "--", then ringrun's (or mpirun's). */
+static char **build_argv(const struct local_launch *l, const struct local_identity *id,
+                         struct argv_text *t, char **storage)
 {
     json_t *command = json_object_get(l->spec, "command");
     const char *wd = json_string_value(json_object_get(l->spec, "working_dir"));
     size_t nargs = json_array_size(command);
     /* mpirun with GPUs takes one app context (about 16 words and the command) per rank */
-    size_t cap = nargs + 40 + (l->mpirun != NULL ? mpirun_argc(l->workers, nargs) : 0);
+    size_t cap = nargs + 40 + 2 * LOCAL_LIMITS_MAX +
+                 (l->mpirun != NULL ? mpirun_argc(l->workers, nargs) : 0);
     char **argv = calloc(cap, sizeof(char *));
     int a = 0;
 
@@ -212,23 +440,7 @@ static char **build_argv(const struct local_launch *l, const struct local_identi
             argv[a++] = (char *)l->checkpoint_dir;
         }
     }
-    if (id->switch_user) {
-        size_t gl = 0;
-        snprintf(uid, 16, "%u", (unsigned)id->uid);
-        snprintf(gid, 16, "%u", (unsigned)id->gid);
-        groups[0] = '\0';
-        for (int i = 0; i < id->ngroups && gl + 12 < groups_len; i++)
-            gl += (size_t)snprintf(groups + gl, groups_len - gl, "%s%u", i ? "," : "",
-                                   (unsigned)id->groups[i]);
-        argv[a++] = "--uid";
-        argv[a++] = uid;
-        argv[a++] = "--gid";
-        argv[a++] = gid;
-        if (groups[0]) {
-            argv[a++] = "--groups";
-            argv[a++] = groups;
-        }
-    }
+    a = exec_options(argv, a, l, id, t);
     if (!l->checkpoint_in_data_dir) {
         argv[a++] = "--mkdir";
         argv[a++] = (char *)l->checkpoint_dir;
@@ -236,8 +448,8 @@ static char **build_argv(const struct local_launch *l, const struct local_identi
     argv[a++] = "--chdir";
     argv[a++] = (char *)(wd ? wd : l->run_dir);
     argv[a++] = "--";
-    snprintf(np, 16, "%d", l->workers);
-    snprintf(gpus_arg, 16, "%d", l->gpus_per_worker);
+    snprintf(t->np, sizeof(t->np), "%d", l->workers);
+    snprintf(t->gpus_per_rank, sizeof(t->gpus_per_rank), "%d", l->gpus_per_worker);
     if (l->mpirun != NULL) {
         /* mpirun with this host's slots; the command's words stay in the spec */
         char **cmd = calloc(nargs + 1, sizeof(char *));
@@ -248,8 +460,8 @@ static char **build_argv(const struct local_launch *l, const struct local_identi
         }
         for (size_t i = 0; i < nargs; i++)
             cmd[i] = (char *)json_string_value(json_array_get(command, i));
-        snprintf(hosts, 64, "localhost:%d", l->workers);
-        n = mpirun_args(argv, a, l->mpirun, l->workers, hosts, l->gpus, l->gpus_per_worker, cmd,
+        snprintf(t->hosts, sizeof(t->hosts), "localhost:%d", l->workers);
+        n = mpirun_args(argv, a, l->mpirun, l->workers, t->hosts, l->gpus, l->gpus_per_worker, cmd,
                         nargs, storage);
         free(cmd);
         if (n < 0) {
@@ -260,14 +472,14 @@ static char **build_argv(const struct local_launch *l, const struct local_identi
     }
     argv[a++] = (char *)l->ringrun;
     argv[a++] = "-np";
-    argv[a++] = np;
+    argv[a++] = t->np;
     argv[a++] = "--output-dir";
     argv[a++] = (char *)l->run_dir;
     if (l->gpus[0] != '\0') {
         argv[a++] = "--gpus";
         argv[a++] = (char *)l->gpus;
         argv[a++] = "--gpus-per-rank";
-        argv[a++] = gpus_arg;
+        argv[a++] = t->gpus_per_rank;
     }
     for (size_t i = 0; i < nargs; i++)
         argv[a++] = (char *)json_string_value(json_array_get(command, i));
@@ -279,7 +491,7 @@ pid_t local_launch(const struct local_launch *l, struct error *err)
 {
     struct local_identity id;
     struct env env = {0};
-    char np[16], gpus_arg[16], uid[16], gid[16], groups[4096], log[4200], hosts[64];
+    struct argv_text *text = NULL;
     char *storage = NULL;
     char *empty_env[] = {NULL};
     char **argv = NULL;
@@ -291,26 +503,16 @@ pid_t local_launch(const struct local_launch *l, struct error *err)
 
     if (local_identity_lookup(l->user, &id, err) < 0)
         return -1;
-    if (id.switch_user &&
-        (give_dir(l->run_dir, &id, err) < 0 ||
-         (l->checkpoint_in_data_dir && give_dir(l->checkpoint_dir, &id, err) < 0)))
+    if ((logfd = prepare_dirs(l, &id, err)) < 0)
         return -1;
-    snprintf(log, sizeof(log), "%s/ringrun.log", l->run_dir);
-    logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (logfd < 0)
-        return errprintf(err, "cannot write %s: %s", log, strerror(errno)), -1;
-    if (id.switch_user && fchown(logfd, id.uid, id.gid) < 0) {
-        errprintf(err, "cannot give %s to user %s: %s", log, id.name, strerror(errno));
-        goto out;
-    }
     if (env_build(&env, l, &id) < 0) {
         errprintf(err, "out of memory building the job's environment");
         goto out;
     }
     if ((envfd = env_memfd(&env, err)) < 0)
         goto out;
-    argv = build_argv(l, &id, np, gpus_arg, uid, gid, groups, sizeof(groups), hosts, &storage);
-    if (argv == NULL) {
+    if ((text = calloc(1, sizeof(*text))) == NULL ||
+        (argv = build_argv(l, &id, text, &storage)) == NULL) {
         errprintf(err, "out of memory");
         goto out;
     }
@@ -320,6 +522,9 @@ pid_t local_launch(const struct local_launch *l, struct error *err)
     posix_spawn_file_actions_adddup2(&fa, logfd, STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&fa, logfd, STDERR_FILENO);
     posix_spawn_file_actions_adddup2(&fa, envfd, 3);
+    /* Not ringd's working directory (which may be its data directory) while ringd-exec
+     * starts up; it enters the job's own. */
+    posix_spawn_file_actions_addchdir_np(&fa, "/");
     posix_spawnattr_init(&attr);
     sigemptyset(&none);
     sigfillset(&all);
@@ -342,6 +547,7 @@ out:
         close(envfd);
     env_free(&env);
     free(argv);
+    free(text);
     free(storage);
     return pid;
 }

@@ -12,6 +12,7 @@
 #define RINGD_BACKEND_LOCAL_H
 
 #include <jansson.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -36,6 +37,40 @@ struct local_identity {
  */
 int local_identity_lookup(const char *user, struct local_identity *id, struct error *err);
 
+/*
+ * Whether user id can reach directory path (stat as that user: a directory the user cannot
+ * search tells the caller nothing). Returns 0, or -1 with errno ENOENT (not there, not a
+ * directory, or out of the user's reach). Thread-safe: only the calling thread takes the
+ * user's identity, for the one call.
+ */
+int local_dir_reachable(const struct local_identity *id, const char *path);
+
+/* Whether name is one of the variables of ringd's environment that a job inherits (PATH,
+ * the locale, ...: the README lists them). */
+int local_env_passed(const char *name);
+
+/* The resource limits a job starts with (ringd's job_limits setting). */
+#define LOCAL_LIMITS_MAX 9
+struct local_limit {
+    int resource;      /* RLIMIT_* */
+    rlim_t soft, hard; /* RLIM_INFINITY: unlimited */
+    char name[8];
+};
+struct local_limits {
+    int n;
+    struct local_limit v[LOCAL_LIMITS_MAX];
+};
+/*
+ * Parses job_limits: "name=value,..." with names as ulimit's (as, core, cpu, data, fsize,
+ * memlock, nofile, nproc, stack) and values a number or "unlimited", or "soft:hard" (one
+ * value sets both). NULL or "" is no limit (a job inherits ringd's). Returns 0, or -1 with
+ * errno EINVAL and err naming what to fix.
+ */
+int local_limits_parse(const char *text, struct local_limits *out, struct error *err);
+/* Whether ringd can set limits: without root no hard limit may exceed ringd's own.
+ * Returns 0, or -1 with errno EPERM and err. */
+int local_limits_allowed(const struct local_limits *limits, struct error *err);
+
 struct local_launch {
     const char *ringrun;     /* path of ringrun */
     const char *mpirun;      /* path of mpirun: set for launcher "mpirun" jobs, else NULL */
@@ -51,7 +86,8 @@ struct local_launch {
                                  * hide_dir); 0: the user named it (created as the user) */
     const char *hide_dir;       /* the data directory, hidden from the job; NULL: no isolation */
     const char *user;           /* the job's Unix user; NULL: ringd's own */
-    json_t *spec;               /* borrowed: command, env, working_dir */
+    const struct local_limits *limits; /* what the job starts with; NULL: ringd's own */
+    json_t *spec;                      /* borrowed: command, env, working_dir */
 };
 
 /*

@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "backend_local.h"
+#include "jobfs.h"
 #include "mpirun.h"
 #include "progress.h"
 
@@ -32,6 +33,7 @@ struct local_attempt {
 
 struct local {
     struct backend_config cfg;
+    struct local_limits limits;
     char host[256];
     struct local_attempt *attempts;
 };
@@ -49,6 +51,10 @@ static int local_init(const struct backend_config *cfg, void **ctx, struct error
     if (l == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
     l->cfg = *cfg;
+    if (local_limits_parse(cfg->job_limits, &l->limits, err) < 0) {
+        free(l);
+        return -1;
+    }
     if (gethostname(l->host, sizeof(l->host)) < 0 || l->host[0] == '\0')
         snprintf(l->host, sizeof(l->host), "localhost");
     l->host[sizeof(l->host) - 1] = '\0';
@@ -103,11 +109,8 @@ static int local_start(void *ctx, const struct backend_start *s, char *id, size_
     if (user == NULL && geteuid() == 0)
         return errno = EPERM, errprintf(err, "the job has no Unix user to run as and ringd has no "
                                              "default_user");
-    /* A checkpoint directory the user named is created by the job itself, as its user;
-     * local_launch gives the run directory and the default checkpoint one to the user. */
-    if (backend_mkdirs(s->run_dir, 0755) < 0 ||
-        (s->checkpoint_is_default && backend_mkdirs(s->checkpoint_dir, 0755) < 0))
-        return errprintf(err, "cannot create the run or checkpoint directory: %s", strerror(errno));
+    /* local_launch makes the run directory and the default checkpoint one for the user; a
+     * checkpoint directory the user named is made by ringd-exec, as the user. */
     a = calloc(1, sizeof(*a));
     if (a == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
@@ -119,6 +122,7 @@ static int local_start(void *ctx, const struct backend_start *s, char *id, size_
         .checkpoint_in_data_dir = s->checkpoint_is_default,
         .hide_dir = l->cfg.isolate ? l->cfg.data_dir : NULL,
         .user = user,
+        .limits = &l->limits,
         .job_id = s->job_id,
         .attempt = s->attempt,
         .workers = s->placement->workers,
@@ -201,8 +205,10 @@ static int local_sig(void *ctx, const char *id, int sig)
     struct local_attempt *a = find(ctx, id);
     if (a == NULL)
         return errno = ESRCH, -1;
-    if (a->mpirun && sig == SIGTERM) /* see mpirun.h: mpirun passes this one on */
-        return kill(a->pid, MPIRUN_STOP_SIGNAL);
+    /* See mpirun.h: mpirun passes this one on. To the group: with isolation, ringd-exec
+     * leads it and mpirun is a member (ringd_exec.c). */
+    if (a->mpirun && sig == SIGTERM)
+        return local_signal(a->pid, MPIRUN_STOP_SIGNAL);
     if (a->mpirun && sig == SIGKILL) {
         if (kill(a->pid, 0) < 0 && errno == ESRCH)
             return -1;
@@ -236,8 +242,8 @@ static int progress_event(struct local_attempt *a, struct backend_event *e)
     struct stat st;
     struct progress p;
     snprintf(path, sizeof(path), "%s/progress.json", a->run_dir);
-    if (stat(path, &st) < 0 || (st.st_mtim.tv_sec == a->progress_mtime.tv_sec &&
-                                st.st_mtim.tv_nsec == a->progress_mtime.tv_nsec))
+    if (jobfs_stat(path, &st) < 0 || (st.st_mtim.tv_sec == a->progress_mtime.tv_sec &&
+                                      st.st_mtim.tv_nsec == a->progress_mtime.tv_nsec))
         return 0;
     a->progress_mtime = st.st_mtim;
     if (progress_read(path, &p) < 0)
@@ -287,14 +293,24 @@ static int local_poll(void *ctx, struct backend_event *out, int max)
     return n;
 }
 
-/* 1 when process group pgid is still led by a ringrun, 2 by an mpirun (a recycled pid must
- * not be killed); 0 otherwise. */
+/* The base name of path. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/*
+ * 1 when process group pgid is still led by a ringrun, 2 by an mpirun, directly or through
+ * the ringd-exec that isolates it (which stays, as the group's leader, until the job ends);
+ * 0 otherwise: a recycled pid must not be killed.
+ */
 static int launcher_alive(pid_t pgid)
 {
-    char path[64], cmd[4096];
+    char path[64], cmd[8192];
+    const char *word, *end, *program;
     FILE *f;
     size_t n;
-    const char *base;
     snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pgid);
     f = fopen(path, "r");
     if (f == NULL)
@@ -302,16 +318,33 @@ static int launcher_alive(pid_t pgid)
     n = fread(cmd, 1, sizeof(cmd) - 1, f);
     fclose(f);
     cmd[n] = '\0';
-    base = strrchr(cmd, '/');
-    base = base ? base + 1 : cmd;
+    end = cmd + n;
+    program = cmd;
+    if (strcmp(base_name(cmd), "ringd-exec") == 0) { /* its argv: options, "--", program */
+        program = NULL;
+        for (word = cmd; word < end; word += strlen(word) + 1) {
+            if (strcmp(word, "--") == 0) {
+                program = word + 3 < end ? word + 3 : NULL;
+                break;
+            }
+        }
+        if (program == NULL)
+            return 0;
+    }
     if (local_signal(pgid, 0) < 0)
         return 0;
-    return strcmp(base, "ringrun") == 0 ? 1 : strcmp(base, "mpirun") == 0 ? 2 : 0;
+    return strcmp(base_name(program), "ringrun") == 0  ? 1
+           : strcmp(base_name(program), "mpirun") == 0 ? 2
+                                                       : 0;
 }
 
-/* A previous ringd's attempt: not our child, so it cannot be reaped or adopted; it is
- * stopped (SIGTERM so that it checkpoints, SIGKILL after the grace, at most 5 s here so that
- * a restart is not held up for long) and its job resumes from the checkpoint. */
+/*
+ * A previous ringd's attempt: not our child, so it cannot be reaped or adopted; it is
+ * stopped and its job resumes from the checkpoint. ringd-exec passed the stop on when the
+ * previous ringd went away (its parent-death signal), so the attempt is checkpointing
+ * already: a second SIGTERM would make ringrun kill its ranks. It gets the grace (at most
+ * 5 s here, so that a restart is not held up for long) to end, then SIGKILL.
+ */
 static int local_recover(void *ctx, const char *id, const struct backend_start *s,
                          struct error *err)
 {
@@ -322,10 +355,6 @@ static int local_recover(void *ctx, const char *id, const struct backend_start *
 
     if (*end != '\0' || pgid <= 0 || (kind = launcher_alive((pid_t)pgid)) == 0)
         return BACKEND_GONE;
-    if (kind == 2)
-        kill((pid_t)pgid, MPIRUN_STOP_SIGNAL); /* mpirun passes it on to its ranks */
-    else
-        local_signal((pid_t)pgid, SIGTERM);
     for (int waited = 0; waited < grace_ms && local_signal((pid_t)pgid, 0) == 0; waited += 50) {
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);

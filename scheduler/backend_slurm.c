@@ -43,6 +43,7 @@
 
 #include "backend.h"
 #include "backend_local.h"
+#include "jobfs.h"
 #include "mpirun.h"
 #include "progress.h"
 #include "slurm_job.h"
@@ -193,14 +194,54 @@ static void slurm_fini_backend(void *ctx)
     free(c);
 }
 
-/* mkdir -p path, path itself the job's (0700, uid:gid when ringd is root), as the local
- * backend's launch makes it. */
-static int mkdirs_owned(const char *path, uid_t uid, gid_t gid)
+/*
+ * The attempt's run directory with one rank.N per rank (srun and the mpirun wrapper write
+ * rank.N/stdout but do not make rank.N), and ringd's default checkpoint directory, for the
+ * job's user (jobfs.h): made while they are ringd's, each given to the user last, so that
+ * the user, who may already own the run directory (a retried start), never gets ringd to
+ * give away anything else. Returns 0, or -1 with err.
+ */
+static int prepare_dirs(const struct backend_start *s, const struct local_identity *who,
+                        struct error *err)
 {
-    int made = backend_mkdirs(path, 0700);
-    if (made == 1 && geteuid() == 0 && chown(path, uid, gid) < 0)
-        return -1;
-    return made < 0 ? -1 : 0;
+    int run = jobfs_mkdirs(s->run_dir), fd = -1;
+    char what[64] = "";
+
+    if (run < 0)
+        goto error;
+    for (int r = 0; r < s->placement->workers; r++) {
+        snprintf(what, sizeof(what), "rank.%d", r);
+        if ((fd = jobfs_subdir(run, what, who->uid)) < 0 ||
+            jobfs_give(fd, who->uid, who->gid, 0700) < 0)
+            goto error;
+        close(fd);
+        fd = -1;
+    }
+    what[0] = '\0';
+    if (jobfs_give(run, who->uid, who->gid, 0700) < 0)
+        goto error;
+    close(run);
+    run = -1;
+    if (s->checkpoint_is_default) {
+        if ((fd = jobfs_mkdirs(s->checkpoint_dir)) < 0 ||
+            jobfs_give(fd, who->uid, who->gid, 0700) < 0) {
+            run = -2; /* names the checkpoint directory below */
+            goto error;
+        }
+        close(fd);
+    }
+    return 0;
+error : {
+    int saved = errno;
+    errprintf(err, "cannot make %s%s%s for user %s: %s", run == -2 ? s->checkpoint_dir : s->run_dir,
+              what[0] ? "/" : "", what, who->name, strerror(saved));
+    if (fd >= 0)
+        close(fd);
+    if (run >= 0)
+        close(run);
+    errno = saved;
+    return -1;
+}
 }
 
 /* Appends "NAME=VALUE" to env (grown as needed). Returns 0 or -1 (ENOMEM). */
@@ -226,21 +267,34 @@ static void env_free(char **env, uint32_t n)
 }
 
 /*
- * The job's environment: a clean one, as a login would give the job's user (PATH from
- * ringd, HOME, USER and LOGNAME of the user), SLURM_CONF so that srun finds this cluster,
- * the JobSpec's env, and the worker contract. ringd's own environment is not passed on.
+ * The job's environment: a clean one, as a login would give the job's user (what the local
+ * backend passes of ringd's environment: PATH, the locale; HOME, USER and LOGNAME of the
+ * user), SLURM_CONF so that srun finds this cluster, the JobSpec's env, and the worker
+ * contract. The rest of ringd's own environment is not passed on.
  */
 static int build_env(const struct backend_start *s, const struct local_identity *id, char ***env,
                      uint32_t *n)
 {
     json_t *spec_env = json_object_get(s->spec, "env"), *v;
     const char *key, *conf = getenv("SLURM_CONF"), *path = getenv("PATH");
+    extern char **environ;
     char num[16];
 
     *env = NULL;
     *n = 0;
     if (env_add(env, n, "PATH", path ? path : "/usr/local/bin:/usr/bin:/bin") < 0)
         return -1;
+    for (char **p = environ; *p; p++) {
+        const char *eq = strchr(*p, '=');
+        char name[256];
+        if (eq == NULL || (size_t)(eq - *p) >= sizeof(name))
+            continue;
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - *p), *p);
+        /* PATH is above; what the spec sets comes below, once. */
+        if (strcmp(name, "PATH") != 0 && local_env_passed(name) &&
+            json_object_get(spec_env, name) == NULL && env_add(env, n, name, eq + 1) < 0)
+            return -1;
+    }
     if (env_add(env, n, "HOME", id->home) < 0 || env_add(env, n, "USER", id->name) < 0 ||
         env_add(env, n, "LOGNAME", id->name) < 0)
         return -1;
@@ -264,6 +318,18 @@ static int build_env(const struct backend_start *s, const struct local_identity 
     return 0;
 }
 
+/* The command's words, borrowed from the spec, into a new array *words (freed by the
+ * caller). Returns it, or NULL when out of memory. */
+static char **command_words(json_t *command, char ***words)
+{
+    size_t n = json_array_size(command);
+    if ((*words = calloc(n + 1, sizeof(char *))) == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        (*words)[i] = (char *)json_string_value(json_array_get(command, i));
+    return *words;
+}
+
 static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_t idlen,
                        struct error *err)
 {
@@ -279,8 +345,8 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
     struct local_identity who;
     submit_response_msg_t *resp = NULL;
     job_desc_msg_t d;
-    char tres[64], out_path[4300], comment[160], dir[4300];
-    char **argv = NULL, **env = NULL;
+    char tres[64], out_path[4300], comment[160];
+    char **argv = NULL, **env = NULL, **words = NULL, **marked = NULL;
     uint32_t nenv = 0;
     struct sjob *j = NULL;
     int rc = -1, workers = s->placement->workers;
@@ -299,18 +365,9 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
     if (slurm_shape(workers, s->cpus_per_worker > 0 ? s->cpus_per_worker : 1, s->gpus_per_worker,
                     c->node_cpus, c->node_gpus, &shape, err) < 0)
         return errno = EINVAL, -1;
-    /* The run directory and ringd's default checkpoint directory are the job's user's; a
-     * checkpoint directory the user named is theirs to create, as the job. */
-    if (mkdirs_owned(s->run_dir, who.uid, who.gid) < 0 ||
-        (s->checkpoint_is_default && mkdirs_owned(s->checkpoint_dir, who.uid, who.gid) < 0))
-        return errprintf(err, "cannot create %s or %s: %s", s->run_dir, s->checkpoint_dir,
-                         strerror(errno));
-    /* srun and the mpirun wrapper write rank.N/stdout, but do not create rank.N. */
-    for (int r = 0; r < workers; r++) {
-        snprintf(dir, sizeof(dir), "%s/rank.%d", s->run_dir, r);
-        if (mkdirs_owned(dir, who.uid, who.gid) < 0)
-            return errprintf(err, "cannot create %s: %s", dir, strerror(errno));
-    }
+    /* A checkpoint directory the user named is theirs to create, as the job. */
+    if (prepare_dirs(s, &who, err) < 0)
+        return -1;
     slurm_init_job_desc_msg(&d);
     d.name = (char *)name;
     d.comment = comment;
@@ -344,15 +401,18 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
     d.std_err = out_path;
     d.script = slurm_script(how, c->cfg.kill_grace_s, s->gpus_per_worker, s->job_id, s->attempt);
     argv = calloc(json_array_size(command) + 2, sizeof(char *));
-    if (d.script == NULL || argv == NULL || build_env(s, &who, &env, &nenv) < 0) {
+    if (d.script == NULL || argv == NULL || build_env(s, &who, &env, &nenv) < 0 ||
+        (marked = launch_words_mark(command_words(command, &words), json_array_size(command))) ==
+            NULL) {
         errno = ENOMEM;
         errprintf(err, "out of memory");
         goto out;
     }
-    /* argv[0] is the script's own name; the command follows as "$@". */
+    /* argv[0] is the script's own name; the command follows as "$@", each word marked
+     * (mpirun.h: srun and mpirun would read a ":" word as another program's start). */
     argv[0] = "ringd-attempt";
     for (size_t i = 0; i < json_array_size(command); i++)
-        argv[i + 1] = (char *)json_string_value(json_array_get(command, i));
+        argv[i + 1] = marked[i];
     d.argc = (uint32_t)json_array_size(command) + 1;
     d.argv = argv;
     d.environment = env;
@@ -388,6 +448,8 @@ out:
         slurm_free_submit_response_response_msg(resp);
     free(d.script);
     free(argv);
+    free(words);
+    free(marked);
     env_free(env, nenv);
     return rc;
 }
@@ -465,8 +527,8 @@ static int read_progress(struct sjob *j, struct backend_event *ev)
     struct progress p;
 
     snprintf(path, sizeof(path), "%s/progress.json", j->run_dir);
-    if (stat(path, &st) < 0 || (st.st_mtim.tv_sec == j->progress_mtime.tv_sec &&
-                                st.st_mtim.tv_nsec == j->progress_mtime.tv_nsec))
+    if (jobfs_stat(path, &st) < 0 || (st.st_mtim.tv_sec == j->progress_mtime.tv_sec &&
+                                      st.st_mtim.tv_nsec == j->progress_mtime.tv_nsec))
         return 0;
     j->progress_mtime = st.st_mtim;
     if (progress_read(path, &p) < 0) {

@@ -13,9 +13,36 @@
  * so the program starts with SIGUSR2 ignored (an ignored signal stays ignored across exec)
  * and only sees the SIGTERM.
  */
-const char MPIRUN_WRAPPER[] =
+const char MPIRUN_WRAPPER[] = LAUNCH_UNMARK
     "d=\"$RING_RUN_DIR/rank.${OMPI_COMM_WORLD_RANK:-0}\"; mkdir -p \"$d\"; trap \"\" USR2; "
     "\"$@\" >\"$d/stdout\" 2>\"$d/stderr\" & " RANK_STOP_RELAY;
+
+/* Bytes for launch_words_mark's array and its marked words. */
+static size_t marked_bytes(char *const *words, size_t n)
+{
+    size_t bytes = (n + 1) * sizeof(char *);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(LAUNCH_WORD_MARK) + strlen(words[i]) + 1;
+    return bytes;
+}
+
+/* The marked words into mem (marked_bytes long, aligned for pointers). */
+static char **mark_into(void *mem, char *const *words, size_t n)
+{
+    char **out = mem, *p = (char *)(out + n + 1);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = p;
+        p += sprintf(p, "%s%s", LAUNCH_WORD_MARK, words[i]) + 1;
+    }
+    out[n] = NULL;
+    return out;
+}
+
+char **launch_words_mark(char *const *words, size_t n)
+{
+    void *mem = words != NULL ? malloc(marked_bytes(words, n)) : NULL;
+    return mem != NULL ? mark_into(mem, words, n) : NULL;
+}
 
 size_t mpirun_argc(int np, size_t ncmd)
 {
@@ -42,13 +69,16 @@ int mpirun_args(char **av, int at, const char *mpirun, int np, const char *hosts
                 int gpus_per_rank, char *const *cmd, size_t ncmd, char **storage)
 {
     int per_rank = gpus != NULL && gpus[0] != '\0' && gpus_per_rank > 0;
-    /* "CUDA_VISIBLE_DEVICES=" and up to 39 characters of ids (rank_gpus) */
-    size_t slot = 64, len = 16 + (per_rank ? (size_t)np * slot : 0);
-    char *block = malloc(len), *num = block, *cvd = block + 16;
+    /* "CUDA_VISIBLE_DEVICES=" and up to 39 characters of ids (rank_gpus); a multiple of
+     * 16, so that the marked words' array after it is aligned */
+    size_t slot = 64, head = 16 + (per_rank ? (size_t)np * slot : 0);
+    char *block = malloc(head + marked_bytes(cmd, ncmd)), *num = block, *cvd = block + 16;
+    char **words;
 
     *storage = block;
     if (block == NULL)
         return -1;
+    words = mark_into(block + head, cmd, ncmd);
     snprintf(num, 16, "%d", per_rank ? 1 : np);
     av[at++] = (char *)mpirun;
     if (hosts != NULL) {
@@ -76,7 +106,7 @@ int mpirun_args(char **av, int at, const char *mpirun, int np, const char *hosts
         av[at++] = (char *)MPIRUN_WRAPPER;
         av[at++] = "rank";
         for (size_t k = 0; k < ncmd; k++)
-            av[at++] = cmd[k];
+            av[at++] = words[k];
     }
     av[at] = NULL;
     return at;

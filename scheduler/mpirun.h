@@ -22,10 +22,29 @@
 
 #include "stop_relay.h"
 
+/*
+ * A job's command reaches mpirun and srun as words after the program they start (sh with a
+ * wrapper), and both read a word ":" anywhere on their command line as the start of another
+ * program: an app context of mpirun, a heterogeneous step of srun, which would run outside
+ * the job's slots and GPUs (no CUDA_VISIBLE_DEVICES of the rank's own). So every word goes
+ * with LAUNCH_WORD_MARK in front, and LAUNCH_UNMARK, at the head of each rank's wrapper,
+ * takes it off again: the program gets its words exactly, ":" included. Fixed shell text,
+ * with no single quote (batch scripts embed it in one).
+ */
+#define LAUNCH_WORD_MARK "_"
+#define LAUNCH_UNMARK    "for a; do shift; set -- \"$@\" \"${a#_}\"; done; "
+
+/*
+ * words[0..n-1] with LAUNCH_WORD_MARK in front of each, as a new NULL-terminated array in
+ * one allocation (the caller frees it, once). Returns NULL when words is NULL or out of
+ * memory.
+ */
+char **launch_words_mark(char *const *words, size_t n);
+
 /* The signal that asks an mpirun job to stop (see above). */
 #define MPIRUN_STOP_SIGNAL RANK_STOP_SIGNAL
 
-/* The per-rank wrapper: sh -c MPIRUN_WRAPPER rank PROGRAM ARGS... */
+/* The per-rank wrapper: sh -c MPIRUN_WRAPPER rank PROGRAM ARGS..., each word marked. */
 extern const char MPIRUN_WRAPPER[];
 
 /* How many entries mpirun_args may append for np ranks and a command of ncmd words. */
@@ -33,7 +52,7 @@ size_t mpirun_argc(int np, size_t ncmd);
 
 /*
  * Appends to av, from index at, the command line of mpirun running cmd (ncmd words,
- * borrowed) on np ranks, each wrapped: on hosts ("host:slots,...", NULL inside a Slurm
+ * borrowed, marked here) on np ranks, each wrapped: on hosts ("host:slots,...", NULL inside a Slurm
  * allocation, where mpirun asks Slurm). With gpus ("0,1,2,3", NULL or "" for none) each
  * rank gets its own gpus_per_rank of them in CUDA_VISIBLE_DEVICES, through one app context
  * per rank ("-np 1 -x CUDA_VISIBLE_DEVICES=0 ... : -np 1 ..."). av must have room for

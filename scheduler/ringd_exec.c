@@ -7,31 +7,49 @@
  * empty environment (a job's LD_PRELOAD must never reach a process that still has ringd's
  * privileges), and it turns itself into the job's launcher in a few plain steps:
  *
- *   1. read the job's environment from fd 3 (NUL-separated NAME=VALUE strings);
- *   2. with --hide DIR: enter a private mount namespace (inside a user namespace when not
- *      root) in which DIR is an empty read-only tmpfs, except for each --expose PATH, which
- *      is bind-mounted back at its own path. The job sees its run and checkpoint
- *      directories where ringd said they are, and nothing else of ringd's data;
- *   3. as root with --uid: setgroups, setgid, then setuid (and check that root cannot be
- *      regained);
+ *   1. read the job's environment from fd 3 (NUL-separated NAME=VALUE strings), then close
+ *      every descriptor above 2: ringd opens its own with O_CLOEXEC, but nothing of ringd's
+ *      may reach a job, whatever a library forgot;
+ *   2. with --hide DIR: enter private mount and PID namespaces (inside a user namespace when
+ *      not root) in which DIR is an empty read-only tmpfs, except for each --expose PATH,
+ *      which is bind-mounted back at its own path. The job sees its run and checkpoint
+ *      directories where ringd said they are, and nothing else of ringd's data. Then it
+ *      forks (see supervise()): the child is the PID namespace's init, which mounts a /proc
+ *      of the namespace's own and starts the program. A job so sees no process but its own:
+ *      not ringd, not another job (whose command line /proc shows everyone), and not the
+ *      ringd-exec of a job being started, which, without root, runs as the jobs' user in
+ *      ringd's mount namespace until it has made its own, and would show ringd's data
+ *      through /proc/<pid>/root meanwhile (execve makes it dumpable, before main() runs);
+ *   3. set the job's resource limits (--rlimit), then as root with --uid: setgroups,
+ *      setgid, then setuid (and check that root cannot be regained);
  *   4. --mkdir PATH as the job's user (a checkpoint directory the user named), then chdir;
- *   5. execve the program with the job's environment.
+ *   5. execve the program with the job's environment, umask 022.
+ *
+ * If ringd goes away, the job is asked to stop (--stop-signal, what its launcher passes on
+ * to the ranks: they checkpoint and exit 75), as a restarted ringd would do anyway: nothing
+ * runs that no ringd knows of.
  *
  * Any failure prints "ringd-exec: <what>" to stderr (the attempt's ringrun.log) and exits
  * 126, as a shell does for a command it cannot run; a program that cannot be executed
- * exits 127. With --check, steps 2-3 run and the program exits 0 when DIR's contents are
- * hidden; ringd uses it to learn at start whether this kernel allows isolation.
+ * exits 127. With --check, step 2 runs (and 3 without a program) and the program exits 0
+ * when DIR's contents are hidden and /proc is the namespace's own; ringd uses it to learn at
+ * start whether this kernel allows isolation.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define EXIT_SETUP  126
@@ -39,6 +57,7 @@
 #define MAX_EXPOSE  8
 #define MAX_MKDIR   4
 #define MAX_GROUPS  256
+#define MAX_RLIMITS 16
 /* The job's environment: a JobSpec body is at most 1 MiB, so this bounds it with room for
  * what ringd adds (the worker contract, the user's identity). */
 #define ENV_MAX (2u << 20)
@@ -53,15 +72,26 @@ struct opts {
     long uid, gid; /* -1: keep */
     gid_t groups[MAX_GROUPS];
     int ngroups;
+    struct {
+        int resource;
+        struct rlimit value;
+    } rlimit[MAX_RLIMITS];
+    int nrlimits;
+    int stop_signal; /* to the job's process group when ringd goes away */
     int check;
     char **argv; /* the program and its arguments */
 };
 
+/*
+ * Every exit is _exit: stderr is unbuffered, so nothing is lost, and no exit handler runs in
+ * a process that may have dropped its privileges (a sanitizer's leak check at exit cannot
+ * inspect a process that is no longer dumpable, and fails).
+ */
 static void die(const char *what, const char *arg, int e)
 {
     fprintf(stderr, "ringd-exec: %s%s%s%s%s\n", what, arg ? " " : "", arg ? arg : "", e ? ": " : "",
             e ? strerror(e) : "");
-    exit(EXIT_SETUP);
+    _exit(EXIT_SETUP);
 }
 
 static long number(const char *s, const char *flag)
@@ -88,10 +118,26 @@ static void parse_groups(struct opts *o, const char *s)
     free(copy);
 }
 
+/* --rlimit RESOURCE:SOFT:HARD, numbers as ringd writes them (RLIM_INFINITY in full). */
+static void parse_rlimit(struct opts *o, const char *s)
+{
+    unsigned long long soft, hard;
+    int resource, end = 0;
+    if (o->nrlimits == MAX_RLIMITS)
+        die("too many", "--rlimit", 0);
+    if (sscanf(s, "%d:%llu:%llu%n", &resource, &soft, &hard, &end) != 3 || s[end] != '\0' ||
+        resource < 0 || resource >= RLIM_NLIMITS || soft > hard)
+        die("bad value for --rlimit (RESOURCE:SOFT:HARD):", s, 0);
+    o->rlimit[o->nrlimits].resource = resource;
+    o->rlimit[o->nrlimits].value = (struct rlimit){(rlim_t)soft, (rlim_t)hard};
+    o->nrlimits++;
+}
+
 static void parse(struct opts *o, int argc, char **argv)
 {
     int i;
     o->uid = o->gid = -1;
+    o->stop_signal = SIGTERM;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--")) {
@@ -119,8 +165,12 @@ static void parse(struct opts *o, int argc, char **argv)
             o->gid = number(v, a);
         else if (!strcmp(a, "--groups"))
             parse_groups(o, v);
+        else if (!strcmp(a, "--rlimit"))
+            parse_rlimit(o, v);
+        else if (!strcmp(a, "--stop-signal") && (o->stop_signal = (int)number(v, a)) < NSIG)
+            continue;
         else
-            die("unknown or repeated option", a, 0);
+            die("unknown, repeated or bad option", a, 0);
     }
     o->argv = argv + i;
     if (!o->check && o->argv[0] == NULL)
@@ -160,6 +210,16 @@ static char **read_env(void)
     return envp;
 }
 
+/* Step 1: nothing but stdin, stdout and stderr stays open. */
+static void close_fds(void)
+{
+    if (close_range(3, ~0U, 0) == 0)
+        return;
+    /* Before Linux 5.9: one by one, up to the highest descriptor this process may have. */
+    for (long fd = 3, max = sysconf(_SC_OPEN_MAX); fd < (max > 0 ? max : 65536); fd++)
+        close((int)fd);
+}
+
 static void write_file(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -169,7 +229,7 @@ static void write_file(const char *path, const char *text)
     close(fd);
 }
 
-/* Creates every missing directory of path (0755); a path that exists is fine. */
+/* Creates every missing directory of path (mode); a path that exists is fine. */
 static int mkdirs(const char *path, mode_t mode)
 {
     char buf[PATH_MAX];
@@ -188,10 +248,11 @@ static int mkdirs(const char *path, mode_t mode)
 
 /*
  * Step 2. Mounts made in a new mount namespace stay there (/ is made private first, so
- * nothing propagates back to the host). Without root the namespace is owned by a new user
+ * nothing propagates back to the host). Without root the namespaces are owned by a new user
  * namespace in which only our own uid and gid are mapped; the program exec'd later runs as
  * that same non-zero uid, so the kernel gives it no capabilities there, and the tmpfs over
- * DIR cannot be unmounted by the job to look underneath.
+ * DIR cannot be unmounted by the job to look underneath. The PID namespace takes effect for
+ * the children made after this (supervise()).
  */
 static void isolate(const struct opts *o)
 {
@@ -205,17 +266,17 @@ static void isolate(const struct opts *o)
             die("--expose must be inside --hide:", o->expose[i], 0);
     if (uid != 0) {
         char map[64];
-        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-            die("cannot create a user and mount namespace (isolation needs unprivileged user "
-                "namespaces, or ringd as root)",
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) < 0)
+            die("cannot create user, mount and PID namespaces (isolation needs unprivileged "
+                "user namespaces, or ringd as root)",
                 NULL, errno);
         write_file("/proc/self/setgroups", "deny");
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
         write_file("/proc/self/uid_map", map);
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
         write_file("/proc/self/gid_map", map);
-    } else if (unshare(CLONE_NEWNS) < 0) {
-        die("cannot create a mount namespace", NULL, errno);
+    } else if (unshare(CLONE_NEWNS | CLONE_NEWPID) < 0) {
+        die("cannot create mount and PID namespaces", NULL, errno);
     }
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         die("cannot make the mounts private", NULL, errno);
@@ -239,6 +300,21 @@ static void isolate(const struct opts *o)
     if (mount(NULL, o->hide, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               NULL) < 0)
         die("cannot make the hidden directory read-only", o->hide, errno);
+}
+
+/* Step 3, first half: as root, a limit may be raised above ringd's own. */
+static void set_limits(const struct opts *o)
+{
+    static const char *const names[RLIM_NLIMITS] = {
+        [RLIMIT_AS] = "as",         [RLIMIT_CORE] = "core",   [RLIMIT_CPU] = "cpu",
+        [RLIMIT_DATA] = "data",     [RLIMIT_FSIZE] = "fsize", [RLIMIT_MEMLOCK] = "memlock",
+        [RLIMIT_NOFILE] = "nofile", [RLIMIT_NPROC] = "nproc", [RLIMIT_STACK] = "stack",
+    };
+    for (int i = 0; i < o->nrlimits; i++) {
+        int r = o->rlimit[i].resource;
+        if (setrlimit(r, &o->rlimit[i].value) < 0)
+            die("cannot set the job's limit", names[r] ? names[r] : "?", errno);
+    }
 }
 
 /* Step 3: the order is slurmstepd's; groups and gid need root, so uid goes last. */
@@ -265,24 +341,151 @@ static int hidden(const char *dir)
     return stat(path, &sb) < 0 && errno == ENOENT;
 }
 
+/* Steps 4-5, in the process that becomes the program (as the job's user). Never returns. */
+static void run_program(const struct opts *o, char **envp)
+{
+    sigset_t none;
+    for (int i = 0; i < o->nmkdir; i++)
+        if (mkdirs(o->mkdir[i], 0700) < 0)
+            die("cannot create", o->mkdir[i], errno);
+    if (o->chdir != NULL && chdir(o->chdir) < 0)
+        die("cannot enter", o->chdir, errno);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(o->argv[0], o->argv, envp);
+    fprintf(stderr, "ringd-exec: cannot execute %s: %s\n", o->argv[0], strerror(errno));
+    _exit(EXIT_NOEXEC);
+}
+
+/* A wait status as a shell reports it: the exit code, or 128 + the signal. */
+static int status_code(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/*
+ * A child whose pid in the new PID namespace is pid, when this process may choose it (it
+ * has the namespace's capabilities until it drops them), else the next free one. The
+ * program gets the host pid of the ringd-exec above it, unique on this host while the job
+ * lives: Open MPI names its session directory and its shared memory after mpirun's pid, and
+ * every job's mpirun would otherwise be pid 2, colliding with another job of the same user.
+ */
+static int next_pid_is(pid_t pid)
+{
+    char last[24];
+    int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC), len, ok;
+    if (fd < 0)
+        return 0;
+    len = snprintf(last, sizeof(last), "%d", (int)pid - 1);
+    ok = write(fd, last, (size_t)len) == len;
+    close(fd);
+    return ok;
+}
+
+static pid_t fork_as(pid_t pid)
+{
+    next_pid_is(pid); /* else the next free pid: the program still runs */
+    return fork();
+}
+
+/*
+ * The PID namespace's init (pid 1): its own /proc, then the program, then it reaps whatever
+ * is orphaned in the namespace until the program ends, and exits with its status (which
+ * ends everything left in the namespace). It runs as the job's user, with every signal
+ * blocked: the stop and kill signals ringd sends to the attempt's process group reach the
+ * program directly (SIGKILL reaches init too, and so ends the namespace).
+ */
+static void ns_init(const struct opts *o, char **envp, pid_t host_pid)
+{
+    sigset_t all;
+    pid_t program;
+
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        die("cannot mount a /proc of the job's own", NULL, errno);
+    if (o->check) {
+        char self[16] = "";
+        drop_privileges(o);
+        if (readlink("/proc/self", self, sizeof(self) - 1) < 0 || strcmp(self, "1") != 0)
+            die("the new /proc does not show the job's own PID namespace", NULL, 0);
+        _exit(hidden(o->hide) ? 0 : EXIT_SETUP);
+    }
+    if ((program = fork_as(host_pid)) < 0)
+        die("cannot fork", NULL, errno);
+    if (program == 0) {
+        set_limits(o);
+        drop_privileges(o);
+        run_program(o, envp);
+    }
+    drop_privileges(o);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* the ringd-exec above gone: so is the job */
+    sigfillset(&all);
+    for (;;) {
+        int status, sig = sigwaitinfo(&all, NULL);
+        pid_t pid;
+        if (sig != SIGCHLD)
+            continue;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+            if (pid == program)
+                _exit(status_code(status));
+    }
+}
+
+/*
+ * With --hide: forks the namespace's init and stays above it, in ringd's PID namespace, as
+ * the leader of the attempt's process group, which is ringd's id for the attempt. Exits with
+ * the program's status. When ringd goes away (the parent-death signal, SIGHUP here), the
+ * job's process group gets o->stop_signal, once.
+ */
+static void supervise(const struct opts *o, char **envp, pid_t ringd)
+{
+    sigset_t all;
+    pid_t init, self = getpid();
+    int stopped = 0;
+
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    if ((init = fork()) < 0)
+        die("cannot fork", NULL, errno);
+    if (init == 0)
+        ns_init(o, envp, self);
+    drop_privileges(o);
+    /* After setuid, which clears it; a parent gone before this shows in getppid(). */
+    prctl(PR_SET_PDEATHSIG, SIGHUP);
+    if (getppid() != ringd)
+        kill(self, SIGHUP);
+    for (;;) {
+        int status, sig = sigwaitinfo(&all, NULL);
+        if (sig == SIGHUP && !stopped && !o->check) {
+            stopped = 1;
+            kill(-getpgrp(), o->stop_signal);
+        } else if (sig == SIGCHLD && waitpid(init, &status, WNOHANG) == init) {
+            _exit(status_code(status));
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {0};
+    pid_t ringd = getppid();
     char **envp;
 
     parse(&o, argc, argv);
+    umask(022); /* the job's; ringd's own is 077 */
     envp = o.check ? NULL : read_env();
-    if (o.hide != NULL)
+    close_fds();
+    if (o.hide != NULL) {
         isolate(&o);
-    drop_privileges(&o);
+        supervise(&o, envp, ringd);
+    }
     if (o.check)
-        return o.hide != NULL && hidden(o.hide) ? 0 : EXIT_SETUP;
-    for (int i = 0; i < o.nmkdir; i++)
-        if (mkdirs(o.mkdir[i], 0700) < 0)
-            die("cannot create", o.mkdir[i], errno);
-    if (o.chdir != NULL && chdir(o.chdir) < 0)
-        die("cannot enter", o.chdir, errno);
-    execve(o.argv[0], o.argv, envp);
-    fprintf(stderr, "ringd-exec: cannot execute %s: %s\n", o.argv[0], strerror(errno));
+        die("--check needs --hide", NULL, 0);
+    /* Without isolation, this process becomes the program: it takes the stop itself. */
+    set_limits(&o);
+    drop_privileges(&o);
+    prctl(PR_SET_PDEATHSIG, o.stop_signal);
+    if (getppid() != ringd)
+        die("ringd went away before the job started", NULL, 0);
+    run_program(&o, envp);
     return EXIT_NOEXEC;
 }

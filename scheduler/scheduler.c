@@ -425,6 +425,7 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
         .exec_helper = cfg->exec_helper,
         .isolate = cfg->isolate,
         .default_user = cfg->default_user,
+        .job_limits = cfg->job_limits,
     };
     if (s->bops->init(&bcfg, &s->bctx, err) < 0) {
         free(s);

@@ -30,6 +30,7 @@ struct scheduler_config {
     const char *exec_helper;  /* ringd-exec's path: isolates a job and becomes its user */
     int isolate;              /* hide data_dir from jobs (a private mount namespace) */
     const char *default_user; /* as root, the user of jobs stored without one */
+    const char *job_limits;   /* the resource limits local jobs start with (NULL: ringd's) */
     int slots, gpus;          /* the local backend's node */
     int kill_grace_s;         /* after SIGTERM, SIGKILL the attempt */
     const char *backend;      /* "local" (NULL: local) */
@@ -47,7 +48,8 @@ struct scheduler;
  * declines, the store).
  */
 struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct error *err);
-/* Stops the thread; running attempts keep running (a restarted ringd recovers them). */
+/* Stops the thread; running attempts keep running (a restarted ringd recovers them), but
+ * local ones are asked to stop as the thread ends (backend.h, fini). */
 void scheduler_stop(struct scheduler *s);
 /* New work may be startable (a submission): wake the thread. Thread-safe. */
 void scheduler_wake(struct scheduler *s);

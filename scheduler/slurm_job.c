@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "jobfs.h"
 #include "mpirun.h"
 #include "slurm_job.h"
 
@@ -61,7 +62,10 @@ char *slurm_script(enum slurm_launcher launcher, int grace_s, int gpus_per_task,
     fprintf(f,
             "#!/bin/sh\n"
             "# ringd: attempt %d of job %s. The program and its arguments are this script's\n"
-            "# arguments (\"$@\"), so that no part of them is read by this shell.\n",
+            "# arguments (\"$@\"), so that no part of them is read by this shell, each with\n"
+            "# \"" LAUNCH_WORD_MARK
+            "\" in front, which each rank's wrapper takes off: srun and mpirun\n"
+            "# would take a \":\" among them for the start of another program.\n",
             attempt, job_id);
     if (launcher == SLURM_LAUNCH_SRUN) {
         /* A failing rank's peers get grace_s to notice (srun's --wait=0 means forever);
@@ -70,7 +74,7 @@ char *slurm_script(enum slurm_launcher launcher, int grace_s, int gpus_per_task,
                 "exec srun --mpi=pmix --kill-on-bad-exit=0 --wait=%d%s \\\n"
                 "    --output=\"$RING_RUN_DIR/rank.%%t/stdout\" "
                 "--error=\"$RING_RUN_DIR/rank.%%t/stderr\" -- sh -c '%s' rank \"$@\"\n",
-                grace_s > 0 ? grace_s : 1, gpus, RANK_STOP_WRAPPER);
+                grace_s > 0 ? grace_s : 1, gpus, LAUNCH_UNMARK RANK_STOP_WRAPPER);
     } else {
         /* Open MPI's mpirun takes the hosts and slots from the allocation and starts its
          * daemons through srun; each rank finds its peers through mpirun's PMIx server.
@@ -322,7 +326,9 @@ int slurm_check_ranks_started(const char *run_dir, int ntasks, struct slurm_outc
         return 0;
     for (int r = 0; r < ntasks; r++) {
         snprintf(path, sizeof(path), "%s/rank.%d/stdout", run_dir, r);
-        if (stat(path, &st) == 0)
+        /* The job owns rank.N: a link there must not make ringd tell whether a path it
+         * points to exists. */
+        if (jobfs_stat(path, &st) == 0)
             continue;
         if (missing++ == 0)
             first = r;

@@ -10,27 +10,39 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend_local.h"
 #include "config.h"
 
-extern char **environ;
+/*
+ * Where nvidia-smi is installed: by Debian's and NVIDIA's driver packages, and by the NVIDIA
+ * container toolkit. Never looked up on PATH: ringd runs it as root, before it has dropped
+ * anything, and a PATH with a directory some user can write would run their program.
+ */
+static const char *const NVIDIA_SMI[] = {"/usr/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi",
+                                         "/usr/local/bin/nvidia-smi", NULL};
 
 /* Counts the GPUs nvidia-smi lists; 0 when it is missing or fails. Argument vector only. */
 static int detect_gpus(void)
 {
-    char *argv[] = {"nvidia-smi", "-L", NULL};
+    char *env[] = {"PATH=/usr/bin:/bin", NULL}, *argv[] = {NULL, "-L", NULL};
+    const char *smi = NULL;
     posix_spawn_file_actions_t fa;
     int fds[2], n = 0, status;
     pid_t pid;
     FILE *f;
     char line[512];
 
-    if (pipe(fds) < 0)
+    for (int i = 0; smi == NULL && NVIDIA_SMI[i] != NULL; i++)
+        if (access(NVIDIA_SMI[i], X_OK) == 0)
+            smi = NVIDIA_SMI[i];
+    if (smi == NULL || pipe(fds) < 0)
         return 0;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", 1, 0);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
-    if (posix_spawnp(&pid, "nvidia-smi", &fa, NULL, argv, environ) != 0) {
+    argv[0] = (char *)smi;
+    if (posix_spawn(&pid, smi, &fa, NULL, argv, env) != 0) {
         posix_spawn_file_actions_destroy(&fa);
         close(fds[0]);
         close(fds[1]);
@@ -50,7 +62,8 @@ static int detect_gpus(void)
     return n;
 }
 
-/* ringd-exec next to this ringd. Never from PATH: ringd runs it with root's privileges. */
+/* ringd-exec next to this ringd. Never from PATH: ringd runs it with root's privileges
+ * (main.c checks who may change it before using it). */
 static void find_exec_helper(char *out, size_t len)
 {
     char self[1900];
@@ -234,7 +247,15 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
     else if (!strcmp(key, "slurm_work_dir"))
         ok = *v == '/' && strlen(v) < sizeof(c->slurm_work_dir) &&
              snprintf(c->slurm_work_dir, sizeof(c->slurm_work_dir), "%s", v) > 0;
-    else if (!strcmp(key, "backend_options"))
+    else if (!strcmp(key, "job_limits")) {
+        struct local_limits limits;
+        struct error why;
+        if (strlen(v) >= sizeof(c->job_limits) || local_limits_parse(v, &limits, &why) < 0)
+            return errprintf(err, "%s: %s", where,
+                             strlen(v) >= sizeof(c->job_limits) ? "job_limits is too long"
+                                                                : why.text);
+        ok = snprintf(c->job_limits, sizeof(c->job_limits), "%s", v) >= 0;
+    } else if (!strcmp(key, "backend_options"))
         ok = strlen(v) < sizeof(c->backend_options) &&
              snprintf(c->backend_options, sizeof(c->backend_options), "%s", v) >= 0;
     else if (!strcmp(key, "policy"))
@@ -337,6 +358,10 @@ static void usage(FILE *f)
             "                                            directory every Slurm node sees, for\n"
             "                                            the jobs' runs/ and checkpoints/\n"
             "  backend_options          -                the backend's own key=value,...\n"
+            "  job_limits               RINGD_JOB_LIMITS none: local jobs start with ringd's\n"
+            "                                            limits; else NAME=VALUE[:HARD],... of\n"
+            "                                            as core cpu data fsize memlock nofile\n"
+            "                                            nproc stack (a number or unlimited)\n"
             "  policy                   RINGD_POLICY     fifo (fifo, priority, tiresias,\n"
             "                                            dynamic; PUT /v1/scheduler changes it)\n"
             "  sched_interval           -                60 seconds between policy passes\n"
@@ -392,6 +417,7 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
         {"RINGD_SLURM_QOS", "slurm_qos"},
         {"RINGD_SLURM_TIME_LIMIT", "slurm_time_limit"},
         {"RINGD_SLURM_WORK_DIR", "slurm_work_dir"},
+        {"RINGD_JOB_LIMITS", "job_limits"},
     };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int o, li = 0, print = 0;
@@ -526,7 +552,7 @@ void config_print(const struct config *c, FILE *f)
             "tls_cert = %s\ntls_key = %s\nallow_insecure_http = %s\nbackend = %s\n"
             "backend_options = %s\npolicy = %s\nsched_interval = %g\nrestart_cost = %g\n"
             "hysteresis = %g\nslurm_partition = %s\nslurm_account = %s\nslurm_qos = %s\n"
-            "slurm_time_limit = %d\nslurm_work_dir = %s\n",
+            "slurm_time_limit = %d\nslurm_work_dir = %s\njob_limits = %s\n",
             c->listen, c->data_dir, c->no_auth ? "true" : "false", c->slots, c->gpus, c->threads,
             c->connection_limit, c->per_ip_limit, c->timeout_s, c->streams_per_token, c->ringrun,
             c->mpirun, c->kill_grace_s, c->default_user,
@@ -536,5 +562,5 @@ void config_print(const struct config *c, FILE *f)
             c->tls_cert, c->tls_key, c->insecure_http ? "true" : "false", c->backend,
             c->backend_options, c->policy, c->sched_interval, c->restart_cost, c->hysteresis,
             c->slurm_partition, c->slurm_account, c->slurm_qos, c->slurm_time_limit,
-            c->slurm_work_dir);
+            c->slurm_work_dir, c->job_limits);
 }

@@ -43,6 +43,7 @@ struct config {
     char slurm_qos[128];       /* slurm_qos = NAME */
     int slurm_time_limit;      /* slurm_time_limit = minutes (0: the partition's) */
     char slurm_work_dir[2048]; /* slurm_work_dir = DIR every node sees: runs/, checkpoints/ */
+    char job_limits[512];      /* job_limits = nofile=N,core=0,... (local jobs' rlimits) */
 };
 
 enum { ISOLATION_AUTO, ISOLATION_NAMESPACE, ISOLATION_NONE };

@@ -84,7 +84,7 @@ static int lock_data_dir(const char *dir)
     char path[2200], pid[32];
     int fd;
     snprintf(path, sizeof(path), "%s/ringd.lock", dir);
-    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         say("error", "cannot open %s: %s", path, strerror(errno));
         return -1;
@@ -106,10 +106,14 @@ static int lock_data_dir(const char *dir)
     return fd; /* held open, and so locked, until exit */
 }
 
+/* The files ringd keeps in its data directory, each 0600: every one is ringd's alone. */
+static const char *const DATA_FILES[] = {
+    "ringd.db", "ringd.db-wal", "ringd.db-shm", "admin.token", "ringd.addr", "ringd.lock", NULL};
+
 /*
  * The data directory holds every token's hash, every job's environment and the admin
- * token: it is ringd's alone (0700). One that belongs to another user is refused rather
- * than taken over.
+ * token: it is ringd's alone (0700), and so is each of its files (0600; an older ringd left
+ * the database 0644). One that belongs to another user is refused rather than taken over.
  */
 static int data_dir_private(const char *dir)
 {
@@ -137,6 +141,66 @@ static int data_dir_private(const char *dir)
         say("info", "data directory %s was mode %03o; made it 0700", dir,
             (unsigned)(sb.st_mode & 0777));
     }
+    for (int i = 0; DATA_FILES[i] != NULL; i++) {
+        char path[2200];
+        snprintf(path, sizeof(path), "%s/%s", dir, DATA_FILES[i]);
+        if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077) == 0)
+            continue;
+        if (chmod(path, 0600) < 0) {
+            say("error", "cannot make %s private (0600): %s", path, strerror(errno));
+            return -1;
+        }
+        say("info", "%s was mode %03o; made it 0600", path, (unsigned)(sb.st_mode & 0777));
+    }
+    return 0;
+}
+
+/* 1 when only root or ringd's own user can change what path names (mode without group or
+ * other write, or a sticky directory, which keeps others' entries in place). */
+static int only_ours(const char *path, struct stat *sb)
+{
+    return stat(path, sb) == 0 && (sb->st_uid == 0 || sb->st_uid == geteuid()) &&
+           ((sb->st_mode & 022) == 0 || (S_ISDIR(sb->st_mode) && (sb->st_mode & S_ISVTX)));
+}
+
+/*
+ * ringd runs ringd-exec as root, or without root with every job's secrets in reach: it
+ * must be a regular file that only root or ringd's own user can change, and so must be
+ * every directory above it (someone who can rename one can put another ringd-exec in its
+ * place). Resolves path (links included) in place, so that ringd runs the file it checked.
+ * Returns 0, or -1 after saying what to fix.
+ */
+static int exec_helper_safe(char *path, size_t len)
+{
+    char real[PATH_MAX], dir[PATH_MAX];
+    struct stat sb;
+
+    if (realpath(path, real) == NULL || strlen(real) >= len) {
+        say("error", "cannot find ringd-exec at %s (it is installed next to ringd): %s", path,
+            strerror(errno));
+        return -1;
+    }
+    if (!only_ours(real, &sb) || !S_ISREG(sb.st_mode)) {
+        say("error",
+            "ringd-exec %s may be changed by others than root and ringd's user (owner uid %u, "
+            "mode %04o), and ringd runs it with its privileges; make it root's and not group- "
+            "or world-writable (chown root %s; chmod go-w %s)",
+            real, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777), real, real);
+        return -1;
+    }
+    snprintf(dir, sizeof(dir), "%s", real);
+    for (char *slash = strrchr(dir, '/'); slash != NULL; slash = strrchr(dir, '/')) {
+        *slash = '\0';
+        if (!only_ours(dir[0] ? dir : "/", &sb)) {
+            say("error",
+                "ringd-exec %s lies in directory %s, which others than root and ringd's user "
+                "may change (owner uid %u, mode %04o): they could put another program in its "
+                "place; make it root's and not group- or world-writable",
+                real, dir[0] ? dir : "/", (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
+            return -1;
+        }
+    }
+    memcpy(path, real, strlen(real) + 1);
     return 0;
 }
 
@@ -314,6 +378,16 @@ static int slurm_setup(struct config *cfg, char *out, size_t len)
         return -1;
     }
     snprintf(out, len, "%s", abs);
+    {
+        /* ringd makes each job's directories in it as root: a user who could replace what
+         * is in it could have ringd make them anywhere. */
+        struct stat sb;
+        if (stat(out, &sb) < 0 || (sb.st_uid != 0 && sb.st_uid != geteuid())) {
+            say("error", "slurm_work_dir %s must belong to root or ringd's user (uid %u)", out,
+                (unsigned)geteuid());
+            return -1;
+        }
+    }
     /* Jobs' users pass through it to their own run and checkpoint directories. */
     if (chmod(out, 0755) < 0) {
         say("error", "cannot make slurm_work_dir %s traversable: %s", out, strerror(errno));
@@ -352,6 +426,9 @@ int main(int argc, char **argv)
     int rc, port = 0, lock_fd, sig, isolate;
     sigset_t set;
 
+    /* Every file ringd makes is its own (0600), unless it says otherwise: the database and
+     * its -wal and -shm, which SQLite creates 0644, hold every job's environment. */
+    umask(077);
     /*
      * Jobs may run as ringd's own user (always, when ringd is not root). Without this, such
      * a job could read ringd's memory and open files, and its files through
@@ -395,6 +472,22 @@ int main(int argc, char **argv)
             say("warning", "default_user is root: jobs without a mapped user run as root, with "
                            "no isolation that root could not undo");
     }
+    if (geteuid() != 0)
+        say("warning",
+            "ringd runs as uid %u, not root: every job runs as this one user, so the jobs of "
+            "different tokens are not kept apart from one another (only ringd's own data is "
+            "kept from them); run ringd as root to run each token's jobs as its own user",
+            (unsigned)geteuid());
+    if (cfg.job_limits[0] != '\0') {
+        struct local_limits limits;
+        if (local_limits_parse(cfg.job_limits, &limits, &err) < 0 ||
+            local_limits_allowed(&limits, &err) < 0) {
+            say("error", "%s", err.text);
+            return EXIT_CONFIG;
+        }
+    }
+    if (exec_helper_safe(cfg.exec_helper, sizeof(cfg.exec_helper)) < 0)
+        return EXIT_CONFIG;
     if (data_dir_private(cfg.data_dir) < 0)
         return EXIT_CONFIG;
     {
@@ -410,7 +503,8 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     snprintf(checkpoints, sizeof(checkpoints), "%s/checkpoints",
              work_dir[0] ? work_dir : cfg.data_dir);
-    if (mkdir(checkpoints, 0755) < 0 && errno != EEXIST) {
+    /* 0755 whatever the umask: job users pass through to their checkpoints/<job>. */
+    if ((mkdir(checkpoints, 0755) < 0 && errno != EEXIST) || chmod(checkpoints, 0755) < 0) {
         say("error", "cannot create %s: %s", checkpoints, strerror(errno));
         return EXIT_CONFIG;
     }
@@ -465,6 +559,7 @@ int main(int argc, char **argv)
         .exec_helper = cfg.exec_helper,
         .isolate = isolate,
         .default_user = cfg.default_user,
+        .job_limits = cfg.job_limits[0] ? cfg.job_limits : NULL,
         .slots = cfg.slots,
         .gpus = cfg.gpus,
         .kill_grace_s = cfg.kill_grace_s,
@@ -503,15 +598,15 @@ int main(int argc, char **argv)
     }
     {
         char host[300];
-        FILE *f;
         const char *colon = strrchr(cfg.listen, ':');
+        int fd;
         snprintf(host, sizeof(host), "%.*s", (int)(colon - cfg.listen), cfg.listen);
         snprintf(addr_path, sizeof(addr_path), "%s/ringd.addr", cfg.data_dir);
-        f = fopen(addr_path, "w");
-        if (f != NULL) {
-            fprintf(f, "%s:%d\n", host, port);
-            fclose(f);
-        }
+        fd = open(addr_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 || dprintf(fd, "%s:%d\n", host, port) < 0)
+            say("warning", "cannot write %s: %s", addr_path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         say("info",
             "listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, isolation %s, "
             "ringrun %s, backend %s, policy %s)",

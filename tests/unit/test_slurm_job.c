@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "mpirun.h"
 #include "slurm_job.h"
 #include "stop_relay.h"
 #include "unit.h"
@@ -73,7 +74,7 @@ START_TEST(script_runs_the_arguments_through_srun)
     ck_assert_ptr_nonnull(strstr(s, "exec srun --mpi=pmix --kill-on-bad-exit=0 --wait=5 "
                                     "--gpus-per-task=1"));
     ck_assert_ptr_nonnull(strstr(s, "--output=\"$RING_RUN_DIR/rank.%t/stdout\""));
-    ck_assert_ptr_nonnull(strstr(s, "-- sh -c 'trap \"\" USR2; \"$@\" & p=$!;"));
+    ck_assert_ptr_nonnull(strstr(s, "-- sh -c '" LAUNCH_UNMARK "trap \"\" USR2; \"$@\" & p=$!;"));
     ck_assert_ptr_nonnull(strstr(s, "' rank \"$@\"\n"));
     free(s);
     s = slurm_script(SLURM_LAUNCH_MPIRUN, 0, 0, "j-2", 1);
