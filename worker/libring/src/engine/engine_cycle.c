@@ -372,7 +372,8 @@ static int req_attachable(const struct ring__engine *e, const struct ring__reque
         return 0;
     if (r->type == RING__BARRIER)
         return 1;
-    return r->type == RING__ALLREDUCE &&
+    /* Adasum's combination is no element-wise reduction: it takes its own collective. */
+    return r->type == RING__ALLREDUCE && r->op != RING_ADASUM &&
            r->count <= RING__ATTACH_MAX / ring_dtype_size((ring_dtype_t)r->dtype) &&
            !(e->compression >= 0 && r->dtype == RING_FLOAT32 &&
              (r->op == RING_SUM || r->op == RING_AVERAGE));
