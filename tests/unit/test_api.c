@@ -481,6 +481,25 @@ START_TEST(new_dtypes_and_adasum_arguments)
 }
 END_TEST
 
+/* A declared shape is validated, and taken by the next submission only. */
+START_TEST(shape_declarations)
+{
+    int64_t dims[2] = {2, 3}, bad[1] = {-1};
+    float x[6] = {0};
+
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_int_eq(ring_shape_next(2, dims), 0);
+    ck_assert_int_eq(ring_shape_next(-1, dims), RING_EINVAL);
+    ck_assert_int_eq(ring_shape_next(65, dims), RING_EINVAL);
+    ck_assert_int_eq(ring_shape_next(1, bad), RING_EINVAL);
+    ck_assert_int_eq(ring_shape_next(2, NULL), RING_EINVAL);
+    ck_assert_int_eq(ring_shape_next(0, NULL), 0); /* a scalar */
+    ck_assert_int_eq(ring_allreduce(RING_IN_PLACE, x, 6, RING_FLOAT32, RING_SUM), 0);
+    ck_assert_int_eq(ring_allreduce(RING_IN_PLACE, x, 6, RING_FLOAT32, RING_SUM), 0);
+    ring_finalize();
+}
+END_TEST
+
 /* Removing a process set: the world and unknown sets are refused, a removed set's id stays
  * invalid, and a set with an operation in flight cannot go. */
 START_TEST(process_set_remove)
@@ -579,6 +598,7 @@ int main(void)
         counts_that_overflow_are_refused,
         new_dtypes_and_adasum_arguments,
         process_set_remove,
+        shape_declarations,
         NULL,
     };
     return unit_main("api", tests, 10);

@@ -22,6 +22,9 @@
  * the cache and is negotiated, and validated, in full.
  */
 
+/* The fingerprint of the shape ring_shape_next declared for this thread's next submission. */
+static _Thread_local uint64_t next_shape;
+
 /* The engine, or NULL with *rc set. */
 static struct ring__engine *engine(int *rc)
 {
@@ -109,6 +112,7 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
      * copying the name was a tenth of a small tensor's submission. */
     r->name[0] = '\0';
     r->op = r->root = 0;
+    r->shape = 0;
     r->count = 0;
     r->counts = NULL;
     r->ncounts = 0;
@@ -132,6 +136,8 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
     r->device = -1; /* host memory until located() says otherwise */
     r->prescale = r->postscale = 1.0;
     r->group_size = 1;
+    r->shape = next_shape;
+    next_shape = 0;
     return 0;
 }
 
@@ -613,6 +619,23 @@ int ring_barrier(void)
      * times a call (bench/allreduce) would otherwise wake the engine thread to run the
      * barrier and be woken by it after. */
     return ring__engine_blocking(e, &sub);
+}
+
+int ring_shape_next(int ndim, const int64_t *dims)
+{
+    /* FNV-1a over the rank and the dimensions; 0 is kept for "none". */
+    uint64_t h = 0xcbf29ce484222325ull;
+    if (ndim < 0 || ndim > 64 || (ndim > 0 && dims == NULL))
+        return ring__err(RING_EINVAL, "ring_shape_next: 0..64 dimensions, got %d", ndim);
+    h = (h ^ (uint64_t)ndim) * 0x100000001b3ull;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0)
+            return ring__err(RING_EINVAL, "ring_shape_next: dimension %d is %lld", i,
+                             (long long)dims[i]);
+        h = (h ^ (uint64_t)dims[i]) * 0x100000001b3ull;
+    }
+    next_shape = h != 0 ? h : 1;
+    return 0;
 }
 
 /* ---- join, process sets, timeline, stats ---- */

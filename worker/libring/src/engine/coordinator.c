@@ -115,6 +115,11 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d sent %llu elements, rank %d sent %llu", what, name,
                             ra, (unsigned long long)a->count, rb, (unsigned long long)b->count);
+        if (b->shape != a->shape)
+            return mismatch(msg, msglen, RING_EMISMATCH,
+                            "%s '%s': rank %d and rank %d sent %llu elements in different "
+                            "shapes",
+                            what, name, ra, rb, (unsigned long long)a->count);
         if (b->root != a->root)
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d named root %d, rank %d root %d", what, name, ra,

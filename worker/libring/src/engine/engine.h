@@ -48,6 +48,7 @@ struct ring__request {
     int device;     /* -1: host memory */
     int group_size; /* > 1 for a member of a grouped allreduce */
     uint64_t count; /* elements: the tensor, or per rank for allgather/alltoall */
+    uint64_t shape; /* fingerprint of the declared shape (ring_shape_next), 0: none */
     double prescale, postscale;
     uint64_t *counts;
     uint32_t ncounts;
