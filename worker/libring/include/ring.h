@@ -303,11 +303,11 @@ RING_API int ring_barrier(void);
  * Shape checks, as Horovod makes them: ranks that reduce the same number of elements in
  * different shapes ([4, 6] and [6, 4]) get RING_EMISMATCH instead of a result.
  * ring_shape_next declares the shape of the next request this thread submits (any
- * collective, blocking or not); that submission takes the declaration, whether it succeeds
- * or not. Only equality across ranks matters: a grouped allreduce may declare its members'
- * shapes one after the other. Ranks must all declare a shape for a tensor or none, as a
- * request with one differs from one without. Returns 0, or RING_EINVAL for more than 64
- * dimensions or a negative one.
+ * collective, blocking or not): the next call into libring on this thread takes the
+ * declaration, whether it submits anything or not. Only equality across ranks matters: a grouped
+ * allreduce may declare its members' shapes one after the other. Ranks must all declare a shape for
+ * a tensor or none, as a request with one differs from one without. Returns 0, or RING_EINVAL for
+ * more than 64 dimensions or a negative one.
  */
 RING_API int ring_shape_next(int ndim, const int64_t *dims);
 

@@ -22,13 +22,20 @@
  * the cache and is negotiated, and validated, in full.
  */
 
-/* The fingerprint of the shape ring_shape_next declared for this thread's next submission. */
-static _Thread_local uint64_t next_shape;
+/*
+ * The fingerprint of the shape ring_shape_next declared on this thread (declared), which
+ * the next call of this file takes (taken: every entry calls engine() first), so that a
+ * call that fails before its request is built cannot hand it to a later one; base_request
+ * puts it in the request.
+ */
+static _Thread_local uint64_t declared, taken;
 
 /* The engine, or NULL with *rc set. */
 static struct ring__engine *engine(int *rc)
 {
     struct ring__ctx *c = ring__ctx_usable(rc);
+    taken = declared;
+    declared = 0;
     return c != NULL ? c->engine : NULL;
 }
 
@@ -136,8 +143,8 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
     r->device = -1; /* host memory until located() says otherwise */
     r->prescale = r->postscale = 1.0;
     r->group_size = 1;
-    r->shape = next_shape;
-    next_shape = 0;
+    r->shape = taken;
+    taken = 0;
     return 0;
 }
 
@@ -634,7 +641,7 @@ int ring_shape_next(int ndim, const int64_t *dims)
                              (long long)dims[i]);
         h = (h ^ (uint64_t)dims[i]) * 0x100000001b3ull;
     }
-    next_shape = h != 0 ? h : 1;
+    declared = h != 0 ? h : 1;
     return 0;
 }
 

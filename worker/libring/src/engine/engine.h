@@ -219,6 +219,9 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
                       const unsigned char *joined, const struct ring__process_sets *psets,
                       struct ring__response **out, int *nout);
 
+/* Whether an operation of this type may run while some ranks have joined: allreduce,
+ * broadcast (from a root that has not joined) and barrier. */
+int ring__coord_allowed_with_joined(int type);
 /*
  * Validates one tensor's requests from several ranks of set ps (req[i] from world rank
  * ranks[i], i < n, ascending). joined marks world ranks that have joined. Returns 0 when

@@ -356,6 +356,32 @@ static void take_queue(struct ring__engine *e)
     group_bits(first);
 }
 
+/*
+ * Cached requests while ranks have joined. A joined rank holds no tensors and says it is
+ * ready for every cached one, to take part with neutral elements; but the coordinator
+ * refuses allgathers, alltoalls and reducescatters then, and broadcasts from a joined
+ * root, which the cache would run without it (the joined rank has nothing to send, or
+ * nowhere to put what it gets). So a joined rank is ready only for what it can run, and a
+ * working rank sends such a request to the coordinator, which fails it with RING_EJOINED,
+ * once it sees that some rank has joined (the cycle after it joined).
+ */
+static int runs_with_joined(struct ring__engine *e, const struct ring__request *r,
+                            const unsigned char *joined)
+{
+    const struct ring__pset *ps;
+    int root = -1;
+    if (!ring__coord_allowed_with_joined(r->type))
+        return 0;
+    if (r->type != RING__BROADCAST)
+        return 1;
+    pthread_mutex_lock(&e->mu);
+    ps = ring__psets_get(&e->psets, r->process_set);
+    if (ps != NULL && r->root >= 0 && r->root < ps->size)
+        root = ps->members[r->root];
+    pthread_mutex_unlock(&e->mu);
+    return root >= 0 && !joined[root];
+}
+
 /* Whether anything may ride: the fast path is on and the ring backend runs host buffers
  * (RING_CPU_OPERATIONS=mpi's point is that MPI moves the data). */
 static int any_attachable(const struct ring__engine *e)
@@ -504,6 +530,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, uncached = 0, natt;
     uint64_t *w = e->ctl, or_flags, and_flags;
     unsigned char *fired = NULL;
+    int some_joined = 0;
     struct ring__response *resp = NULL, *fresp = NULL;
     struct ring__attach at;
     char msg[384] = "";
@@ -525,6 +552,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     }
     join_local = e->joined;
     pthread_mutex_unlock(&e->mu);
+    for (int r = 0; r < size; r++)
+        some_joined |= e->joined_ranks[r];
 
     /* Step 2: the control vector, from one walk over the pending entries. */
     memset(w, 0, (size_t)words * sizeof(uint64_t));
@@ -535,8 +564,9 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     {
         uint64_t *ready = w + 2 + jw, *mine = w + 2 + jw + cw;
         for (struct entry *list = e->phead; list != NULL; list = list->pnext) {
-            if (list->bit < 0) {
-                uncached = 1;
+            if (list->bit < 0 ||
+                (some_joined && !runs_with_joined(e, &list->req, e->joined_ranks))) {
+                uncached = 1; /* to the coordinator (runs_with_joined) */
                 continue;
             }
             e->bit_entry[list->bit] = list; /* step 5 runs it without a name lookup */
@@ -554,9 +584,15 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
         if (r != rank || !join_local)
             ctl_set(w + 2, r);
     }
-    /* A rank is "ready" for tensors of sets it is not in, and for all once it joined. */
+    /* A rank is "ready" for tensors of sets it is not in, and once it joined for all that
+     * can run without it (runs_with_joined: it counts itself as joined). */
+    if (join_local)
+        e->joined_ranks[rank] = 1; /* the control round below sets every rank's */
     for (int b = 0; b < hwm; b++) {
-        if (join_local || (e->absent[b] && e->cache.entries[b].used))
+        if (!e->cache.entries[b].used)
+            continue;
+        if (e->absent[b] ||
+            (join_local && runs_with_joined(e, &e->cache.entries[b].req, e->joined_ranks)))
             ctl_set(w + 2 + jw, b);
     }
     /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */
