@@ -44,8 +44,11 @@ ok "join with uneven steps: neutral contributions, average over working ranks, l
 for np in 2 3; do
     run -np $np "$ENGINE_CHECK" join-cached
     expect_in out "engine_check join-cached: ok"
+    RING_JOIN_BROADCAST=0 run -np $np "$ENGINE_CHECK" join-cached
+    expect_in out "engine_check join-cached: ok"
 done
 ok "cached allgathers and broadcasts from a joined root fail with RING_EJOINED, not run"
+ok "RING_JOIN_BROADCAST=0 refuses every broadcast while ranks have joined, as Horovod does"
 
 run -np 4 "$ENGINE_CHECK" psets
 expect_in out "engine_check psets: ok"

@@ -372,8 +372,8 @@ RING_API int ring_test(ring_handle_t *handle);
  * joined rank takes part in the others' collectives with neutral elements (0 for sum, 1 for
  * product, the largest/smallest value for min/max), and AVERAGE divides by the number of
  * ranks that have not joined. Allowed while ranks have joined: allreduce, broadcast (from a
- * root that has not joined) and barrier; allgather(v), alltoall(v) and reducescatter get
- * RING_EJOINED on every rank.
+ * root that has not joined; with RING_JOIN_BROADCAST=0, none, as in Horovod) and barrier;
+ * allgather(v), alltoall(v) and reducescatter get RING_EJOINED on every rank.
  */
 RING_API int ring_join(void);
 

@@ -110,6 +110,33 @@ static void inspect_stalls(struct ring__engine *e, struct ring__request **reqs, 
     }
 }
 
+/*
+ * RING_JOIN_BROADCAST=0, on rank 0: while ranks have joined, every broadcast fails with
+ * RING_EJOINED, as in Horovod, rather than only those from a joined root (coordinator.c).
+ * Returns 0 or RING_ENOMEM.
+ */
+static int refuse_joined_broadcasts(struct ring__engine *e, struct ring__response *resp, int n)
+{
+    int joined = -1;
+    if (e->ctx->tune.v[RING__K_JOIN_BROADCAST])
+        return 0;
+    for (int r = 0; r < e->ctx->size && joined < 0; r++)
+        joined = e->joined_ranks[r] ? r : -1;
+    for (int i = 0; joined >= 0 && i < n; i++) {
+        char msg[RING__NAME_MAX + 128];
+        if (resp[i].req.type != RING__BROADCAST || resp[i].error != 0)
+            continue;
+        snprintf(msg, sizeof(msg),
+                 "broadcast '%s': not allowed while ranks have joined (rank %d has; "
+                 "RING_JOIN_BROADCAST=0)",
+                 resp[i].req.name, joined);
+        if ((resp[i].message = strdup(msg)) == NULL)
+            return ring__err(RING_ENOMEM, "coordinator: out of memory");
+        resp[i].error = RING_EJOINED;
+    }
+    return 0;
+}
+
 /* Step 4: every rank's unfired requests to rank 0 and the responses back. */
 static int full_round(struct ring__engine *e, const unsigned char *fired,
                       struct ring__response **out, int *nout, int *shutdown, char *msg,
@@ -176,6 +203,8 @@ static int full_round(struct ring__engine *e, const unsigned char *fired,
             rc = ring__coord_match(size, reqs, nreqs, e->joined_ranks, &e->psets, &resp, &nresp);
             pthread_mutex_unlock(&e->mu);
         }
+        if (rc == 0)
+            rc = refuse_joined_broadcasts(e, resp, nresp);
         if (rc == 0)
             inspect_stalls(e, reqs, nreqs, resp, nresp, now, shutdown, msg, msglen);
         ring__put_u64(&ob, (uint64_t)*shutdown);
@@ -363,7 +392,8 @@ static void take_queue(struct ring__engine *e)
  * root, which the cache would run without it (the joined rank has nothing to send, or
  * nowhere to put what it gets). So a joined rank is ready only for what it can run, and a
  * working rank sends such a request to the coordinator, which fails it with RING_EJOINED,
- * once it sees that some rank has joined (the cycle after it joined).
+ * once it sees that some rank has joined (the cycle after it joined). With
+ * RING_JOIN_BROADCAST=0 broadcasts are refused too (refuse_joined_broadcasts).
  */
 static int runs_with_joined(struct ring__engine *e, const struct ring__request *r,
                             const unsigned char *joined)
@@ -374,6 +404,8 @@ static int runs_with_joined(struct ring__engine *e, const struct ring__request *
         return 0;
     if (r->type != RING__BROADCAST)
         return 1;
+    if (!e->ctx->tune.v[RING__K_JOIN_BROADCAST])
+        return 0;
     pthread_mutex_lock(&e->mu);
     ps = ring__psets_get(&e->psets, r->process_set);
     if (ps != NULL && r->root >= 0 && r->root < ps->size)
