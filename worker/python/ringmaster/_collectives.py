@@ -79,7 +79,7 @@ def _horovod_average(A, op, post, ps, code):
     """Horovod's AVERAGE: a SUM divided by the set's size, whoever has joined (bool has no
     average: libring says so)."""
     if op == basics.Average and code != _BOOL and getattr(A, "horovod", False):
-        return basics.Sum, post / _set_geometry(ps)[1]
+        return basics.Sum, post / (basics.world[0] if ps == 0 else lib.ring_process_set_size(ps))
     return op, post
 
 

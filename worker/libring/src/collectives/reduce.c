@@ -319,6 +319,8 @@ void ring__reduce(void *dst, const void *a, const void *b, size_t n, ring_dtype_
 
 void ring__scale(void *dst, const void *src, size_t n, ring_dtype_t dtype, double factor)
 {
+    if (n == 0) /* buffers of no elements may be NULL (an empty batch's fusion buffer) */
+        return;
     if (factor == 1.0) {
         if (dst != src)
             memmove(dst, src, n * ring_dtype_size(dtype));
