@@ -621,10 +621,10 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     if (join_local)
         e->joined_ranks[rank] = 1; /* the control round below sets every rank's */
     for (int b = 0; b < hwm; b++) {
-        if (!e->cache.entries[b].used)
-            continue;
-        if (e->absent[b] ||
-            (join_local && runs_with_joined(e, &e->cache.entries[b].req, e->joined_ranks)))
+        /* absent first: a cache entry is a few hundred bytes, a cache miss each */
+        if ((e->absent[b] && e->cache.entries[b].used) ||
+            (join_local && e->cache.entries[b].used &&
+             runs_with_joined(e, &e->cache.entries[b].req, e->joined_ranks)))
             ctl_set(w + 2 + jw, b);
     }
     /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */
