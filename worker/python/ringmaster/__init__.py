@@ -20,7 +20,7 @@ except ImportError as _e:
                       "and python3-torch are seen by /usr/bin/python3, not by %s"
                       % (_e, _sys.executable or "this python")) from _e
 
-from ._library import RingError, library_path
+from ._library import HorovodInternalError, RingError, RingValueError, library_path
 from .basics import (
     Adasum,
     Average,
@@ -30,6 +30,7 @@ from .basics import (
     Product,
     Sum,
     add_process_set,
+    remove_process_set,
     cross_rank,
     cross_size,
     engine_stats,
@@ -66,6 +67,10 @@ from .arrays import (
     grouped_allreduce_,
     grouped_allreduce_async,
     grouped_allreduce_async_,
+    grouped_allgather,
+    grouped_allgather_async,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
     reducescatter,
     reducescatter_async,
 )
