@@ -365,6 +365,9 @@ static enum MHD_Result start_stream(struct http *h, struct MHD_Connection *c, st
     log_line(method, rq->raw_uri, 200, who->owner);
     if (resp->stream == API_STREAM_EVENTS)
         ret = sse_respond(h->sse, c, &sa, resp->stream_job, resp->stream_from, stream_store, h);
+    else if (resp->stream == API_STREAM_ALL_EVENTS)
+        ret =
+            sse_respond_all(h->sse, c, &sa, resp->stream_owner, resp->stream_from, stream_store, h);
     else
         ret = sse_follow_log(h->sse, c, &sa, resp->stream_job, resp->stream_rank,
                              resp->stream_which, resp->stream_from, stream_store, h);
