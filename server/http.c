@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "sse.h"
 #include "utf8.h"
+#include "web.h"
 
 /* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
  * argument lists and environments while bounding what one request can make us hold. */
@@ -375,6 +376,30 @@ static enum MHD_Result start_stream(struct http *h, struct MHD_Connection *c, st
     return ret;
 }
 
+/* GET / and /ui/...: the dashboard's assets, for any caller (they hold no data). */
+static enum MHD_Result web(struct MHD_Connection *c, struct req *rq, const char *method,
+                           const struct web_asset *a)
+{
+    struct api_response resp = {0};
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+    int status;
+
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        api_problem(&resp, 405, "method-not-allowed", "Method Not Allowed", a->path,
+                    "%s is not allowed on %s, the dashboard; use GET", method, a->path);
+        snprintf(resp.allow, sizeof(resp.allow), "GET, HEAD");
+        return answer(c, rq, method, "-", &resp, 0);
+    }
+    if ((r = web_response(a, header(c, MHD_HTTP_HEADER_IF_NONE_MATCH), &status)) == NULL)
+        return MHD_NO;
+    metrics_count_request(status);
+    log_line(method, rq->raw_uri, status, "-");
+    ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -385,6 +410,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct api_request req = {0};
     struct error err;
     struct auth_identity who = {.principal = STORE_LOCAL, .owner = "local", .admin = 1};
+    const struct web_asset *asset;
     int reading = 0;
 
     if (rq == NULL) { /* on_uri could not allocate */
@@ -415,6 +441,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                     "the request body is over %d bytes; send a smaller JobSpec", BODY_MAX);
         return answer(c, rq, method, "-", &resp, 0);
     }
+    if (!rq->queued && (asset = web_find(url)) != NULL)
+        return web(c, rq, method, asset);
     req.store = thread_store(h, &err);
     if (req.store != NULL && rq->queued) {
         /* back from the committer: answer with the stored job */
