@@ -65,7 +65,7 @@ function restarts(job) {
         h('td', {}, when(a.started_at)), h('td.num', {}, duration(a.ran_s)),
         h('td.num', {}, duration(a.stop_overhead_s)), h('td.num', {}, duration(a.start_overhead_s)),
         h('td.num', {}, num(a.samples_per_s)),
-        h('td', {}, a.ended_at ? `${a.reason || ''}${a.exit_status !== undefined ? ` (exit ${a.exit_status})` : ''}` : 'running')))))),
+        h('td.reason', {}, a.ended_at ? `${a.reason || ''}${a.exit_status !== undefined ? ` (exit ${a.exit_status})` : ''}` : 'running')))))),
   ];
 }
 

@@ -154,9 +154,10 @@ try:
     wait("job a to show 4 workers", lambda: js(
         "const r = document.querySelector(`tr[data-id='${arguments[0]}']`);"
         "return r && r.children[3].textContent.startsWith('4 ');", a), 30)
-    # The dynamic policy needs a's speed before it shrinks it for b.
-    wait("job a to report progress",
-         lambda: curl("GET", f"/v1/jobs/{a}").get("progress") is not None, 60)
+    # The dynamic policy needs a's speed before it shrinks it for b; a few seconds at 4 make
+    # the size chart's picture readable.
+    wait("job a to report progress and run 4 s", lambda: (lambda j: j.get("progress") is not None
+         and j["attempts"] and j["attempts"][-1]["ran_s"] >= 4)(curl("GET", f"/v1/jobs/{a}")), 60)
     b = submit("bert", 40)
     wait("job b's row to appear", lambda: row_state(b))
     if js("return window.__same_page") != marker:
