@@ -692,7 +692,7 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     const char *value = NULL;
     long size = PAGE_SIZE_DEFAULT;
     long long cursor = 0;
-    int64_t next;
+    int64_t next, newest;
     char *jobs;
     struct error err;
     struct store_filter filter = {.owner_id = STORE_ANYONE};
@@ -761,25 +761,30 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     filter.state = state;
     filter.label_key = value ? key : NULL;
     filter.label_value = value;
-    if (store_job_list(req->store, &filter, cursor, (int)size, cfg->ckpt_prefix, &jobs, &next,
+    /*
+     * The newest event first, then the jobs: the page reflects every event up to it (and
+     * maybe some after), so a client that follows GET /v1/events after it, as a dashboard
+     * does, misses no change (a list, then a watch from where it was taken).
+     */
+    if (store_events_newest(req->store, &newest, &err) < 0 ||
+        store_job_list(req->store, &filter, cursor, (int)size, cfg->ckpt_prefix, &jobs, &next,
                        &err) < 0) {
         api__store_problem(resp, req->path, &err);
         return;
     }
-    /* {"jobs":[...],"next_page_token":"..."} around the rendered array */
+    /* {"jobs":[...],"next_page_token":"...","last_event_id":N} around the rendered array */
     {
-        size_t n = strlen(jobs);
-        char tail[64], *text = malloc(n + sizeof(tail) + 16);
+        size_t n = strlen(jobs), used;
+        char tail[96], *text = malloc(n + sizeof(tail) + 16);
         if (text == NULL) {
             free(jobs);
             api_problem(resp, 503, "busy", "Service Unavailable", req->path, "out of memory");
             return;
         }
-        if (next > 0)
-            snprintf(tail, sizeof(tail), ",\"next_page_token\":\"%llx\"}",
-                     (unsigned long long)next);
-        else
-            snprintf(tail, sizeof(tail), "}");
+        used = next > 0 ? (size_t)snprintf(tail, sizeof(tail), ",\"next_page_token\":\"%llx\"",
+                                           (unsigned long long)next)
+                        : 0;
+        snprintf(tail + used, sizeof(tail) - used, ",\"last_event_id\":%lld}", (long long)newest);
         memcpy(text, "{\"jobs\":", 8);
         memcpy(text + 8, jobs, n);
         memcpy(text + 8 + n, tail, strlen(tail) + 1);

@@ -2,15 +2,17 @@
 // app.js - the dashboard's shell: signing in with a token, the one event stream the tab
 // holds, and the views behind the #/ routes (jobs, a job, the cluster, the scheduler).
 //
-// A tab holds at most two streams of its token's streams_per_token (32 by default): this
-// one of every job's events, and a job page's log follow. Each view reads the API itself
-// and gets the stream's events from here.
+// A tab holds at most two streams of its token's streams_per_token (32 by default): one of
+// every job's events, and a job page's log follow. Each view reads the API itself and gets
+// the stream's events from here.
 import { api, token, eventStream, onUnauthorized, ApiError } from './api.js';
 import { h, fill } from './dom.js';
 import * as jobs from './jobs.js';
-import * as job from './job.js';
-import * as cluster from './cluster.js';
-import * as scheduler from './scheduler.js';
+
+// The other views load when first shown: a page load, which shows the jobs, parses only
+// what the table needs.
+const lazy = (path) => { let m = null; return () => (m = m || import(path)); };
+const job = lazy('./job.js'), cluster = lazy('./cluster.js'), scheduler = lazy('./scheduler.js');
 
 const main = document.getElementById('main');
 const ctx = { me: null };
@@ -37,20 +39,32 @@ function live(state) {
 function route() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const m = hash.match(/^\/jobs\/([^/?]+)$/);
-  if (m) return { name: 'jobs', mod: job, arg: decodeURIComponent(m[1]) };
-  if (hash.startsWith('/cluster')) return { name: 'cluster', mod: cluster };
-  if (hash.startsWith('/scheduler')) return { name: 'scheduler', mod: scheduler };
-  return { name: 'jobs', mod: jobs };
+  if (m) return { name: 'jobs', load: job, arg: decodeURIComponent(m[1]) };
+  if (hash.startsWith('/cluster')) return { name: 'cluster', load: cluster };
+  if (hash.startsWith('/scheduler')) return { name: 'scheduler', load: scheduler };
+  return { name: 'jobs', load: null };
 }
 
-function show() {
+let shown = 0; // which show() is the latest: a view that loads late must not replace a newer one
+async function show() {
   if (!ctx.me) return;
+  const r = route(), mine = ++shown;
   if (view) view.unmount();
-  const r = route();
+  view = null;
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('here', a.dataset.view === r.name);
+  let mod = jobs;
+  if (r.load) {
+    try {
+      mod = await r.load();
+    } catch (e) {
+      fill(main, h('p.error', {}, `Cannot load this view: ${e.message}`));
+      return;
+    }
+  }
+  if (mine !== shown || !ctx.me) return;
   const root = h('div.view');
   fill(main, root);
-  view = r.mod.mount(root, ctx, r.arg);
+  view = mod.mount(root, ctx, r.arg);
   window.scrollTo(0, 0);
 }
 
@@ -66,15 +80,18 @@ function signOut(why) {
   login(why);
 }
 
-// The stream first, then the view: a view reads its data after the stream has started
-// (at the newest event), so no change falls between what it read and what streams in.
-async function start(me) {
+// The stream of every job's events, opened once per sign-in by the first view that asks:
+// after the event its first read reflects (the jobs list's last_event_id), so that nothing
+// falls between what it read and what streams in; or, without one, at the newest.
+ctx.follow = (after) => {
+  if (stream || !ctx.me) return;
+  const q = after === undefined ? '' : `?after=${encodeURIComponent(after)}`;
+  stream = eventStream('/v1/events' + q, (type, ev) => { if (view) view.event(type, ev); }, live);
+  stream.opened.catch(() => {}); // live() shows it; the stream keeps trying
+};
+
+function start(me) {
   ctx.me = me;
-  stream = eventStream('/v1/events', (type, ev) => { if (view) view.event(type, ev); }, live);
-  try {
-    await stream.opened;
-  } catch (e) { /* live() shows it; the stream keeps trying */ }
-  if (!ctx.me) return;
   fill(document.getElementById('me'), h('strong', {}, me.name), me.admin ? ' · admin' : '', me.noAuth ? ' (no auth)' : '');
   document.getElementById('nav').hidden = false;
   document.getElementById('who').hidden = false;
@@ -97,7 +114,7 @@ function login(why) {
     try {
       const me = await whoami(t);
       token.set(t);
-      await start(me);
+      start(me);
     } catch (x) {
       err.hidden = false;
       err.textContent = x.status === 401 ? `ringd refused this token: ${x.message}.`
@@ -117,9 +134,12 @@ window.addEventListener('hashchange', show);
 
 (async () => {
   const t = token.get();
+  // The first page of jobs is asked for with the check of the token, not after it: the
+  // table is what a load waits for.
+  if (!route().load) jobs.prefetch(t);
   try {
     // A stored token, or none on a ringd without auth; otherwise the form.
-    await start(await whoami(t));
+    start(await whoami(t));
   } catch (e) {
     if (t && e.status === 401) token.clear();
     login(t && e.status === 401 ? new ApiError(401, { detail: `ringd refused the saved token: ${e.message}` })

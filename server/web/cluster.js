@@ -78,6 +78,7 @@ export function mount(root, ctx) {
     fill(usage, usageChart(u));
     fill(slurm, slurmView(c[c.backend] && c.backend !== 'local' ? c[c.backend] : null));
   }
+  ctx.follow();
   const soon = debounce(load, 800);
   const timer = setInterval(() => { if (!document.hidden) load(); }, REFRESH_MS);
   load();

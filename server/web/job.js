@@ -32,6 +32,7 @@ function sizeChart(job) {
   });
   const sizes = hist.map((a) => a.workers);
   svg.dataset.sizes = sizes.join(',');
+  if (hist.length) svg.dataset.lastRan = String(hist[hist.length - 1].ran_s); // what it drew
   const resizes = sizes.filter((s, i) => i > 0 && s !== sizes[i - 1]).length;
   return [svg, h('p.caption', {}, sizes.length ? `Sizes: ${sizes.join(' → ')}` : 'Not started yet.',
     resizes ? ` (${resizes} resize${resizes > 1 ? 's' : ''})` : '')];
@@ -52,6 +53,13 @@ function throughput(job) {
   ];
 }
 
+// How an attempt ended, in short (the whole reason, which may run long, as its tooltip).
+function ended(a) {
+  if (!a.ended_at) return h('td', {}, 'running');
+  const why = `${a.reason || ''}${a.exit_status !== undefined ? ` (exit ${a.exit_status})` : ''}`;
+  return h('td.reason', { title: why }, why.length > 90 ? why.slice(0, 89) + '…' : why);
+}
+
 function restarts(job) {
   const o = job.scaling.restart_overhead_s;
   const each = (o.stop || 0) + (o.start || 0);
@@ -65,7 +73,7 @@ function restarts(job) {
         h('td', {}, when(a.started_at)), h('td.num', {}, duration(a.ran_s)),
         h('td.num', {}, duration(a.stop_overhead_s)), h('td.num', {}, duration(a.start_overhead_s)),
         h('td.num', {}, num(a.samples_per_s)),
-        h('td.reason', {}, a.ended_at ? `${a.reason || ''}${a.exit_status !== undefined ? ` (exit ${a.exit_status})` : ''}` : 'running')))))),
+        ended(a)))))),
   ];
 }
 
@@ -95,11 +103,11 @@ export function mount(root, ctx, id) {
     h('p.crumbs', {}, h('a', { href: '#/' }, '← Jobs')), head, actions, note,
     h('div.grid', {},
       card('Size over time', size), card('Throughput per size', thr),
-      card('Progress', prog), card('Restarts and their cost', rst),
+      card('Progress', prog), card('Events', events),
+      h('section.card.wide', {}, h('h2', {}, 'Restarts and their cost'), rst),
       h('section.card.wide', {}, h('h2', {}, 'Logs'),
         h('div.controls', {}, h('label', {}, 'Rank ', rankSel), h('label', {}, 'Stream ', streamSel), h('label', {}, followBox, ' follow')),
-        logView),
-      h('section.card.wide', {}, h('h2', {}, 'Events'), events))));
+        logView))));
 
   function renderHead() {
     const w = job.spec.workers || { min: 1, max: 1 };
@@ -197,6 +205,7 @@ export function mount(root, ctx, id) {
   }
   for (const el of [rankSel, streamSel, followBox]) el.addEventListener('change', openLog);
 
+  ctx.follow();
   const timer = setInterval(() => { if (!document.hidden && job && ACTIVE.includes(job.state)) load(); }, REFRESH_MS);
   (async () => {
     await load();

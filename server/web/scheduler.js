@@ -58,6 +58,7 @@ export function mount(root, ctx) {
       if (alive) message(note, e);
     }
   }
+  ctx.follow();
   const timer = setInterval(() => { if (!document.hidden) load(); }, REFRESH_MS);
   load();
   return { unmount() { alive = false; clearInterval(timer); }, event() {} };

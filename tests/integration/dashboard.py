@@ -177,7 +177,10 @@ try:
     wait("the resize in the page's events",
          lambda: "dynamic: shrink 4 -> 2" in drv.find_element(By.CSS_SELECTOR, "ol.events").text)
     wait("rank 0's log", lambda: "epoch" in drv.find_element(By.CSS_SELECTOR, "pre.log").text, 60)
-    time.sleep(0.5)  # let the charts settle for the picture
+    # The picture: the chart once it has drawn a few seconds at the new size.
+    wait("the chart to draw 3 s at 2 workers", lambda: js(
+        "const s = document.querySelector('svg.chart[data-sizes]');"
+        "return s && s.dataset.sizes.endsWith(',2') && Number(s.dataset.lastRan) >= 3"), 60)
     shot("job.png", 1500)
     ok(f"job a's size chart shows the dynamic policy's resize (sizes {sizes}), with its event "
        "and rank 0's live log")

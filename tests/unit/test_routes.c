@@ -440,6 +440,8 @@ START_TEST(jobs_newest_first)
         json_string_value(json_object_get(json_array_get(json_object_get(page, "jobs"), 0), "id")),
         second);
     ck_assert_ptr_nonnull(json_object_get(page, "next_page_token"));
+    /* where a watch of GET /v1/events goes on from: the two submissions' events */
+    ck_assert_int_eq(json_integer_value(json_object_get(page, "last_event_id")), 2);
     json_decref(page);
     release(&r);
     handle("GET", "/v1/jobs", NULL, &wrong, "alice", &r);
