@@ -378,13 +378,19 @@ static enum MHD_Result start_stream(struct http *h, struct MHD_Connection *c, st
 
 /* GET / and /ui/...: the dashboard's assets, for any caller (they hold no data). */
 static enum MHD_Result web(struct MHD_Connection *c, struct req *rq, const char *method,
-                           const struct web_asset *a)
+                           const char *url)
 {
+    const struct web_asset *a = web_find(url);
     struct api_response resp = {0};
     struct MHD_Response *r;
     enum MHD_Result ret;
     int status;
 
+    if (a == NULL) {
+        api_problem(&resp, 404, "not-found", "Not Found", url,
+                    "the dashboard has no file %s; it starts at /", url);
+        return answer(c, rq, method, "-", &resp, 0);
+    }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         api_problem(&resp, 405, "method-not-allowed", "Method Not Allowed", a->path,
                     "%s is not allowed on %s, the dashboard; use GET", method, a->path);
@@ -410,7 +416,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct api_request req = {0};
     struct error err;
     struct auth_identity who = {.principal = STORE_LOCAL, .owner = "local", .admin = 1};
-    const struct web_asset *asset;
     int reading = 0;
 
     if (rq == NULL) { /* on_uri could not allocate */
@@ -441,8 +446,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                     "the request body is over %d bytes; send a smaller JobSpec", BODY_MAX);
         return answer(c, rq, method, "-", &resp, 0);
     }
-    if (!rq->queued && (asset = web_find(url)) != NULL)
-        return web(c, rq, method, asset);
+    if (!rq->queued && (strcmp(url, "/") == 0 || strncmp(url, "/ui/", 4) == 0))
+        return web(c, rq, method, url);
     req.store = thread_store(h, &err);
     if (req.store != NULL && rq->queued) {
         /* back from the committer: answer with the stored job */

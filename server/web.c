@@ -11,7 +11,7 @@
  * (clickjacking a Cancel button).
  */
 #define WEB_CSP                                                                                    \
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "                   \
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "                    \
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "                 \
     "frame-ancestors 'none'"
 
@@ -40,8 +40,7 @@ static int etag_matches(const char *header, const char *etag)
     return 0;
 }
 
-struct MHD_Response *web_response(const struct web_asset *a, const char *if_none_match,
-                                  int *status)
+struct MHD_Response *web_response(const struct web_asset *a, const char *if_none_match, int *status)
 {
     int fresh = etag_matches(if_none_match, a->etag);
     struct MHD_Response *r = MHD_create_response_from_buffer(

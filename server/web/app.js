@@ -128,7 +128,7 @@ function login(why) {
   input.focus();
 }
 
-onUnauthorized((e) => signOut(new ApiError(401, { detail: `signed out: ${e.message}` })));
+onUnauthorized((e) => signOut(new ApiError(401, { detail: `signed out, as ringd no longer accepts the token: ${e.message}` })));
 document.getElementById('signout').addEventListener('click', () => signOut(null));
 window.addEventListener('hashchange', show);
 

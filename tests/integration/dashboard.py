@@ -27,7 +27,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 URL, TOKEN, TRAIN, SHOTS = (os.environ[k] for k in ("URL", "TOKEN", "TRAIN", "SHOTS"))
-passed = 0
+passed = int(os.environ.get("PASSED", "0"))  # dashboard.sh's checks come first
 
 
 def ok(what):
@@ -182,6 +182,7 @@ try:
         "const s = document.querySelector('svg.chart[data-sizes]');"
         "return s && s.dataset.sizes.endsWith(',2') && Number(s.dataset.lastRan) >= 3"), 60)
     shot("job.png", 1500)
+    shot("job-top.png", 1040)  # the README's picture: the charts, progress and events
     ok(f"job a's size chart shows the dynamic policy's resize (sizes {sizes}), with its event "
        "and rank 0's live log")
 
@@ -225,6 +226,29 @@ try:
     drv.find_element(By.CSS_SELECTOR, "nav a[data-view='jobs']").click()
     wait("job c's row to say SUCCEEDED", lambda: row_state(c) == "SUCCEEDED")
     shot("jobs.png", 600)
+
+    # A user's token: their jobs only, no policy switch; revoked, the page signs out saying so.
+    me = subprocess.run(["id", "-un"], check=True, capture_output=True, text=True).stdout.strip()
+    viewer = curl("POST", "/v1/tokens", {"name": "viewer", "user": me})
+    drv.find_element(By.ID, "signout").click()
+    field = wait("the sign-in form after signing out", lambda: drv.find_element(By.ID, "token"))
+    if js("return sessionStorage.length") != 0:
+        fail("signing out left the token in session storage")
+    field.send_keys(viewer["token"])
+    drv.find_element(By.ID, "signin").click()
+    wait("the viewer's empty table", lambda: js("return document.body.dataset.rows") == "0"
+         and "No jobs yet" in drv.find_element(By.CSS_SELECTOR, "td.empty").text)
+    drv.find_element(By.CSS_SELECTOR, "nav a[data-view='scheduler']").click()
+    wait("the scheduler page to say only admins switch", lambda: "Only an admin token" in
+         drv.find_element(By.CSS_SELECTOR, "section.scheduler").text)
+    if drv.find_elements(By.ID, "switch"):
+        fail("a user's token is offered the policy switch")
+    curl("DELETE", f"/v1/tokens/{viewer['id']}")
+    err = wait("the page to sign out once the token is revoked",
+               lambda: drv.find_element(By.ID, "login-error").text.strip(), 30)
+    if "revoked" not in err:
+        fail(f"the revoked token's message is unclear: {err!r}")
+    ok(f"a user sees only their jobs and no policy switch; revoked, the page signs out: {err!r}")
 
     # Nothing the page did broke its Content-Security-Policy, and no script failed.
     # (The network's own lines, such as the bad token's 401, are not the page's errors.)

@@ -49,12 +49,16 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $(sed -n 's/^ET
 [ "$code" = 304 ] || fail "GET / with its ETag gave $code, not 304"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/ui/app.js")
 [ "$code" = 405 ] || fail "POST /ui/app.js gave $code, not 405"
-ok "the dashboard's assets: no token needed, strict CSP, nosniff, no Referer, 304 on its ETag"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/ui/nothing.js")
+[ "$code" = 404 ] || fail "GET /ui/nothing.js gave $code, not 404"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/jobs")
+[ "$code" = 401 ] || fail "the API without a token gave $code, not 401"
+ok "the dashboard's assets: no token needed (the API still wants one), strict CSP, nosniff, no Referer, 304 on its ETag"
 
 shots=${RING_ARTIFACTS:-$WORK/artifacts}/dashboard
 mkdir -p "$shots"
-URL=$URL TOKEN=$(cat "$WORK/data/admin.token") TRAIN=$TRAIN SHOTS=$shots "$python" "$(dirname "$0")/dashboard.py"
+URL=$URL TOKEN=$(cat "$WORK/data/admin.token") TRAIN=$TRAIN SHOTS=$shots PASSED=$passed "$python" "$(dirname "$0")/dashboard.py"
 echo "screenshots: $shots"
 if [ -n "${RING_DASHBOARD_SHOT:-}" ]; then
-    cp "$shots/job.png" "$RING_DASHBOARD_SHOT"
+    cp "$shots/job-top.png" "$RING_DASHBOARD_SHOT"
 fi
