@@ -163,10 +163,12 @@ export function mount(root, ctx) {
   }
 
   // The details of the page's running jobs (or of ids), a few requests at a time.
-  let fetching = false;
+  let fetching = false; // a round over the page is under way
   async function details(ids) {
-    if (fetching && !ids) return;
-    fetching = !ids;
+    if (!ids) {
+      if (fetching) return;
+      fetching = true;
+    }
     const todo = ids || [...rows.values()].filter((r) => RUNS.includes(r.job.state)).map((r) => r.job.id);
     const worker = async () => {
       for (let id; alive && (id = todo.shift()) !== undefined;) {
@@ -193,21 +195,30 @@ export function mount(root, ctx) {
     }
   }, 1000);
 
-  async function added(id) {
-    try {
-      const job = await api('GET', '/v1/jobs/' + encodeURIComponent(id));
-      if (!alive || rows.has(id) || !matches(job)) return;
-      if (!rows.size) fill(tbody);
-      const r = { job, detail: job, tr: null };
-      rows.set(id, r);
-      tbody.prepend(render(r, true));
-      summary();
-    } catch (e) { /* deleted already, or not ours */ }
-  }
+  // Jobs the stream announced: a few are read one by one and put on top; a burst (a
+  // script submitting hundreds) reloads the first page instead, one request for them all.
+  const BURST = 10;
+  const arrived = new Set();
+  const arrivals = debounce(async () => {
+    const ids = [...arrived];
+    arrived.clear();
+    if (ids.length > BURST || rows.size + ids.length > 2 * PAGE) return load();
+    for (const id of ids) {
+      try {
+        const job = await api('GET', '/v1/jobs/' + encodeURIComponent(id));
+        if (!alive || rows.has(id) || !matches(job)) continue;
+        if (!rows.size) fill(tbody);
+        const r = { job, detail: job, tr: null };
+        rows.set(id, r);
+        tbody.prepend(render(r, true));
+        summary();
+      } catch (e) { /* deleted already, or not ours */ }
+    }
+  }, 150);
 
   load();
   return {
-    unmount() { alive = false; clearInterval(timer); clearInterval(clock); typed.cancel(); },
+    unmount() { alive = false; clearInterval(timer); clearInterval(clock); typed.cancel(); arrivals.cancel(); },
     event(type, ev) {
       if (ev.id <= seen) return;
       const r = rows.get(ev.job_id);
@@ -218,7 +229,8 @@ export function mount(root, ctx) {
         summary();
         if (RUNS.includes(r.job.state) || type === 'succeeded') details([ev.job_id]);
       } else if (type === 'submitted' && pageIndex === 0) {
-        added(ev.job_id);
+        arrived.add(ev.job_id);
+        arrivals();
       }
     },
   };
