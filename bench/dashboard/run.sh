@@ -55,8 +55,10 @@ seq "$jobs" | xargs -P 8 -I{} curl -sf -o /dev/null -H "Authorization: Bearer $t
 n=$(curl -s -H "Authorization: Bearer $token" "$url/metrics" | awk '$1 == "ringd_submissions_total" {print $2}')
 echo "bench/dashboard: ringd holds ${n:-?} jobs; $runs cold and $runs warm loads" >&2
 rows=$(URL=$url TOKEN=$token RUNS=$runs /usr/bin/python3 "$here/pageload.py")
+# Every file the dashboard has (the views a load does not show load on first use).
+all=$(cat "$here"/../../server/web/*.{html,js,css,svg} | wc -c)
 if [ "$json" = 1 ]; then
-    echo "$rows" | jq -c --argjson jobs "$jobs" '. + {jobs: $jobs}'
+    echo "$rows" | jq -c --argjson jobs "$jobs" --argjson all "$all" '. + {jobs: $jobs, all_assets_bytes: $all}'
     exit 0
 fi
 printf '%-6s %6s %6s %14s %14s %14s %12s %6s\n' cache jobs runs "rows p50 ms" "rows max ms" "paint p50 ms" "page bytes" files
@@ -64,3 +66,4 @@ echo "$rows" | jq -r --argjson jobs "$jobs" '[.cache, $jobs, .runs, .first_rows_
     while IFS=$'\t' read -r c j r m x f b k; do
         printf '%-6s %6s %6s %14s %14s %14s %12s %6s\n' "$c" "$j" "$r" "$m" "$x" "$f" "$b" "$k"
     done
+echo "all of the dashboard's files: $all bytes"
