@@ -11,7 +11,11 @@ import * as jobs from './jobs.js';
 
 // The other views load when first shown: a page load, which shows the jobs, parses only
 // what the table needs.
-const lazy = (path) => { let m = null; return () => (m = m || import(path)); };
+// A load that failed (ringd restarting) is tried again next time.
+const lazy = (path) => {
+  let m = null;
+  return () => (m = m || import(path).catch((e) => { m = null; throw e; }));
+};
 const job = lazy('./job.js'), cluster = lazy('./cluster.js'), scheduler = lazy('./scheduler.js');
 
 const main = document.getElementById('main');
@@ -39,7 +43,11 @@ function live(state) {
 function route() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const m = hash.match(/^\/jobs\/([^/?]+)$/);
-  if (m) return { name: 'jobs', load: job, arg: decodeURIComponent(m[1]) };
+  if (m) {
+    let id = m[1];
+    try { id = decodeURIComponent(id); } catch (e) { /* not %-encoded after all: as typed */ }
+    return { name: 'jobs', load: job, arg: id };
+  }
   if (hash.startsWith('/cluster')) return { name: 'cluster', load: cluster };
   if (hash.startsWith('/scheduler')) return { name: 'scheduler', load: scheduler };
   return { name: 'jobs', load: null };
