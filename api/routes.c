@@ -35,8 +35,8 @@ static const struct api__route routes[] = {
     {NULL, NULL, NULL},
 };
 
-/* Every route, jobs first (routes_jobs.c). */
-static const struct api__route *const tables[] = {api__job_routes, routes, NULL};
+/* Every route, jobs first (routes_jobs.c), then the views over many jobs (routes_views.c). */
+static const struct api__route *const tables[] = {api__job_routes, api__view_routes, routes, NULL};
 
 /*
  * Matches path against pattern segment by segment; a "{}" segment matches any non-empty

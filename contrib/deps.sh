@@ -23,7 +23,10 @@ set -eu
 # scikit-learn (the digits data set of the PyTorch example), pytest, and setuptools, pip and
 # venv (the packaging test installs the package offline). Fuzzing (make fuzz): clang with
 # libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes; only a Recommends of clang)
-# and llvm (llvm-symbolizer, for readable stacks in its reports).
+# and llvm (llvm-symbolizer, for readable stacks in its reports). The dashboard's browser
+# tests and bench/dashboard: Chromium, its WebDriver (chromium-driver) and Selenium for
+# Debian's python3, with a font for the screenshots (fonts-dejavu-core; Chromium only
+# recommends fonts, and a fresh machine may have none).
 PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev libyaml-dev curl
 iproute2 procps jq python3 python3-prometheus-client openssl util-linux
@@ -32,7 +35,8 @@ slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurm-wlm-ba
 libpmix-dev libslurm-dev
 clang-format clang libclang-rt-14-dev llvm
 python3 python3-numpy python3-torch python3-torchvision python3-sklearn python3-pytest
-python3-setuptools python3-pip python3-venv"
+python3-setuptools python3-pip python3-venv
+chromium chromium-driver python3-selenium fonts-dejavu-core"
 
 missing=""
 for p in $PACKAGES; do

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "sse.h"
 #include "utf8.h"
+#include "web.h"
 
 /* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
  * argument lists and environments while bounding what one request can make us hold. */
@@ -365,10 +366,43 @@ static enum MHD_Result start_stream(struct http *h, struct MHD_Connection *c, st
     log_line(method, rq->raw_uri, 200, who->owner);
     if (resp->stream == API_STREAM_EVENTS)
         ret = sse_respond(h->sse, c, &sa, resp->stream_job, resp->stream_from, stream_store, h);
+    else if (resp->stream == API_STREAM_ALL_EVENTS)
+        ret =
+            sse_respond_all(h->sse, c, &sa, resp->stream_owner, resp->stream_from, stream_store, h);
     else
         ret = sse_follow_log(h->sse, c, &sa, resp->stream_job, resp->stream_rank,
                              resp->stream_which, resp->stream_from, stream_store, h);
     sodium_memzero(sa.header, sizeof(sa.header));
+    return ret;
+}
+
+/* GET / and /ui/...: the dashboard's assets, for any caller (they hold no data). */
+static enum MHD_Result web(struct MHD_Connection *c, struct req *rq, const char *method,
+                           const char *url)
+{
+    const struct web_asset *a = web_find(url);
+    struct api_response resp = {0};
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+    int status;
+
+    if (a == NULL) {
+        api_problem(&resp, 404, "not-found", "Not Found", url,
+                    "the dashboard has no file %s; it starts at /", url);
+        return answer(c, rq, method, "-", &resp, 0);
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        api_problem(&resp, 405, "method-not-allowed", "Method Not Allowed", a->path,
+                    "%s is not allowed on %s, the dashboard; use GET", method, a->path);
+        snprintf(resp.allow, sizeof(resp.allow), "GET, HEAD");
+        return answer(c, rq, method, "-", &resp, 0);
+    }
+    if ((r = web_response(a, header(c, MHD_HTTP_HEADER_IF_NONE_MATCH), &status)) == NULL)
+        return MHD_NO;
+    metrics_count_request(status);
+    log_line(method, rq->raw_uri, status, "-");
+    ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
     return ret;
 }
 
@@ -412,6 +446,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                     "the request body is over %d bytes; send a smaller JobSpec", BODY_MAX);
         return answer(c, rq, method, "-", &resp, 0);
     }
+    if (!rq->queued && (strcmp(url, "/") == 0 || strncmp(url, "/ui/", 4) == 0))
+        return web(c, rq, method, url);
     req.store = thread_store(h, &err);
     if (req.store != NULL && rq->queued) {
         /* back from the committer: answer with the stored job */
