@@ -8,6 +8,9 @@
 
 #include "store.h"
 
+/* What GET /metrics answers with: Prometheus' text format 0.0.4. */
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
 /* Counts one answered request. Thread-safe. */
 void metrics_count_request(int status);
 /* Renders the metrics (malloc'ed text, the caller frees), or NULL with err. */
