@@ -338,7 +338,7 @@ static enum MHD_Result metrics(struct MHD_Connection *c, struct req *rq, struct 
         api_problem(&resp, 405, "method-not-allowed", "Method Not Allowed", "/metrics",
                     "/metrics only answers GET");
         snprintf(resp.allow, sizeof(resp.allow), "GET");
-    } else if ((text = metrics_render(st, &err)) != NULL) {
+    } else if ((text = metrics_render(st, rq->h->api->sched, &err)) != NULL) {
         if (reading)
             store_read_end(st);
         metrics_count_request(200);
