@@ -49,6 +49,7 @@ TIMEOUT_S = 60.0
 RECONNECT_S = 30.0
 EVENTS_QUIET_S = 45.0  # three of ringd's keep-alives (server/sse.c: SSE_KEEPALIVE_MS)
 PROBLEM_PREFIX = "urn:ringmaster:problem:"
+_REQUEST_TIMEOUT = object()  # _open's default: the client's timeout (None: no timeout at all)
 
 
 class RingmasterError(Exception):
@@ -216,9 +217,10 @@ class Client:
             return http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._tls)
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
-    def _open(self, method, path, body=None, headers=None, timeout=None):
+    def _open(self, method, path, body=None, headers=None, timeout=_REQUEST_TIMEOUT):
         """Sends a request; returns (connection, response) for the caller to read and close.
-        Raises Unreachable when ringd cannot be reached, ApiError for an error status."""
+        timeout is the socket's (None: none). Raises Unreachable when ringd cannot be
+        reached, ApiError for an error status."""
         h = {"Accept": "application/json"}
         if self.token:
             h["Authorization"] = "Bearer " + self.token
@@ -227,7 +229,7 @@ class Client:
             data = json.dumps(body).encode()
             h["Content-Type"] = "application/json"
         h.update(headers or {})
-        conn = self._connect(self.timeout if timeout is None else timeout)
+        conn = self._connect(self.timeout if timeout is _REQUEST_TIMEOUT else timeout)
         try:
             conn.request(method, self._prefix + path, body=data, headers=h)
             resp = conn.getresponse()
