@@ -9,7 +9,7 @@ usage: lint_openapi.py OPENAPI.json ROUTE-SOURCE.c...
 - every operation has a unique operationId, a summary and tags the document declares;
 - every operation lists the statuses of the edge (x-unrouted-responses but 401, 404 and
   405), 401 unless it needs no token, and no "default";
-- every path parameter is declared; every $ref resolves; every schema is valid JSON Schema
+- every error (4xx, 5xx) is application/problem+json; every path parameter is declared; every $ref resolves; every schema is valid JSON Schema
   2020-12; every response with content has a schema;
 - every example (of a media type, a parameter or a header) validates against its schema.
 """
@@ -104,6 +104,10 @@ def main(argv):
             for value, at in examples_of(p):
                 bad += ["%s parameter %s %s: %s" % (where, p["name"], at, e.message)
                         for e in doc.validator(p.get("schema", {})).iter_errors(value)]
+        for status, r in responses.items():
+            content = doc.resolve(r).get("content") or {}
+            if status >= "400" and list(content) != ["application/problem+json"]:
+                bad.append("%s %s is not application/problem+json alone" % (where, status))
         bodies = [("request", doc.resolve(op["requestBody"]))] if "requestBody" in op else []
         bodies += [(status, doc.resolve(r)) for status, r in responses.items()]
         for status, r in bodies:
