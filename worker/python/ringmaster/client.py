@@ -354,12 +354,18 @@ class Client:
         breaks."""
         if follow:
             return self._follow_events(job_id, after, None)
-        return self._call("GET", self._job(job_id, "/events") + self._query(after=after))["events"]
+        out = []
+        while True:  # a page at a time (ringd sends at most 10000), until one comes back empty
+            page = self._call("GET", self._job(job_id, "/events") + self._query(after=after))["events"]
+            if not page:
+                return out
+            out += page
+            after = page[-1]["id"]
 
     def _follow_events(self, job_id, after, deadline):
         last = after
-        reader = _SSE()
-        for conn, resp in self._follow(job_id, deadline, lambda: self._events_stream(job_id, last, deadline)):
+        for _, resp in self._follow(job_id, deadline, lambda: self._events_stream(job_id, last, deadline)):
+            reader = _SSE()  # an event cut off by a broken stream comes again whole
             for raw in _lines(resp, deadline):
                 event = reader.feed(raw)
                 if event is None:
