@@ -10,7 +10,8 @@ set -eu
 # libsodium for token hashing, libcurl and libyaml for ringctl). Tests: Check (unit suites), curl (drives
 # ringd), iproute2 (network namespaces), procps (pgrep/pkill), jq (checks JSON output),
 # python3 (raw HTTP in the hostile-input suite), python3-prometheus-client (its parser checks
-# /metrics), openssl (certificates for the TLS test), util-linux (setpriv: ringd as another
+# /metrics), python3-jsonschema (the contract tests check the API's responses and JobSpecs
+# against api/openapi.json), openssl (certificates for the TLS test), util-linux (setpriv: ringd as another
 # user in the isolation test).
 # bench/: Open MPI (the collectives' peer), libgloo-dev (Gloo, bench/allreduce's other peer;
 # build-essential brings its C++ compiler) and wrk (HTTP load). Slurm from Debian: slurmctld,
@@ -29,7 +30,7 @@ set -eu
 # recommends fonts, and a fresh machine may have none).
 PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev libyaml-dev curl
-iproute2 procps jq python3 python3-prometheus-client openssl util-linux
+iproute2 procps jq python3 python3-prometheus-client python3-jsonschema openssl util-linux
 openmpi-bin libopenmpi-dev libgloo-dev wrk
 slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurm-wlm-basic-plugins
 libpmix-dev libslurm-dev

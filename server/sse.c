@@ -548,7 +548,7 @@ enum MHD_Result sse_respond(struct sse *s, struct MHD_Connection *c, const struc
     struct stream *st = stream_new(s, who);
     if (st == NULL)
         return MHD_NO;
-    return queue_stream(s, c, st, id, after, "text/event-stream", open_store, arg);
+    return queue_stream(s, c, st, id, after, SSE_EVENTS_TYPE, open_store, arg);
 }
 
 enum MHD_Result sse_respond_all(struct sse *s, struct MHD_Connection *c, const struct sse_auth *who,
@@ -600,5 +600,5 @@ enum MHD_Result sse_follow_log(struct sse *s, struct MHD_Connection *c, const st
         json_decref(attempts);
     }
     open_log(st);
-    return queue_stream(s, c, st, id, offset, "text/plain; charset=utf-8", open_store, arg);
+    return queue_stream(s, c, st, id, offset, SSE_LOG_TYPE, open_store, arg);
 }

@@ -30,6 +30,10 @@
 
 struct sse;
 
+/* The media types of the two streams (what the record of responses says they sent). */
+#define SSE_EVENTS_TYPE "text/event-stream"
+#define SSE_LOG_TYPE    "text/plain; charset=utf-8"
+
 /* Whom a stream serves, as its request's token check found. */
 struct sse_auth {
     char header[160]; /* the Authorization value it came with; "" with auth off */
