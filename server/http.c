@@ -386,7 +386,7 @@ static enum MHD_Result start_stream(struct http *h, struct MHD_Connection *c, st
     metrics_count_request(200);
     log_line(method, rq->raw_uri, 200, who->owner);
     record_response(h->rec, method, rq->raw_uri, resp,
-                    resp->stream == API_STREAM_EVENTS ? SSE_EVENTS_TYPE : SSE_LOG_TYPE, "stream");
+                    resp->stream == API_STREAM_LOGS ? SSE_LOG_TYPE : SSE_EVENTS_TYPE, "stream");
     if (resp->stream == API_STREAM_EVENTS)
         ret = sse_respond(h->sse, c, &sa, resp->stream_job, resp->stream_from, stream_store, h);
     else if (resp->stream == API_STREAM_ALL_EVENTS)
@@ -424,6 +424,9 @@ static enum MHD_Result web(struct MHD_Connection *c, struct req *rq, const char 
         return MHD_NO;
     metrics_count_request(status);
     log_line(method, rq->raw_uri, status, "-");
+    resp.status = status;
+    record_response(rq->h->rec, method, rq->raw_uri, &resp, status == 200 ? a->type : NULL,
+                    "file");
     ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;

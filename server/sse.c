@@ -570,7 +570,7 @@ enum MHD_Result sse_respond_all(struct sse *s, struct MHD_Connection *c, const s
         return MHD_NO;
     }
     st->len = (size_t)n;
-    return queue_stream(s, c, st, "", after, "text/event-stream", open_store, arg);
+    return queue_stream(s, c, st, "", after, SSE_EVENTS_TYPE, open_store, arg);
 }
 
 enum MHD_Result sse_follow_log(struct sse *s, struct MHD_Connection *c, const struct sse_auth *who,

@@ -21,7 +21,8 @@ import jsonschema
 
 from oas import Document, is_json
 
-SERVED_BY_HTTP = {("get", "/metrics")}  # server/http.c answers it before the API's routes
+# server/http.c answers these before the API's routes: /metrics, and the dashboard's files
+SERVED_BY_HTTP = {("get", "/metrics"), ("get", "/"), ("get", "/ui/{}")}
 
 
 def c_routes(sources):
