@@ -140,6 +140,37 @@ START_TEST(scale_truncates_and_saturates)
 }
 END_TEST
 
+START_TEST(average_divides)
+{
+    /* AVERAGE's factor 1/n divides: 142 * (float)(1/3) is 47.33334, not 142 / 3 = 47.33333.
+     * Every whole sum from -600 to 600, over 3 and 7 ranks, in both float types, alone and
+     * fused into the last reduction; a factor that is no reciprocal still multiplies. */
+    static const int ranks[] = {3, 7};
+    int differs = 0;
+
+    for (int k = 0; k < 2; k++) {
+        int n = ranks[k];
+        for (int v = -600; v <= 600; v++) {
+            float f = (float)v, half = f / 2, out;
+            double d = v, dout;
+            differs += f * (float)(1.0 / n) != f / (float)n;
+            ring__scale(&out, &f, 1, RING_FLOAT32, 1.0 / n);
+            ck_assert_msg(out == f / (float)n, "%d / %d: %.9g", v, n, out);
+            ring__reduce_scale(&out, &half, &half, 1, RING_FLOAT32, RING_AVERAGE, 1.0 / n);
+            ck_assert_msg(out == f / (float)n, "%d / %d fused: %.9g", v, n, out);
+            ring__scale(&dout, &d, 1, RING_FLOAT64, 1.0 / n);
+            ck_assert(dout == d / n);
+            ring__reduce_scale(&dout, &d, &(double){0}, 1, RING_FLOAT64, RING_SUM, 1.0 / n);
+            ck_assert(dout == d / n);
+        }
+    }
+    ck_assert_msg(differs > 0, "no value tells a division from a product: the test proves nothing");
+    float x = 142, y;
+    ring__scale(&y, &x, 1, RING_FLOAT32, 0.3);
+    ck_assert(y == x * 0.3f);
+}
+END_TEST
+
 START_TEST(op_validation)
 {
     ck_assert(ring__op_valid(RING_FLOAT32, RING_SUM, 0.5, 2.0));
@@ -386,6 +417,7 @@ int main(void)
         int_kernels_wrap_and_compare,
         float_kernels_alias_and_half_precision,
         scale_truncates_and_saturates,
+        average_divides,
         op_validation,
         new_dtypes_table,
         int16_kernels_wrap_compare_and_saturate,

@@ -307,6 +307,20 @@ void ring__reduce(void *dst, const void *a, const void *b, size_t n, ring_dtype_
 }
 
 /* Converts a scaled double back to an integer type, saturating instead of overflowing. */
+/*
+ * AVERAGE reaches the kernels as a factor 1/n. Multiplying by 1/n, rounded to the type, is
+ * off by an ulp from the sum divided by n for some values (2 * 75 / 3 in float); Horovod's
+ * tests, and users, compare an average with a true division. So a factor that is exactly
+ * the reciprocal of a whole number n (as AVERAGE's is) divides by n; any other factor
+ * multiplies, in the type (float factors for float data, as Horovod's scaling does). Returns
+ * n, or 0 when the factor is not such a reciprocal.
+ */
+static double divisor_of(double factor)
+{
+    double n = factor > 0 && factor < 1 ? rint(1.0 / factor) : 0;
+    return n >= 2 && n <= 16777216.0 && 1.0 / n == factor ? n : 0;
+}
+
 #define SCALE_INT(T, lo, hi)                                                                       \
     do {                                                                                           \
         const T *s = src;                                                                          \
@@ -319,6 +333,8 @@ void ring__reduce(void *dst, const void *a, const void *b, size_t n, ring_dtype_
 
 void ring__scale(void *dst, const void *src, size_t n, ring_dtype_t dtype, double factor)
 {
+    double div = divisor_of(factor);
+
     if (n == 0) /* buffers of no elements may be NULL (an empty batch's fusion buffer) */
         return;
     if (factor == 1.0) {
@@ -349,32 +365,42 @@ void ring__scale(void *dst, const void *src, size_t n, ring_dtype_t dtype, doubl
     case RING_FLOAT16: {
         const uint16_t *s = src;
         uint16_t *d = dst;
-        float f = (float)factor;
+        float f = (float)factor, q = (float)div;
         for (size_t i = 0; i < n; i++)
-            d[i] = ring__float_to_half(ring__half_to_float(s[i]) * f);
+            d[i] = ring__float_to_half(div != 0 ? ring__half_to_float(s[i]) / q
+                                                : ring__half_to_float(s[i]) * f);
         break;
     }
     case RING_BFLOAT16: {
         const uint16_t *s = src;
         uint16_t *d = dst;
-        float f = (float)factor;
+        float f = (float)factor, q = (float)div;
         for (size_t i = 0; i < n; i++)
-            d[i] = ring__float_to_bf16(ring__bf16_to_float(s[i]) * f);
+            d[i] = ring__float_to_bf16(div != 0 ? ring__bf16_to_float(s[i]) / q
+                                                : ring__bf16_to_float(s[i]) * f);
         break;
     }
     case RING_FLOAT32: {
         const float *s = src;
         float *d = dst;
-        float f = (float)factor;
-        for (size_t i = 0; i < n; i++)
-            d[i] = s[i] * f;
+        float f = (float)factor, q = (float)div;
+        if (div != 0)
+            for (size_t i = 0; i < n; i++)
+                d[i] = s[i] / q;
+        else
+            for (size_t i = 0; i < n; i++)
+                d[i] = s[i] * f;
         break;
     }
     case RING_FLOAT64: {
         const double *s = src;
         double *d = dst;
-        for (size_t i = 0; i < n; i++)
-            d[i] = s[i] * factor;
+        if (div != 0)
+            for (size_t i = 0; i < n; i++)
+                d[i] = s[i] / div;
+        else
+            for (size_t i = 0; i < n; i++)
+                d[i] = s[i] * factor;
         break;
     }
     default:
@@ -386,8 +412,8 @@ void ring__scale(void *dst, const void *src, size_t n, ring_dtype_t dtype, doubl
  * The last step of a reduction that ends in a postscale (AVERAGE's division, or the
  * caller's factor) was two passes over the chunk: reduce into dst, then scale dst: 6% of
  * rank 0's samples in a ResNet-50-shaped step at np 2 (perf). A float sum is done in one
- * loop, (a + b) * f: each sum is rounded to the type before it is multiplied, as in two
- * passes, and C does not contract a sum and a product into one FMA (that takes a product
+ * loop, (a + b) * f (or / n, see divisor_of): each sum is rounded to the type before it is scaled,
+ * as in two passes, and C does not contract a sum and a product into one FMA (that takes a product
  * and a sum), so the result is bitwise the same. Other types and ops run the same two
  * kernels as before, over 4 KiB blocks, so that the scale reads what the reduce just
  * wrote from L1 (4 KiB: a twelfth of a typical 48 KiB L1d, leaving room for the inputs).
@@ -398,6 +424,7 @@ void ring__reduce_scale(void *dst, const void *a, const void *b, size_t n, ring_
                         ring_op_t op, double factor)
 {
     size_t es = ring_dtype_size(dtype), step = es > 0 ? REDUCE_SCALE_BLOCK / es : n;
+    double div = divisor_of(factor);
     char *d = dst;
     const char *x = a, *y = b;
 
@@ -407,16 +434,24 @@ void ring__reduce_scale(void *dst, const void *a, const void *b, size_t n, ring_
     }
     if ((op == RING_SUM || op == RING_AVERAGE) && dtype == RING_FLOAT32) {
         const float *fa = a, *fb = b;
-        float *fd = dst, f = (float)factor; /* as ring__scale rounds it */
-        for (size_t i = 0; i < n; i++)
-            fd[i] = (fa[i] + fb[i]) * f;
+        float *fd = dst, f = (float)factor, q = (float)div; /* as ring__scale rounds them */
+        if (div != 0)
+            for (size_t i = 0; i < n; i++)
+                fd[i] = (fa[i] + fb[i]) / q;
+        else
+            for (size_t i = 0; i < n; i++)
+                fd[i] = (fa[i] + fb[i]) * f;
         return;
     }
     if ((op == RING_SUM || op == RING_AVERAGE) && dtype == RING_FLOAT64) {
         const double *da = a, *db = b;
         double *dd = dst;
-        for (size_t i = 0; i < n; i++)
-            dd[i] = (da[i] + db[i]) * factor;
+        if (div != 0)
+            for (size_t i = 0; i < n; i++)
+                dd[i] = (da[i] + db[i]) / div;
+        else
+            for (size_t i = 0; i < n; i++)
+                dd[i] = (da[i] + db[i]) * factor;
         return;
     }
     for (size_t i = 0; i < n; i += step) {
