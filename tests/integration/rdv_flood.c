@@ -81,8 +81,8 @@ static int listening_port(const char *pid)
         return 0;
     while (!found && fgets(line, sizeof(line), f) != NULL) {
         /* "  0: 0100007F:A3A5 00000000:0000 0A ... uid timeout inode" */
-        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*d %lu", &port,
-                   &state, &inode) == 3 &&
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*d %lu", &port, &state,
+                   &inode) == 3 &&
             state == 0x0A && owns(pid, inode))
             found = (int)port;
     }

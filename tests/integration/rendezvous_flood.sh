@@ -39,6 +39,7 @@ for ((i = 0; i < JOBS; i++)); do
 done
 median=$(printf '%s\n' "${rates[@]}" | sort -n | sed -n "$(((JOBS + 1) / 2))p")
 echo "flooders made a median of $median connections per second (per job: ${rates[*]})"
+echo "ranks dialed the rendezvous again $(cat "$WORK"/job.*.err | grep -c 'dialing again') times"
 [ "$failed" = 0 ] || fail "$failed of $JOBS flooded jobs failed"
 ok "$JOBS jobs of 2 to 4 ranks finished under a flood of connections to their rendezvous"
 summary

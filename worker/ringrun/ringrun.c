@@ -616,6 +616,8 @@ int main(int argc, char **argv)
         }
         pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
         n += rendezvous_pollfds(rdv, pfd + n, npfd - n);
+        if (rendezvous_timeout(rdv) >= 0 && (timeout < 0 || rendezvous_timeout(rdv) < timeout))
+            timeout = rendezvous_timeout(rdv);
         if (poll(pfd, (nfds_t)n, timeout) < 0) {
             if (errno == EINTR)
                 continue;
