@@ -39,8 +39,8 @@
  *   - a newcomer to a full table pushes out, oldest first, an unproven client that said
  *     nothing through a whole poll, else one whose challenge went unanswered for
  *     RDV_PROVE_MS (a rank answers within a round trip; a second covers a loaded host and
- *     a slow network); a rank whose HELLO was read is so never pushed out by a flood that
- *     sends none, and one pushed out before it spoke dials again (bootstrap_rendezvous.c);
+ *     a slow network). So a flood that says nothing cannot push out a rank whose HELLO was
+ *     read; one pushed out before it spoke dials again (bootstrap_rendezvous.c);
  *   - failing both, newcomers wait in the listen backlog (RDV_BACKLOG, the kernel's usual
  *     somaxconn) until a client proves the secret or leaves, or the oldest challenge grows
  *     stale (rendezvous_timeout); the listener is left out of the poll meanwhile;
@@ -222,8 +222,9 @@ static int victim(const struct rendezvous *r, int any_silent, int64_t now)
 
 int rendezvous_timeout(const struct rendezvous *r)
 {
-    int64_t first = -1, left;
-    if (pending(r) < RDV_PENDING_MAX)
+    int64_t now = ring__now_ms(), first = -1, left;
+    /* Only while the listener is out of the poll: all pending clients are in their grace. */
+    if (pending(r) < RDV_PENDING_MAX || victim(r, 1, now) >= 0)
         return -1;
     for (int i = 0; i < r->nclients; i++) {
         const struct client *c = &r->clients[i];
@@ -232,7 +233,7 @@ int rendezvous_timeout(const struct rendezvous *r)
     }
     if (first < 0)
         return -1;
-    left = first + RDV_PROVE_MS - ring__now_ms();
+    left = first + RDV_PROVE_MS - now;
     return left < 0 ? 0 : (int)left;
 }
 
@@ -398,6 +399,8 @@ int rendezvous_adopt(struct rendezvous *r, int fd)
             return -1;
         drop(r, i);
     }
+    if (r->nclients == RDV_PENDING_MAX + r->max_authed) /* cannot be: authenticate() caps */
+        return -1;
     memset(&r->clients[r->nclients], 0, sizeof(r->clients[0]));
     r->clients[r->nclients].fd = fd;
     r->nclients++;
