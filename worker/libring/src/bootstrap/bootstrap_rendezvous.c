@@ -175,10 +175,17 @@ static int rdv_open(int timeout_ms, struct ring__bootstrap **out)
         goto error;
     }
     snprintf(r->addr, sizeof(r->addr), "%s", addr);
-    /* A rendezvous flooded with connections that prove nothing may close a rank's before it
-     * read its HELLO (ringrun's rendezvous.c): the rank dials again, 4 times at most. */
+    /*
+     * A rendezvous flooded with connections that prove nothing may close a rank's before it
+     * read its HELLO, when the rank was descheduled between connect and HELLO (ringrun's
+     * rendezvous.c): the rank dials again, 4 times at most, which makes a failure
+     * vanishingly rare. A redial waits at most 3 s for a refusing port, so that a rank whose
+     * ringrun is gone still fails soon.
+     */
     for (int dial = 1;; dial++) {
-        if ((rc = ring__net_connect(host, port, 0, deadline, &r->fd)) < 0) {
+        int64_t until =
+            dial > 1 && deadline - ring__now_ms() > 3000 ? ring__now_ms() + 3000 : deadline;
+        if ((rc = ring__net_connect(host, port, 0, until, &r->fd)) < 0) {
             /* ring__net_connect's text names the address already. */
             rc = ring__err(rc == RING_ETIMEDOUT ? rc : RING_EBOOTSTRAP,
                            "cannot reach the rendezvous (RING_RENDEZVOUS): %s", ring_last_error());
