@@ -581,7 +581,7 @@ int main(int argc, char **argv)
     }
 
     for (;;) {
-        int n = 0, timeout = -1;
+        int n = 0, timeout = -1, rdv_timeout;
         int64_t now;
 
         alive = 0;
@@ -616,6 +616,9 @@ int main(int argc, char **argv)
         }
         pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
         n += rendezvous_pollfds(rdv, pfd + n, npfd - n);
+        rdv_timeout = rendezvous_timeout(rdv);
+        if (rdv_timeout >= 0 && (timeout < 0 || rdv_timeout < timeout))
+            timeout = rdv_timeout;
         if (poll(pfd, (nfds_t)n, timeout) < 0) {
             if (errno == EINTR)
                 continue;
