@@ -12,7 +12,10 @@ set -eu
 # python3 (raw HTTP in the hostile-input suite), python3-prometheus-client (its parser checks
 # /metrics), python3-jsonschema (the contract tests check the API's responses and JobSpecs
 # against api/openapi.json), openssl (certificates for the TLS test), util-linux (setpriv: ringd as another
-# user in the isolation test).
+# user in the isolation test). The service: libsystemd-dev (ringd's sd_notify), libgnutls28-dev
+# (ringd hands libmicrohttpd its TLS certificate at each handshake, so a reload can replace
+# it), systemd (systemd-analyze checks contrib/systemd/ringd.service), help2man (the man
+# pages, from each program's --help).
 # bench/: Open MPI (the collectives' peer), libgloo-dev (Gloo, bench/allreduce's other peer;
 # build-essential brings its C++ compiler) and wrk (HTTP load). Slurm from Debian: slurmctld,
 # slurmd, munge and the client commands for contrib/slurm/testcluster.sh (its srun
@@ -30,6 +33,7 @@ set -eu
 # recommends fonts, and a fresh machine may have none).
 PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev libyaml-dev curl
+libsystemd-dev libgnutls28-dev systemd help2man
 iproute2 procps jq python3 python3-prometheus-client python3-jsonschema openssl util-linux
 openmpi-bin libopenmpi-dev libgloo-dev wrk
 slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurm-wlm-basic-plugins
