@@ -8,7 +8,8 @@
  * keeps jobs in DATA_DIR/ringd.db (checked at start: a corrupt one exits 65), writes the
  * bound address to DATA_DIR/ringd.addr and, on its first start, an admin token to
  * DATA_DIR/admin.token (mode 0600; 73 when it cannot be written). SIGTERM or SIGINT stop it
- * gracefully: requests in flight finish, then it exits 0.
+ * gracefully: requests in flight finish, then it exits 0. Under
+ * systemd it says when it is ready, reloading and stopping (notify.h).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include "backend_local.h"
 #include "config.h"
 #include "http.h"
+#include "notify.h"
 #include "scheduler.h"
 #include "store.h"
 
@@ -518,6 +520,7 @@ int main(int argc, char **argv)
     }
     snprintf(db_path, sizeof(db_path), "%s/ringd.db", cfg.data_dir);
     store_backup_sweep(cfg.data_dir);
+    notify_status("checking and migrating the job database %s", db_path);
     /* Before anything writes to it (a migration, a checkpoint): a corrupt database only gets
      * worse with use, and jobs read from it would be started wrong or lost. */
     if (store_check(db_path, &err) < 0) {
@@ -614,8 +617,10 @@ int main(int argc, char **argv)
             cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun, cfg.backend,
             cfg.policy);
     }
+    notify_ready("serving on %s, backend %s, policy %s", cfg.listen, cfg.backend, cfg.policy);
     while (sigwait(&set, &sig) != 0)
         ;
+    notify_stopping();
     say("info", "got signal %d; finishing requests in flight", sig);
     http_stop(http);
     scheduler_stop(sched);
