@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "record.h"
 #include "sse.h"
+#include "tls.h"
 #include "utf8.h"
 #include "web.h"
 
@@ -30,7 +31,7 @@
 
 struct http {
     struct MHD_Daemon *d;
-    char *tls_cert, *tls_key; /* PEM text, kept while the daemon runs */
+    int tls;                  /* serving HTTPS: tls.h's pair, which http_tls_reload replaces */
     int key_made;             /* store_key exists */
     const struct config *cfg;
     const struct api_config *api;
@@ -379,7 +380,7 @@ static enum MHD_Result start_stream(struct http *h, struct MHD_Connection *c, st
         api_problem(resp, 429, "too-many-streams", "Too Many Requests", url,
                     "token %s holds %d streams (events or log follows) already, the most one "
                     "token may; end one first",
-                    sa.token, h->cfg->streams_per_token);
+                    sa.token, sse_per_token(h->sse));
         resp->retry_after = STREAMS_RETRY_S;
         return answer(c, rq, method, who->owner, resp, 0);
     }
@@ -557,23 +558,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 /* The whole of a PEM file (certificate or key), as text; NULL with err. */
-static char *read_pem(const char *path, struct error *err)
-{
-    FILE *f = fopen(path, "r");
-    char *text = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    if (f == NULL)
-        return errprintf(err, "cannot read %s: %s", path, strerror(errno)), NULL;
-    n = getdelim(&text, &cap, '\0', f); /* PEM has no NUL: the whole file */
-    fclose(f);
-    if (n <= 0) {
-        free(text);
-        return errprintf(err, "%s is empty", path), NULL;
-    }
-    return text;
-}
-
 /* Frees what http_start made before the daemon runs. Accepts NULL; keeps errno. */
 static void http_free(struct http *h)
 {
@@ -586,10 +570,8 @@ static void http_free(struct http *h)
     record_close(h->rec);
     if (h->key_made)
         pthread_key_delete(h->store_key);
-    if (h->tls_key != NULL)
-        sodium_memzero(h->tls_key, strlen(h->tls_key));
-    free(h->tls_key);
-    free(h->tls_cert);
+    if (h->tls)
+        tls_unload();
     free(h);
     errno = saved;
 }
@@ -651,16 +633,14 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
             errprintf(err, "this libmicrohttpd was built without TLS (GnuTLS)");
             goto error;
         }
-        if ((h->tls_cert = read_pem(cfg->tls_cert, err)) == NULL ||
-            (h->tls_key = read_pem(cfg->tls_key, err)) == NULL) {
-            errno = EINVAL;
+        if (tls_load(cfg->tls_cert, cfg->tls_key, NULL, err) < 0)
             goto error;
-        }
+        h->tls = 1;
         flags |= MHD_USE_TLS;
-        tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert};
-        tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key};
+        /* Asked at every handshake, so that SIGHUP can replace the pair (tls.h). */
+        tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)tls_retrieve};
         /* GnuTLS's defaults, without the protocol versions RFC 8996 retired. */
-        tls[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+        tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
                                          (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"};
     }
     h->d = MHD_start_daemon(
@@ -677,7 +657,7 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
         if (e == EADDRINUSE)
             errprintf(err, "%s is in use (another ringd?); pick another with --listen",
                       cfg->listen);
-        else if (h->tls_cert != NULL)
+        else if (h->tls)
             errprintf(err,
                       "cannot serve HTTPS on %s: check that %s and %s are a PEM certificate "
                       "and its key",
@@ -718,4 +698,17 @@ void http_stop(struct http *h)
     sse_free(h->sse);
     h->sse = NULL;
     http_free(h);
+}
+
+int http_tls_reload(struct http *h, const char *cert, const char *key, struct tls_info *info,
+                    struct error *err)
+{
+    if (!h->tls)
+        return errno = EINVAL, errprintf(err, "ringd serves plain HTTP");
+    return tls_load(cert, key, info, err);
+}
+
+void http_set_streams_per_token(struct http *h, int n)
+{
+    sse_set_per_token(h->sse, n);
 }

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "config.h"
+#include "tls.h"
 
 struct http;
 
@@ -18,6 +19,16 @@ struct http;
  */
 struct http *http_start(const struct config *cfg, const struct api_config *api, const char *db_path,
                         int *port, struct error *err);
+/*
+ * Makes the PEM certificate chain at cert and the key at key the pair that new TLS
+ * connections get; open connections keep theirs (tls.h). Returns 0 with *info, or -1 with
+ * err when h serves plain HTTP or the pair is bad (the pair in use stays). Not
+ * thread-safe against itself: one caller (ringd's main thread, at SIGHUP).
+ */
+int http_tls_reload(struct http *h, const char *cert, const char *key, struct tls_info *info,
+                    struct error *err);
+/* From now on one token may start n streams at once; streams already open stay open. */
+void http_set_streams_per_token(struct http *h, int n);
 /* Stops accepting, finishes requests in flight and frees. Accepts NULL. */
 void http_stop(struct http *h);
 

@@ -8,7 +8,7 @@
  * keeps jobs in DATA_DIR/ringd.db (checked at start: a corrupt one exits 65), writes the
  * bound address to DATA_DIR/ringd.addr and, on its first start, an admin token to
  * DATA_DIR/admin.token (mode 0600; 73 when it cannot be written). SIGTERM or SIGINT stop it
- * gracefully: requests in flight finish, then it exits 0. Under
+ * gracefully: requests in flight finish, then it exits 0. SIGHUP reloads (reload.h). Under
  * systemd it says when it is ready, reloading and stopping (notify.h).
  */
 #include <arpa/inet.h>
@@ -33,6 +33,7 @@
 #include "config.h"
 #include "http.h"
 #include "notify.h"
+#include "reload.h"
 #include "scheduler.h"
 #include "store.h"
 
@@ -424,6 +425,7 @@ int main(int argc, char **argv)
     struct http *http = NULL;
     struct scheduler *sched = NULL;
     struct scheduler_config scfg;
+    struct reload *reload;
     char db_path[2200], addr_path[2200], checkpoints[2300], ckpt_prefix[2400], work_dir[2200] = "";
     int rc, port = 0, lock_fd, sig, isolate;
     sigset_t set;
@@ -442,6 +444,10 @@ int main(int argc, char **argv)
         if (rc < 0)
             say("error", "%s", err.text);
         return rc < 0 ? EXIT_CONFIG : 0;
+    }
+    if ((reload = reload_create(argc, argv, &cfg)) == NULL) {
+        say("error", "out of memory");
+        return EXIT_SOFTWARE;
     }
     if (cfg.no_auth && !loopback(cfg.listen)) {
         say("error",
@@ -579,6 +585,7 @@ int main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     sched = scheduler_start(&scfg, &err);
@@ -617,9 +624,15 @@ int main(int argc, char **argv)
             cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun, cfg.backend,
             cfg.policy);
     }
+    reload_attach(reload, http, sched);
     notify_ready("serving on %s, backend %s, policy %s", cfg.listen, cfg.backend, cfg.policy);
-    while (sigwait(&set, &sig) != 0)
-        ;
+    for (;;) {
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
+            break;
+        reload_run(reload);
+    }
     notify_stopping();
     say("info", "got signal %d; finishing requests in flight", sig);
     http_stop(http);
@@ -628,6 +641,7 @@ int main(int argc, char **argv)
     store_checkpointer_stop(ckpt);
     unlink(addr_path);
     close(lock_fd);
+    reload_destroy(reload);
     say("info", "stopped");
     return 0;
 }

@@ -169,6 +169,22 @@ int sse_reserve(struct sse *s, const char *token)
     return rc;
 }
 
+void sse_set_per_token(struct sse *s, int per_token)
+{
+    pthread_mutex_lock(&s->mu);
+    s->per_token = per_token;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int sse_per_token(struct sse *s)
+{
+    int n;
+    pthread_mutex_lock(&s->mu);
+    n = s->per_token;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 /* Gives back a place sse_reserve gave token. */
 static void unreserve(struct sse *s, const char *token)
 {

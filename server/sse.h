@@ -44,6 +44,11 @@ struct sse_auth {
 /* Starts the waker; one token may hold per_token streams. Returns NULL when out of
  * memory. */
 struct sse *sse_start(int per_token);
+/* From now on one token may hold per_token streams (SIGHUP); one that holds more keeps them
+ * until they end. */
+void sse_set_per_token(struct sse *s, int per_token);
+/* How many streams one token may hold now. */
+int sse_per_token(struct sse *s);
 /* Ends every stream (they send what they have and close) and stops the waker. Call before
  * MHD_stop_daemon, which needs every connection resumed. Accepts NULL. */
 void sse_stop(struct sse *s);
