@@ -43,6 +43,9 @@
 #define EXIT_SOFTWARE    70
 #define EXIT_CANTCREAT   73 /* the first admin token cannot be written */
 
+/* The configuration as config_load gave it (static: it is large, and main's alone). */
+static struct config as_loaded;
+
 static void say(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void say(const char *level, const char *fmt, ...)
@@ -445,10 +448,7 @@ int main(int argc, char **argv)
             say("error", "%s", err.text);
         return rc < 0 ? EXIT_CONFIG : 0;
     }
-    if ((reload = reload_create(argc, argv, &cfg)) == NULL) {
-        say("error", "out of memory");
-        return EXIT_SOFTWARE;
-    }
+    as_loaded = cfg; /* what a reload compares with, before any of it is resolved */
     if (cfg.no_auth && !loopback(cfg.listen)) {
         say("error",
             "--no-auth is only allowed on a loopback address, not %s; drop --no-auth "
@@ -624,7 +624,7 @@ int main(int argc, char **argv)
             cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun, cfg.backend,
             cfg.policy);
     }
-    reload_attach(reload, http, sched);
+    reload = reload_create(argc, argv, &as_loaded, http, sched);
     notify_ready("serving on %s, backend %s, policy %s", cfg.listen, cfg.backend, cfg.policy);
     for (;;) {
         if (sigwait(&set, &sig) != 0)

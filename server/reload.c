@@ -42,7 +42,8 @@ static void done_add(struct done *d, const char *fmt, ...)
     va_end(ap);
 }
 
-struct reload *reload_create(int argc, char **argv, const struct config *loaded)
+struct reload *reload_create(int argc, char **argv, const struct config *loaded,
+                             struct http *http, struct scheduler *sched)
 {
     struct reload *r = calloc(1, sizeof(*r));
     if (r == NULL)
@@ -50,6 +51,8 @@ struct reload *reload_create(int argc, char **argv, const struct config *loaded)
     r->argc = argc;
     r->argv = argv;
     r->loaded = *loaded;
+    r->http = http;
+    r->sched = sched;
     /* As config_load finds it: the file is read whatever the flags' order. */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc)
@@ -58,12 +61,6 @@ struct reload *reload_create(int argc, char **argv, const struct config *loaded)
             r->path = argv[i] + 9;
     }
     return r;
-}
-
-void reload_attach(struct reload *r, struct http *http, struct scheduler *sched)
-{
-    r->http = http;
-    r->sched = sched;
 }
 
 void reload_destroy(struct reload *r)
@@ -197,11 +194,17 @@ error:
 
 void reload_run(struct reload *r)
 {
-    struct config *next = malloc(sizeof(*next));
+    struct config *next;
     struct done d = {.text = "", .n = 0};
     struct error err;
     int rc;
 
+    if (r == NULL) {
+        log_error("reload: SIGHUP, but ringd had no memory to prepare reloads at start; "
+                  "restart it to change its configuration");
+        return;
+    }
+    next = malloc(sizeof(*next));
     notify_reloading();
     log_info("reload: SIGHUP; reading %s", r->path ? r->path : "the flags (no --config file)");
     if (next == NULL) {
@@ -223,7 +226,7 @@ void reload_run(struct reload *r)
     if (d.n > 0)
         log_info("reload: done: %s", d.text);
     else
-        log_info("reload: done: nothing that can change at runtime changed");
+        log_info("reload: done: no setting that changes at runtime changed");
 out:
     free(next);
     notify_ready("serving (reloaded)");

@@ -28,13 +28,13 @@
 
 struct reload;
 
-/* Remembers argv (borrowed: main's, alive until exit) and a copy of loaded, the
- * configuration as config_load gave it, before ringd resolved any of it. Returns NULL with
- * errno ENOMEM. */
-struct reload *reload_create(int argc, char **argv, const struct config *loaded);
-/* What a reload changes: the HTTP server and the scheduler (borrowed). */
-void reload_attach(struct reload *r, struct http *http, struct scheduler *sched);
-/* Reloads, logs what it did, and tells systemd (RELOADING=1, then READY=1). */
+/* Remembers argv (borrowed: main's, alive until exit), a copy of loaded (the configuration
+ * as config_load gave it, before ringd resolved any of it), and what a reload changes: the
+ * HTTP server and the scheduler (borrowed). Returns NULL with errno ENOMEM. */
+struct reload *reload_create(int argc, char **argv, const struct config *loaded,
+                             struct http *http, struct scheduler *sched);
+/* Reloads, logs what it did, and tells systemd (RELOADING=1, then READY=1). With r NULL
+ * (reload_create failed), says that it cannot. */
 void reload_run(struct reload *r);
 /* Accepts NULL. */
 void reload_destroy(struct reload *r);

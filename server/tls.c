@@ -138,17 +138,14 @@ int tls_load(const char *cert_path, const char *key_path, struct tls_info *info,
     if (read_file(cert_path, "certificate", &cert, err) < 0 ||
         read_file(key_path, "key", &key, err) < 0)
         goto error;
-    if (check_match(&cert, &key, cert_path, key_path, err) < 0)
-        goto error;
     p->npcert = TLS_CHAIN_MAX;
     rc = gnutls_pcert_list_import_x509_raw(p->pcert, &p->npcert, &cert, GNUTLS_X509_FMT_PEM,
                                            GNUTLS_X509_CRT_LIST_FAIL_IF_UNSORTED);
     if (rc < 0) {
         p->npcert = 0;
         errno = EINVAL;
-        errprintf(err, "cannot read the certificate chain in %s (%s); at most %d certificates, "
-                       "the server's first and each one's issuer after it",
-                  cert_path, gnutls_strerror(rc), TLS_CHAIN_MAX);
+        errprintf(err, "%s is not a PEM certificate chain of at most %d, the server's first (%s)",
+                  cert_path, TLS_CHAIN_MAX, gnutls_strerror(rc));
         goto error;
     }
     if (check_leaf(&p->pcert[0].cert, cert_path, info, err) < 0)
@@ -156,9 +153,13 @@ int tls_load(const char *cert_path, const char *key_path, struct tls_info *info,
     if (gnutls_privkey_init(&p->key) < 0 ||
         gnutls_privkey_import_x509_raw(p->key, &key, GNUTLS_X509_FMT_PEM, NULL, 0) < 0) {
         errno = EINVAL;
-        errprintf(err, "cannot read the TLS key %s", key_path);
+        errprintf(err, "cannot read the TLS key %s: an unencrypted PEM key is needed", key_path);
         goto error;
     }
+    /* Last: GnuTLS 3.7 leaks on this call's error path for a file that is not PEM, which
+     * the two imports above have ruled out by now. */
+    if (check_match(&cert, &key, cert_path, key_path, err) < 0)
+        goto error;
     info->chain = p->npcert;
     sodium_memzero(key.data, key.size);
     gnutls_free(key.data);

@@ -60,7 +60,8 @@ TOKEN=$(cat "$DATA/admin.token")
 python3 "$HERE/tls_client.py" "$ADDR" "$WORK/ca.pem" "$WORK/client.log" "$WORK/stop" &
 client=$!
 trap 'touch "$WORK/stop"; kill $client 2>/dev/null || true; lib_exit' EXIT
-wait_for 30 "the client's first requests" '[ "$(grep -c "^new $FP_A 200" "$WORK/client.log" 2>/dev/null)" -ge 20 ]'
+wait_for 30 "the client's first requests" \
+    '[ -f "$WORK/client.log" ] && [ "$(grep -c "^new $FP_A 200" "$WORK/client.log")" -ge 20 ]'
 put b.pem b.key
 reload
 grep -q "reload: done: TLS certificate $WORK/live/cert.pem (.*SHA-256 $FP_B" "$WORK/ringd.log" ||
