@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "metrics.h"
 #include "record.h"
 #include "sse.h"
+#include "svclog.h"
 #include "tls.h"
 #include "utf8.h"
 #include "web.h"
@@ -271,6 +273,22 @@ static enum MHD_Result send_text(struct MHD_Connection *c, char *text)
 }
 
 /* MHD's URI log callback: the request's state, with its target as sent. */
+/*
+ * What libmicrohttpd reports itself (a failed TLS handshake, a request it answered on its
+ * own): a log line with a time and a level like every other, not its bare text on stderr.
+ * A client causes these, so they are warnings; a line is cut at 512 bytes.
+ */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    size_t n;
+    (void)cls;
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    for (n = strlen(msg); n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'); n--)
+        msg[n - 1] = '\0';
+    log_warning("libmicrohttpd: %s", msg);
+}
+
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     struct req *rq = calloc(1, sizeof(*rq));
@@ -649,6 +667,7 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
         (unsigned)cfg->connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)cfg->per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)EDGE_MHD_MEMORY, MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);
     if (h->d == NULL) {

@@ -34,7 +34,10 @@ ok "without the CA, ringctl refuses the unverified server (69)"
 
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://$ADDR/healthz" || true)
 [ "$code" != 200 ] || fail "plain HTTP was served on the TLS port"
-ok "the TLS port does not speak plain HTTP"
+# libmicrohttpd reports the broken handshake itself: a log line like ringd's own.
+wait_for 10 "libmicrohttpd's report in the log" \
+    'grep -q "^ts=.* level=warning .*libmicrohttpd: .*handshake" "$WORK/ringd.log"'
+ok "the TLS port does not speak plain HTTP (and libmicrohttpd's report is a log line)"
 
 ringd_stop
 
