@@ -99,7 +99,18 @@ reload
 grep -q "is not the key of the certificate" "$WORK/ringd.log" ||
     { cat "$WORK/ringd.log" >&2; fail "a key that is not the certificate's was not refused"; }
 [ "$(served_fp)" = "$FP_B" ] || fail "a mismatched pair replaced B"
-ok "a broken certificate and a mismatched key are refused with the reason; B stays"
+# -days 0: valid until the second it was made; reloaded once that second is over.
+openssl x509 -req -in "$WORK/a.req" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
+    -days 0 -extfile "$WORK/san" -out "$WORK/expired.pem" 2>/dev/null
+until_s=$(date -d "$(openssl x509 -in "$WORK/expired.pem" -noout -enddate | cut -d= -f2)" +%s)
+wait_for 10 "the certificate to expire" '[ "$(date +%s)" -gt "$until_s" ]'
+put expired.pem a.key
+reload
+grep -q "the TLS certificate $WORK/live/cert.pem expired at .*; renew it" "$WORK/ringd.log" ||
+    { cat "$WORK/ringd.log" >&2; fail "an expired certificate was not refused"; }
+[ "$(served_fp)" = "$FP_B" ] || fail "an expired certificate replaced B"
+ok "a broken certificate, a mismatched key and an expired certificate are refused with the" \
+    "reason; B stays"
 
 # A configuration that does not parse: nothing changes, ringd serves on.
 put b.pem b.key
