@@ -87,6 +87,31 @@ awk -v a="$FP_A" -v b="$FP_B" '$1 == "new" && $2 == b { seen = 1 }
 ok "certificate rotated under a live client: $(grep -c . "$WORK/client.log") requests, none failed;" \
     "new connections get B, an open one keeps A"
 
+# The race between a handshake and a swap, many times: twenty rotations back and forth while
+# the client goes on; no request fails, and the last pair is the one served.
+python3 "$HERE/tls_client.py" "$ADDR" "$WORK/ca.pem" "$WORK/client2.log" "$WORK/stop2" &
+client=$!
+trap 'touch "$WORK/stop2"; kill $client 2>/dev/null || true; lib_exit' EXIT
+wait_for 30 "the second client's first request" '[ -s "$WORK/client2.log" ]'
+for i in $(seq 20); do
+    if ((i % 2)); then put a.pem a.key; else put b.pem b.key; fi
+    n=$(wc -l <"$WORK/client2.log")
+    reload
+    # a few handshakes with this pair before the next swap
+    wait_for 30 "requests after rotation $i" '[ "$(wc -l <"$WORK/client2.log")" -ge $((n + 4)) ]'
+done
+wait_for 30 "requests after the rotations" \
+    '[ "$(grep -c "^new $FP_B 200" "$WORK/client2.log")" -ge 5 ]'
+touch "$WORK/stop2"
+wait "$client"
+if grep -q "^error" "$WORK/client2.log"; then
+    grep "^error" "$WORK/client2.log" | head >&2
+    fail "requests failed across twenty rotations"
+fi
+grep -q "^new $FP_A 200" "$WORK/client2.log" || fail "no new connection got A during the rotations"
+[ "$(served_fp)" = "$FP_B" ] || fail "the last rotation's certificate (B) is not served"
+ok "twenty rotations under the client: $(grep -c . "$WORK/client2.log") requests, none failed"
+
 # A broken certificate, then a key that is not the certificate's: refused, B stays.
 printf -- '-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n' \
     >"$WORK/broken.pem"
