@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "ops.h"
 #include "bootstrap.h"
 #include "engine.h"
 #include "transport.h"

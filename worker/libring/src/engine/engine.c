@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "ops.h"
 #include "engine_impl.h"
 #include "transport.h"
 

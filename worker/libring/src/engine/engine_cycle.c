@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
+#include "ops.h"
 #include "engine_impl.h"
 
 static void ctl_set(uint64_t *w, int bit)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "ops.h"
 #include "engine_impl.h"
 #include "transport.h"
 

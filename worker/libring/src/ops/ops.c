@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "backend.h"
+#include "ops.h"
 
 /* ---- ring: libring's algorithms over its transports ---- */
 

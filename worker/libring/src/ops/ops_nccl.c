@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "ops.h"
 #include "collectives.h"
 #include "net.h"
 

@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 #include <pthread.h>
 
-#include "backend.h"
+#include "ops.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int have_devices;

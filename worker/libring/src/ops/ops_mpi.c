@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "ops.h"
 #include "mpi_env.h"
 #include "net.h"
 
