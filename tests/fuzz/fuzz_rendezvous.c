@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "net.h"
+#include "bootstrap/rendezvous_protocol.h"
 #include "rendezvous.h"
 
 static struct ring__key key;

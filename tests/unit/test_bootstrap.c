@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "unit.h"
-#include "bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "ring_internal.h"
 #include "world.h"
 

@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "bootstrap.h"
-#include "net.h"
+#include "bootstrap/bootstrap.h"
+#include "base/base.h"
 #include "ring_internal.h"
-#include "shm_record.h"
-#include "transport.h"
+#include "transport/shm_record.h"
+#include "transport/transport.h"
 #include "world.h"
 
 /*

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "engine.h"
+#include "engine/engine.h"
+#include "ops/ops.h"
+#include "ring_internal.h"
 
 /*
  * A blocking call is named after its kind alone ("allreduce.noname"): a rank has at most one

@@ -8,10 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ops.h"
-#include "bootstrap.h"
-#include "engine.h"
-#include "transport.h"
+#include "bootstrap/bootstrap.h"
+#include "engine/engine.h"
+#include "ops/ops.h"
+#include "ring_internal.h"
+#include "transport/transport.h"
 
 static struct ring__ctx ctx;
 static int initialized;

@@ -7,45 +7,11 @@
 #define RING_INTERNAL_H
 
 #include <sched.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring.h"
-#include "tuning.h"
-
-/* ---- logging (log.c) ---------------------------------------------------------------- */
-
-enum ring__log_level {
-    RING_LOG_ERROR,
-    RING_LOG_WARNING,
-    RING_LOG_INFO,
-    RING_LOG_DEBUG,
-    RING_LOG_TRACE,
-};
-
-/* Reads RING_LOG_LEVEL; unknown values keep the default (warning) and say so. */
-void ring__log_init(int rank);
-int ring__log_enabled(enum ring__log_level level);
-/* Writes one line to stderr: "[ring 3] warning: text". Never fails visibly. */
-void ring__log(enum ring__log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/*
- * Records a detailed message for ring_last_error(), logs it at debug level and returns err,
- * so that callers can write `return ring__err(RING_EPEER, "recv from rank %d", peer)`.
- */
-int ring__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* ---- environment (env.c) ------------------------------------------------------------- */
-
-/*
- * Parses the integer environment variable name into *out, within [min, max]. Returns 0
- * (unset leaves *out = dflt) or RING_EENV with a message naming the variable. Only the
- * worker contract (bootstrap) and the tuning table (tuning.c) call it: every knob is read
- * from ctx->tune.
- */
-int ring__env_int(const char *name, long dflt, long min, long max, long *out);
+#include "base/base.h"
+#include "base/tuning.h"
 
 /* ---- the process-wide state (ring.c) -------------------------------------------------- */
 
@@ -137,6 +103,6 @@ struct ring__comm ring__world(struct ring__ctx *ctx);
 #define RING__OP_BOR  ((ring_op_t)(RING_OP_COUNT + 1))
 
 /* The schedules, kernels and algorithms. */
-#include "collectives.h"
+#include "collectives/collectives.h"
 
 #endif /* RING_INTERNAL_H */

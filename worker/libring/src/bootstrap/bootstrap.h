@@ -49,7 +49,7 @@
 
 #include <stddef.h>
 
-#include "auth.h"
+#include "bootstrap/auth.h"
 
 struct ring__bootstrap;
 

@@ -23,10 +23,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "mpi_env.h"
-#include "net.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "base/mpi_env.h"
+#include "bootstrap/bootstrap.h"
 
 struct mpiboot {
     struct ring__bootstrap b; /* first: the bootstrap is a struct mpiboot */

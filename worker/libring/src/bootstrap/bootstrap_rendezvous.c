@@ -27,9 +27,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "net.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/rendezvous_protocol.h"
 
 /* 120 bytes are 240 hex characters, inside the protocol's 255. */
 #define PART_BYTES 120

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 static int mismatch(char *msg, size_t len, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -37,9 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ops.h"
-#include "engine_impl.h"
-#include "transport.h"
+#include "engine/engine_impl.h"
+#include "ops/ops.h"
+#include "transport/transport.h"
 
 static atomic_int stop_visible;
 static _Thread_local int next_blocking;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ring_internal.h"
+#include "collectives/collectives.h"
 
 #define RING__NAME_MAX 255
 /* Tensors in one grouped allreduce at most (ring_grouped_allreduce_async's limit). */

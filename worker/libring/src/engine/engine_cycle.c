@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ops.h"
-#include "engine_impl.h"
+#include "engine/engine_impl.h"
+#include "ops/ops.h"
 
 static void ctl_set(uint64_t *w, int bit)
 {

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "engine_impl.h"
-#include "transport.h"
+#include "engine/engine_impl.h"
+#include "ops/ops.h"
+#include "transport/transport.h"
 
 int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c)
 {

@@ -11,9 +11,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "autotune.h"
-#include "engine.h"
-#include "net.h"
+#include "engine/autotune.h"
+#include "engine/engine.h"
 
 #define MAX_PSETS 256
 

@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 #include <pthread.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int have_devices;

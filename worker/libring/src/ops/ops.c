@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 /* ---- ring: libring's algorithms over its transports ---- */
 

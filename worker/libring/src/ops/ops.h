@@ -34,7 +34,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "ring_internal.h"
+#include "collectives/collectives.h"
 
 struct ring__backend {
     const char *name; /* "ring", "mpi", "nccl": for logs and messages */

@@ -28,9 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "mpi_env.h"
-#include "net.h"
+#include "base/mpi_env.h"
+#include "ops/ops.h"
 
 /* Process set ids are below the engine's MAX_PSETS (engine_impl.h). */
 #define MAX_SETS 256

@@ -37,9 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "collectives.h"
-#include "net.h"
+#include "ops/ops.h"
 
 /* Process set ids are below the engine's MAX_PSETS (engine_impl.h). */
 #define MAX_SETS 256

@@ -30,10 +30,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "net.h"
-#include "ring_internal.h"
-#include "transport.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "base/tuning.h"
+#include "bootstrap/bootstrap.h"
+#include "transport/transport.h"
 
 /* In order of preference: the first one both ends offer and that can reach the peer. */
 static const struct ring__transport *const transports[] = {
