@@ -519,6 +519,27 @@ int ring_alltoallv_async(const char *name, const void *sendbuf, const size_t *se
     return alltoall_common(name, sendbuf, sendcounts, recvbuf, recvcounts, 0, dtype, ps, handle);
 }
 
+/* ---- handles ---- */
+
+int ring_wait(ring_handle_t *h)
+{
+    struct ring__ctx *ctx = ring__ctx();
+    struct ring__engine *e = ctx ? ctx->engine : NULL;
+
+    if (h == NULL || e == NULL)
+        return ring__err(h == NULL ? RING_EINVAL : RING_ENOTINIT, "ring_wait: %s",
+                         h == NULL ? "NULL handle" : "libring is not initialized");
+    return ring__engine_wait(e, h);
+}
+
+int ring_test(ring_handle_t *h)
+{
+    struct ring__ctx *ctx = ring__ctx();
+    if (h == NULL || ctx == NULL || ctx->engine == NULL)
+        return 0;
+    return ring__engine_test(ctx->engine, h);
+}
+
 /* ---- blocking calls: a generated name, a submission and a wait ---- */
 
 static void noname(char *buf, size_t len, const char *what)

@@ -42,7 +42,24 @@
 #include "transport/transport.h"
 
 static atomic_int stop_visible;
+/* This rank's own stop request; read by the engine thread, set by the SIGTERM handler. */
+static atomic_int stop_flag;
 static _Thread_local int next_blocking;
+
+void ring__stop_request(void)
+{
+    atomic_store(&stop_flag, 1);
+}
+
+void ring__stop_clear(void)
+{
+    atomic_store(&stop_flag, 0);
+}
+
+int ring__stop_local(void)
+{
+    return atomic_load(&stop_flag) != 0;
+}
 
 void ring__engine_next_is_blocking(int yes)
 {
@@ -826,7 +843,7 @@ static int fast_cycle(struct ring__engine *e, const struct ring__submit *sub, in
     /* Not done: the engine thread takes it from here (it cycles while tensors wait). */
     if (!done || rc < 0)
         ring__engine_wake(e);
-    *status = ring_wait(h);
+    *status = ring__engine_wait(e, h);
     return 1;
 }
 
@@ -840,7 +857,7 @@ int ring__engine_blocking(struct ring__engine *e, const struct ring__submit *sub
     ring__engine_next_is_blocking(1);
     rc = ring__engine_submit(e, sub, 1, &h);
     ring__engine_next_is_blocking(0);
-    return rc < 0 ? rc : ring_wait(h);
+    return rc < 0 ? rc : ring__engine_wait(e, h);
 }
 
 /*
@@ -935,15 +952,10 @@ static void await_handle(struct ring__engine *e, struct ring_handle *h)
     pthread_mutex_unlock(&e->mu);
 }
 
-int ring_wait(ring_handle_t *h)
+int ring__engine_wait(struct ring__engine *e, struct ring_handle *h)
 {
-    struct ring__ctx *ctx = ring__ctx();
-    struct ring__engine *e = ctx ? ctx->engine : NULL;
     int status;
 
-    if (h == NULL || e == NULL)
-        return ring__err(h == NULL ? RING_EINVAL : RING_ENOTINIT, "ring_wait: %s",
-                         h == NULL ? "NULL handle" : "libring is not initialized");
     await_handle(e, h);
     status = h->status;
     if (h->stop_seen)
@@ -954,15 +966,10 @@ int ring_wait(ring_handle_t *h)
     return status;
 }
 
-int ring_test(ring_handle_t *h)
+int ring__engine_test(struct ring__engine *e, struct ring_handle *h)
 {
-    struct ring__ctx *ctx = ring__ctx();
-    int done;
-    if (h == NULL || ctx == NULL || ctx->engine == NULL)
-        return 0;
-    end_burst(ctx->engine); /* as in ring_wait */
-    done = atomic_load(&h->done);
-    return done;
+    end_burst(e); /* as in ring__engine_wait */
+    return atomic_load(&h->done);
 }
 
 int ring__engine_join(struct ring__engine *e)

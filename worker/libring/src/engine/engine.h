@@ -336,7 +336,23 @@ void ring__engine_wake(struct ring__engine *e);
  * ring__engine_wake does, and is async-signal-safe. Valid until ring__engine_stop.
  */
 int ring__engine_wake_fd(const struct ring__engine *e);
+/*
+ * Waits for h (ring_wait): returns its status, with its message in ring__err() when it
+ * failed, and frees h. ring__engine_test says whether h is done (ring_test), without
+ * waiting.
+ */
+int ring__engine_wait(struct ring__engine *e, struct ring_handle *h);
+int ring__engine_test(struct ring__engine *e, struct ring_handle *h);
 /* The agreed stop flag as the caller's completed operations have seen it. */
 int ring__engine_stop_seen(void);
+/*
+ * This rank's own stop request, before the ranks agree on it (the engine's negotiation
+ * carries it): ring__stop_request sets it (SIGTERM's handler and ring_request_stop; an
+ * atomic store, so async-signal-safe), ring__stop_clear clears it for a new job, and
+ * ring__stop_local reads it.
+ */
+void ring__stop_request(void);
+void ring__stop_clear(void);
+int ring__stop_local(void);
 
 #endif /* RING_ENGINE_H */
