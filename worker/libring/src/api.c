@@ -573,7 +573,7 @@ int ring_allreduce_scaled(const void *sendbuf, void *recvbuf, size_t count, ring
     if ((rc = allreduce_sub(e, name, sendbuf, recvbuf, count, dtype, op, prescale, postscale,
                             RING_GLOBAL, &sub)) < 0)
         return rc;
-    /* The fast path when it applies (engine.c), else a submission and a wait. */
+    /* The fast path when it applies (engine_fast.c), else a submission and a wait. */
     return ring__engine_blocking(e, &sub);
 }
 
@@ -651,7 +651,7 @@ int ring_barrier(void)
     if ((rc = base_request(e, &sub.req, RING__BARRIER, name, RING_UINT8, RING_GLOBAL, &sr, &ss)) <
         0)
         return rc;
-    /* On the fast path like a small allreduce (engine.c): a program that synchronizes then
+    /* On the fast path like a small allreduce (engine_fast.c): a program that synchronizes then
      * times a call (bench/allreduce) would otherwise wake the engine thread to run the
      * barrier and be woken by it after. */
     return ring__engine_blocking(e, &sub);

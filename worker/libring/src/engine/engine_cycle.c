@@ -311,8 +311,8 @@ static int settle(struct ring__engine *e)
         pthread_mutex_unlock(&e->mu);
         return 0;
     }
-    /* While it waits, the program's first ring_wait may run the cycle itself (engine.c:
-     * run_here); cycle_seq tells. */
+    /* While it waits, the program's first ring_wait may run the cycle itself (engine_fast.c:
+     * ring__eng_run_here); cycle_seq tells. */
     e->settling = 1;
     pthread_mutex_unlock(&e->cycle_mu);
     while (!e->burst_over && !e->shutdown && n > 0 && now < limit &&
