@@ -157,8 +157,8 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
 }
 
 /*
- * Sets r->device from where the buffers a and b live (host memory, or a GPU: backend.h), so
- * that the engine sends the request to the right backend and the coordinator can tell ranks
+ * Sets r->device from where the buffers a and b live (host memory, or a GPU: ops/ops.h), so
+ * that the engine sends the request to the right ops and the coordinator can tell ranks
  * that disagree. Returns 0 or RING_EINVAL.
  */
 static int located(struct ring__request *r, const char *name, const void *a, const void *b)
@@ -180,7 +180,7 @@ static int located(struct ring__request *r, const char *name, const void *a, con
                          ring_dtype_name((ring_dtype_t)r->dtype));
     if (!scaled)
         return rc;
-    /* NCCL scales through a pre-multiplied SUM of the tensor's own type (backend_nccl.c). */
+    /* NCCL scales through a pre-multiplied SUM of the tensor's own type (ops_nccl.c). */
     if (r->op == RING_PRODUCT || (integer && !integral))
         return ring__err(RING_ENOTSUP,
                          "%s '%s': on a GPU, scale factors and AVERAGE take SUM of a "

@@ -199,11 +199,11 @@ int ring_init(void)
     ctx = c;
     /* A new job: nothing asked this one to stop yet, whatever the last one was told. */
     ring__stop_clear();
-    if ((rc = ring__backends_create(&ctx, &ctx.backends)) < 0 ||
+    if ((rc = ring__ops_create(&ctx, &ctx.ops)) < 0 ||
         (rc = ring__engine_start(&ctx, &ctx.engine)) < 0) {
-        /* The ranks may not all have failed here: tell the backends and the bootstrap not
+        /* The ranks may not all have failed here: tell the ops and the bootstrap not
          * to wait for the others. */
-        ring__backends_destroy(ctx.backends, 1);
+        ring__ops_destroy(ctx.ops, 1);
         ring__mesh_destroy(ctx.mesh);
         if (ctx.boot != NULL)
             ctx.boot->job_failed = 1;
@@ -221,8 +221,8 @@ int ring_init(void)
               "initialized: rank %d of %d (local %d/%d, host %d/%d), bootstrap %s, host "
               "memory through %s",
               c.rank, c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size,
-              c.boot->ops->name, ctx.backends->cpu->name);
-    if (ctx.backends->cpu == &ring__backend_ring && ring__log_enabled(RING_LOG_INFO)) {
+              c.boot->ops->name, ctx.ops->cpu->name);
+    if (ctx.ops->cpu == &ring__ops_ring && ring__log_enabled(RING_LOG_INFO)) {
         char line[256];
         if (ring__hier_describe(&ctx, line, sizeof(line)) == 0)
             ring__log(RING_LOG_INFO, "hierarchical allreduce: %s", line);
@@ -244,7 +244,7 @@ int ring_finalize(void)
     /* After a transport error some peer may be dead or stuck: nothing below may wait for
      * the others then (MPI_Finalize, NCCL's finalize and PMIx's would). */
     failed = ctx.mesh != NULL && ring__mesh_broken(ctx.mesh);
-    ring__backends_destroy(ctx.backends, failed);
+    ring__ops_destroy(ctx.ops, failed);
     ring__mesh_destroy(ctx.mesh);
     ctx.boot->job_failed = failed;
     ring__bootstrap_close(ctx.boot);

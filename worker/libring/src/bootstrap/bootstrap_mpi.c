@@ -16,7 +16,7 @@
  *
  * Third in DESIGN.md's order. Open MPI's mpirun also sets PMIX_RANK, so a libring built
  * with PMIx meets its peers through PMIx there; RING_BOOTSTRAP=mpi picks this one
- * (bootstrap.c). RING_CPU_OPERATIONS=mpi is separate (backend_mpi.c): it works with any
+ * (bootstrap.c). RING_CPU_OPERATIONS=mpi is separate (ops_mpi.c): it works with any
  * bootstrap under mpirun.
  */
 #include <limits.h>

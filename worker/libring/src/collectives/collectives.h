@@ -28,7 +28,7 @@
 struct ring__engine;
 struct ring__bootstrap;
 struct ring__mesh;
-struct ring__backends;
+struct ring__ops_ctx;
 
 struct ring__ctx {
     struct ring__tuning tune; /* every knob, parsed once by ring_init (tuning.h) */
@@ -51,9 +51,9 @@ struct ring__ctx {
     cpu_set_t bind_saved;         /* that thread's mask before, for ring_finalize */
     struct ring__engine *engine;
 
-    int setup_timeout_ms;            /* RING_TIMEOUT_SECONDS */
-    int op_timeout_ms;               /* RING_OP_TIMEOUT_SECONDS */
-    struct ring__backends *backends; /* what moves the data of each request (backend.h) */
+    int setup_timeout_ms;      /* RING_TIMEOUT_SECONDS */
+    int op_timeout_ms;         /* RING_OP_TIMEOUT_SECONDS */
+    struct ring__ops_ctx *ops; /* what moves the data of each request (ops/ops.h) */
 };
 
 enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD, RING__ALGO_RHD };
@@ -69,7 +69,7 @@ struct ring__comm {
     struct ring__ctx *ctx;
     int rank, size;     /* this rank's place in the view, and the view's size */
     const int *members; /* world rank of each member; NULL for the world */
-    int set;            /* the process set's id (0: the world); backends that keep a
+    int set;            /* the process set's id (0: the world); ops that keep a
                            communicator per set (mpi, nccl) key it on this */
 };
 

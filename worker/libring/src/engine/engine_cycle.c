@@ -414,11 +414,11 @@ static int runs_with_joined(struct ring__engine *e, const struct ring__request *
     return root >= 0 && !joined[root];
 }
 
-/* Whether anything may ride: the fast path is on and the ring backend runs host buffers
+/* Whether anything may ride: the fast path is on and the ring ops run host buffers
  * (RING_CPU_OPERATIONS=mpi's point is that MPI moves the data). */
 static int any_attachable(const struct ring__engine *e)
 {
-    return e->fast && ring__backend_for(e->ctx, -1) == &ring__backend_ring;
+    return e->fast && ring__ops_for(e->ctx, -1) == &ring__ops_ring;
 }
 
 /* ring__eng_attachable once any_attachable holds: what depends on the request. */

@@ -271,7 +271,7 @@ struct ring__fast {
 /*
  * Whether a cached request may ride in the control round (an attachment, control.c): an
  * allreduce of host memory on the global set, of at most RING__ATTACH_MAX bytes, that the
- * ring backend runs uncompressed; or a barrier on the global set. Nonzero only with
+ * ring ops run uncompressed; or a barrier on the global set. Nonzero only with
  * RING_FAST_PATH on. Depends on the request alone, so it is the same on every rank.
  */
 int ring__eng_attachable(const struct ring__engine *e, const struct ring__request *r);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cuda.c - where a buffer lives (backend.h: ring__cuda_device_of), through the CUDA
+ * cuda.c - where a buffer lives (ops/ops.h: ring__cuda_device_of), through the CUDA
  * runtime. Built with RING_WITH_CUDA.
  *
  * The first call asks the runtime for the device count, once per process: with no driver
