@@ -2,9 +2,9 @@
 /*
  * engine_impl.h - the engine's state, shared by its files: engine.c (the thread and its
  * lifecycle), engine_submit.c (the queue, handles and their completion), engine_fast.c
- * (cycles on the program's thread), engine_cycle.c (negotiation), engine_exec.c (running
- * the agreed responses) and engine_info.c (process sets, timeline, stats). Nothing outside
- * the engine includes this.
+ * (cycles on the program's thread), engine_cycle.c (negotiation), engine_round.c (its full
+ * round through rank 0), engine_exec.c (running the agreed responses) and engine_info.c
+ * (process sets, timeline, stats). Nothing outside the engine includes this.
  */
 #ifndef RING_ENGINE_IMPL_H
 #define RING_ENGINE_IMPL_H
@@ -259,6 +259,18 @@ int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c);
  */
 int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n,
                       struct entry *const *known);
+
+/* ---- engine_round.c ---- */
+
+/*
+ * Step 4 of a cycle, under cycle_mu: sends this rank's requests that did not fire from the
+ * cache (fired, per cache bit) to rank 0 and returns the responses every rank runs, in
+ * order (*out, *nout: the caller clears and frees them). *shutdown and msg (msglen bytes)
+ * say when rank 0 shut the job down for a stall. Returns 0 or an error.
+ */
+int ring__eng_full_round(struct ring__engine *e, const unsigned char *fired,
+                         struct ring__response **out, int *nout, int *shutdown, char *msg,
+                         size_t msglen);
 
 /* ---- engine_cycle.c ---- */
 
