@@ -307,61 +307,34 @@ static void complete_attached(struct ring__engine *e, const struct ring__attach 
     ring__eng_complete_batch(e, e->att_ent, n); /* the entries may be gone after this */
 }
 
-/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. Called
- * by the engine thread with f NULL, it first waits for the burst to end (settle), during
- * which it lets go of cycle_mu. */
-int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
+/*
+ * Step 2: fills the control vector e->ctl (words long, cw words of cache bits up to hwm):
+ * the OR flags (complemented) and the AND flags, the ranks that have not joined, per cached
+ * tensor "ready here" and its complement, from one walk over the pending entries, which
+ * also maps each cache bit to its pending entry (e->bit_entry) for step 5.
+ */
+static void control_vector(struct ring__engine *e, int hwm, int cw, int words, int shutdown_local,
+                           int join_local)
 {
-    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
-    /* Only the cache's used bits travel; every rank's cache is the same, so is its size. */
-    int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw + RING__TUNE_WORDS;
-    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, uncached = 0, natt;
-    uint64_t *w = e->ctl, or_flags, and_flags;
-    unsigned char *fired = NULL;
-    int some_joined = 0;
-    struct ring__response *resp = NULL, *fresp = NULL;
-    struct ring__attach at;
-    char msg[384] = "";
-    int64_t t0;
+    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, uncached = 0, some_joined = 0;
+    uint64_t *w = e->ctl, *ready = w + 2 + jw, *mine = w + 2 + jw + cw, or_flags;
 
-    /* A blocking call on the fast path has no burst to wait for. */
-    if (f == NULL && settle(e))
-        return 0; /* another thread ran the cycle meanwhile */
-    e->cycle_seq++;
-    t0 = ring__now_us();
-    e->last_cycle_us = t0;
-    e->defer_since = 0;
-    take_queue(e);
-    pthread_mutex_lock(&e->mu);
-    shutdown_local = e->shutdown;
-    if (e->join_pending) {
-        e->join_pending = 0;
-        e->joined = 1;
-    }
-    join_local = e->joined;
-    pthread_mutex_unlock(&e->mu);
     for (int r = 0; r < size; r++)
         some_joined |= e->joined_ranks[r];
-
-    /* Step 2: the control vector, from one walk over the pending entries. */
     memset(w, 0, (size_t)words * sizeof(uint64_t));
     /* The complement of what this rank really holds, for the OR. */
     for (int i = 0; i < cw; i++)
         w[2 + jw + cw + i] = ~(uint64_t)0;
     memset(e->bit_entry, 0, (size_t)hwm * sizeof(*e->bit_entry));
-    {
-        uint64_t *ready = w + 2 + jw, *mine = w + 2 + jw + cw;
-        for (struct entry *list = e->phead; list != NULL; list = list->pnext) {
-            if (list->bit < 0 ||
-                (some_joined && !runs_with_joined(e, &list->req, e->joined_ranks))) {
-                uncached = 1; /* to the coordinator (runs_with_joined) */
-                continue;
-            }
-            e->bit_entry[list->bit] = list; /* step 5 runs it without a name lookup */
-            if (!join_local) {
-                ctl_set(ready, list->bit);
-                mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
-            }
+    for (struct entry *list = e->phead; list != NULL; list = list->pnext) {
+        if (list->bit < 0 || (some_joined && !runs_with_joined(e, &list->req, e->joined_ranks))) {
+            uncached = 1; /* to the coordinator (runs_with_joined) */
+            continue;
+        }
+        e->bit_entry[list->bit] = list; /* step 5 runs it without a name lookup */
+        if (!join_local) {
+            ctl_set(ready, list->bit);
+            mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
         }
     }
     or_flags = (uncached ? F_UNCACHED : 0) | (ring__stop_local() ? F_STOP : 0) |
@@ -383,6 +356,133 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
              runs_with_joined(e, &e->cache.entries[b].req, e->joined_ranks)))
             ctl_set(w + 2 + jw, b);
     }
+}
+
+/*
+ * Step 3, after the control round: marks in e->fired the cached tensors ready on every rank
+ * (and really held by one), and lists those not attached to the round as responses to run
+ * (e->fresp, with their entries here in e->fent). Returns how many it listed.
+ */
+static int fire_cached(struct ring__engine *e, int hwm, int cw, int natt)
+{
+    const uint64_t *w = e->ctl;
+    unsigned char *fired = e->fired;
+    struct ring__response *fresp = e->fresp;
+    int jw = e->jw, nfired = 0;
+
+    memset(fired, 0, (size_t)hwm);
+    for (int b = 0; b < hwm; b++) {
+        /* ready on every rank, and really held by at least one */
+        /* The bit vectors first: a cache entry is a few hundred bytes, a cache miss each. */
+        if (!ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b) || !e->cache.entries[b].used)
+            continue;
+        fired[b] = 1;
+        if (natt > 0 && ctl_get(e->att_key, b))
+            continue; /* every rank attached it: done already, on every rank */
+        memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
+        /* Shallow: only a packed group has counts here, which execution reads and which
+         * stay in the cache until the cache learns, after it. */
+        fresp[nfired].req = e->cache.entries[b].req;
+        e->fent[nfired] = e->bit_entry[b];
+        nfired++;
+    }
+    return nfired;
+}
+
+/*
+ * After execution, the same on every rank: the fired cache entries count as used, the
+ * negotiated responses enter the cache (failed ones leave it), and the pending entries look
+ * their bits up again, since an entry may have been replaced.
+ */
+static void cache_learn(struct ring__engine *e, int hwm, const struct ring__response *resp,
+                        int nresp)
+{
+    const unsigned char *fired = e->fired;
+
+    for (int b = 0; b < hwm; b++) {
+        if (fired[b])
+            ring__cache_touch(&e->cache, b);
+    }
+    for (int i = 0; i < nresp; i++) {
+        if (resp[i].error != 0) {
+            ring__cache_erase(&e->cache, resp[i].req.name);
+        } else {
+            int bit = ring__cache_put(&e->cache, &resp[i].req);
+            struct ring__comm c;
+            if (bit >= 0)
+                e->absent[bit] = !ring__eng_pset_view(e, resp[i].req.process_set, &c);
+        }
+    }
+    /* A cache entry may have been replaced: pending entries look their bits up again. */
+    if (nresp > 0) {
+        for (struct entry *en = e->phead; en != NULL; en = en->pnext)
+            en->bit = ring__cache_lookup_h(&e->cache, &en->req, en->hash);
+        group_bits(e->phead);
+    }
+}
+
+/* Join: complete when nobody is left working; the last to join is the highest rank among
+ * those that joined in this very cycle. */
+static void join_progress(struct ring__engine *e)
+{
+    int size = e->ctx->size, all_joined = 1, last = -1;
+
+    for (int r = 0; r < size; r++) {
+        all_joined &= e->joined_ranks[r];
+        if (e->joined_ranks[r] && !e->prev_joined[r])
+            last = r;
+    }
+    memcpy(e->prev_joined, e->joined_ranks, (size_t)size);
+    if (!all_joined)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->joined = 0;
+    if (e->join_handle != NULL) {
+        e->join_handle->join_last = last;
+        ring__eng_finish_handle(e, e->join_handle, 0, NULL);
+        e->join_handle = NULL;
+    }
+    pthread_mutex_unlock(&e->mu);
+    ring__eng_flush_waiters(e);
+    memset(e->joined_ranks, 0, (size_t)size);
+    memset(e->prev_joined, 0, (size_t)size);
+}
+
+/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. Called
+ * by the engine thread with f NULL, it first waits for the burst to end (settle), during
+ * which it lets go of cycle_mu. */
+int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
+{
+    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
+    /* Only the cache's used bits travel; every rank's cache is the same, so is its size. */
+    int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw + RING__TUNE_WORDS;
+    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, natt;
+    uint64_t *w = e->ctl, or_flags, and_flags;
+    unsigned char *fired = NULL;
+    struct ring__response *resp = NULL, *fresp = NULL;
+    struct ring__attach at;
+    char msg[384] = "";
+    int64_t t0;
+
+    /* A blocking call on the fast path has no burst to wait for. */
+    if (f == NULL && settle(e))
+        return 0; /* another thread ran the cycle meanwhile */
+    e->cycle_seq++;
+    t0 = ring__now_us();
+    e->last_cycle_us = t0;
+    e->defer_since = 0;
+    take_queue(e);
+    pthread_mutex_lock(&e->mu);
+    shutdown_local = e->shutdown;
+    if (e->join_pending) {
+        e->join_pending = 0;
+        e->joined = 1;
+    }
+    join_local = e->joined;
+    pthread_mutex_unlock(&e->mu);
+
+    /* Step 2: the control vector, from one walk over the pending entries. */
+    control_vector(e, hwm, cw, words, shutdown_local, join_local);
     /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */
     ring__autotune_put(e->autotune, w + words - RING__TUNE_WORDS);
     natt = build_attach(e, hwm, cw, join_local, &at);
@@ -404,22 +504,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     /* Step 3: cached tensors ready everywhere, in bit order. */
     fired = e->fired;
     fresp = e->fresp;
-    memset(fired, 0, (size_t)hwm);
-    for (int b = 0; b < hwm; b++) {
-        /* ready on every rank, and really held by at least one */
-        /* The bit vectors first: a cache entry is a few hundred bytes, a cache miss each. */
-        if (!ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b) || !e->cache.entries[b].used)
-            continue;
-        fired[b] = 1;
-        if (natt > 0 && ctl_get(e->att_key, b))
-            continue; /* every rank attached it: done already, on every rank */
-        memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
-        /* Shallow: only a packed group has counts here, which execution reads and which
-         * stay in the cache until the cache learns, after it. */
-        fresp[nfired].req = e->cache.entries[b].req;
-        e->fent[nfired] = e->bit_entry[b];
-        nfired++;
-    }
+    nfired = fire_cached(e, hwm, cw, natt);
     if (rank == 0)
         watch_bits(e, hwm, w + 2 + jw, w + 2 + jw + cw, t0);
     if (natt > 0)
@@ -469,51 +554,9 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     if ((rc = ring__eng_execute(e, fresp, nfired, e->fent)) < 0 ||
         (rc = ring__eng_execute(e, resp, nresp, NULL)) < 0)
         goto out;
-    for (int b = 0; b < hwm; b++) {
-        if (fired[b])
-            ring__cache_touch(&e->cache, b);
-    }
-    for (int i = 0; i < nresp; i++) {
-        if (resp[i].error != 0) {
-            ring__cache_erase(&e->cache, resp[i].req.name);
-        } else {
-            int bit = ring__cache_put(&e->cache, &resp[i].req);
-            struct ring__comm c;
-            if (bit >= 0)
-                e->absent[bit] = !ring__eng_pset_view(e, resp[i].req.process_set, &c);
-        }
-    }
-    /* A cache entry may have been replaced: pending entries look their bits up again. */
-    if (nresp > 0) {
-        for (struct entry *en = e->phead; en != NULL; en = en->pnext)
-            en->bit = ring__cache_lookup_h(&e->cache, &en->req, en->hash);
-        group_bits(e->phead);
-    }
+    cache_learn(e, hwm, resp, nresp);
 
-    /* Join: complete when nobody is left working; the last to join is the highest rank
-     * among those that joined in this very cycle. */
-    {
-        int all_joined = 1, last = -1;
-        for (int r = 0; r < size; r++) {
-            all_joined &= e->joined_ranks[r];
-            if (e->joined_ranks[r] && !e->prev_joined[r])
-                last = r;
-        }
-        memcpy(e->prev_joined, e->joined_ranks, (size_t)size);
-        if (all_joined) {
-            pthread_mutex_lock(&e->mu);
-            e->joined = 0;
-            if (e->join_handle != NULL) {
-                e->join_handle->join_last = last;
-                ring__eng_finish_handle(e, e->join_handle, 0, NULL);
-                e->join_handle = NULL;
-            }
-            pthread_mutex_unlock(&e->mu);
-            ring__eng_flush_waiters(e);
-            memset(e->joined_ranks, 0, (size_t)size);
-            memset(e->prev_joined, 0, (size_t)size);
-        }
-    }
+    join_progress(e);
     ring__autotune_cycle_end(e, fresp, nfired, resp, nresp, natt > 0 ? (uint64_t)at.bytes : 0,
                              ring__now_us());
     ring__timeline_flush(e->timeline);
