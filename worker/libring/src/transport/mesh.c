@@ -301,11 +301,6 @@ int ring__mesh_broken(const struct ring__mesh *m)
     return m->broken;
 }
 
-const char *ring__mesh_transport(const struct ring__mesh *m, int peer)
-{
-    return m->pair[peer] != NULL ? m->pair[peer]->ops->name : "self";
-}
-
 int ring__mesh_host(const struct ring__mesh *m, int rank)
 {
     return m->host[rank];
