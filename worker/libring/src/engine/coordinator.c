@@ -326,6 +326,81 @@ static int misnamed(struct ring__response *r, int n)
     return (r->message = strdup(msg)) == NULL ? RING_ENOMEM : 0;
 }
 
+/* Puts every rank's requests (reqs[r]: nreqs[r] of them) in m's slots, one per name, in
+ * order of first appearance, lowest rank first. Returns 0 or RING_ENOMEM. */
+static int fill_slots(struct match *m, int size, struct ring__request *const *reqs,
+                      const int *nreqs)
+{
+    for (int r = 0; r < size; r++) {
+        for (int i = 0; i < nreqs[r]; i++) {
+            const struct ring__request *q = &reqs[r][i];
+            struct slot *s = slot_of(m, q->name);
+            if (s == NULL) {
+                s = &m->slots[m->nslots];
+                s->name = q->name;
+                s->order = m->nslots;
+                s->by_rank = calloc((size_t)size, sizeof(*s->by_rank));
+                if (s->by_rank == NULL ||
+                    ring__strmap_put(&m->index, q->name, (void *)(intptr_t)(m->nslots + 1)) < 0) {
+                    free(s->by_rank);
+                    return RING_ENOMEM;
+                }
+                m->nslots++;
+            }
+            s->by_rank[r] = q;
+        }
+    }
+    return 0;
+}
+
+/* Marks the slots that are ready: every member of the set that has not joined (joined:
+ * per world rank) submitted it, and, for a member of a group sent member by member, every
+ * member of the group is ready too. */
+static void mark_ready(struct match *m, int size, const unsigned char *joined,
+                       const struct ring__process_sets *psets)
+{
+    /* Ready: every member of the set that has not joined submitted it. */
+    for (int i = 0; i < m->nslots; i++) {
+        struct slot *s = &m->slots[i];
+        const struct ring__request *any = NULL;
+        const struct ring__pset *ps;
+        for (int w = 0; w < size && any == NULL; w++)
+            any = s->by_rank[w];
+        ps = ring__psets_get(psets, any->process_set);
+        s->ready = 1;
+        if (ps == NULL)
+            continue; /* ready, so that the error reaches every rank now */
+        for (int k = 0; k < ps->size; k++) {
+            int w = ps->members[k];
+            if (!joined[w] && s->by_rank[w] == NULL)
+                s->ready = 0;
+        }
+    }
+    /* A group is ready when all of its members are. */
+    for (int i = 0; i < m->nslots; i++) {
+        struct slot *s = &m->slots[i];
+        const struct ring__request *any = NULL;
+        for (int w = 0; w < size && any == NULL; w++)
+            any = s->by_rank[w];
+        if (!s->ready || any->group_size <= 1 || ring__request_packed(any))
+            continue; /* a group sent whole (packed) is ready as one tensor */
+        /* Ranks that disagree on the group are a mismatch to report now, not a wait. */
+        for (int w = 0; w < size; w++) {
+            if (s->by_rank[w] != NULL && s->by_rank[w]->group_size != any->group_size)
+                goto next_slot;
+        }
+        for (int g = 0; g < any->group_size && s->ready; g++) {
+            char sib[RING__NAME_MAX + 16];
+            struct slot *t;
+            sibling(s->name, g, sib, sizeof(sib));
+            t = slot_of(m, sib);
+            if (t == NULL || !t->ready)
+                s->ready = 0;
+        }
+    next_slot:;
+    }
+}
+
 int ring__coord_match(int size, struct ring__request *const *reqs, const int *nreqs,
                       const unsigned char *joined, const struct ring__process_sets *psets,
                       struct ring__response **out, int *nout)
@@ -346,67 +421,9 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
         rc = RING_ENOMEM;
         goto out;
     }
-    /* Slots in order of first appearance, lowest rank first. */
-    for (int r = 0; r < size; r++) {
-        for (int i = 0; i < nreqs[r]; i++) {
-            const struct ring__request *q = &reqs[r][i];
-            struct slot *s = slot_of(&m, q->name);
-            if (s == NULL) {
-                s = &m.slots[m.nslots];
-                s->name = q->name;
-                s->order = m.nslots;
-                s->by_rank = calloc((size_t)size, sizeof(*s->by_rank));
-                if (s->by_rank == NULL ||
-                    ring__strmap_put(&m.index, q->name, (void *)(intptr_t)(m.nslots + 1)) < 0) {
-                    free(s->by_rank);
-                    rc = RING_ENOMEM;
-                    goto out;
-                }
-                m.nslots++;
-            }
-            s->by_rank[r] = q;
-        }
-    }
-    /* Ready: every member of the set that has not joined submitted it. */
-    for (int i = 0; i < m.nslots; i++) {
-        struct slot *s = &m.slots[i];
-        const struct ring__request *any = NULL;
-        const struct ring__pset *ps;
-        for (int w = 0; w < size && any == NULL; w++)
-            any = s->by_rank[w];
-        ps = ring__psets_get(psets, any->process_set);
-        s->ready = 1;
-        if (ps == NULL)
-            continue; /* ready, so that the error reaches every rank now */
-        for (int k = 0; k < ps->size; k++) {
-            int w = ps->members[k];
-            if (!joined[w] && s->by_rank[w] == NULL)
-                s->ready = 0;
-        }
-    }
-    /* A group is ready when all of its members are. */
-    for (int i = 0; i < m.nslots; i++) {
-        struct slot *s = &m.slots[i];
-        const struct ring__request *any = NULL;
-        for (int w = 0; w < size && any == NULL; w++)
-            any = s->by_rank[w];
-        if (!s->ready || any->group_size <= 1 || ring__request_packed(any))
-            continue; /* a group sent whole (packed) is ready as one tensor */
-        /* Ranks that disagree on the group are a mismatch to report now, not a wait. */
-        for (int w = 0; w < size; w++) {
-            if (s->by_rank[w] != NULL && s->by_rank[w]->group_size != any->group_size)
-                goto next_slot;
-        }
-        for (int g = 0; g < any->group_size && s->ready; g++) {
-            char sib[RING__NAME_MAX + 16];
-            struct slot *t;
-            sibling(s->name, g, sib, sizeof(sib));
-            t = slot_of(&m, sib);
-            if (t == NULL || !t->ready)
-                s->ready = 0;
-        }
-    next_slot:;
-    }
+    if ((rc = fill_slots(&m, size, reqs, nreqs)) < 0)
+        goto out;
+    mark_ready(&m, size, joined, psets);
     for (int i = 0; i < m.nslots && rc == 0; i++) {
         struct slot *s = &m.slots[i];
         const struct ring__request *any = NULL;
