@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "net.h"
+#include "bootstrap/rendezvous_protocol.h"
 #include "rendezvous.h"
 
 /*

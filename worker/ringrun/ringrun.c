@@ -36,9 +36,9 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "auth.h"
+#include "bootstrap/auth.h"
 #include "hosts.h"
-#include "net.h"
+#include "base/base.h"
 #include "options.h"
 #include "output.h"
 #include "rendezvous.h"

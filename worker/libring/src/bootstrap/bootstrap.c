@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "bootstrap/bootstrap.h"
 
 /* In the order of DESIGN.md; the first that does not decline wins. */
 static const struct ring__bootstrap_impl *const impls[] = {

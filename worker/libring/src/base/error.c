@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ring_internal.h"
+#include "base/base.h"
 
 static _Thread_local char error_detail[256];
 

@@ -6,7 +6,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "ring_internal.h"
+#include "base/base.h"
 
 static const char *const level_names[] = {"error", "warning", "info", "debug", "trace"};
 static int log_level = RING_LOG_WARNING;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * backend.c - the collective backends' table (backend.h): libring's own ring as the
+ * ops.c - the collective operations' table (ops/ops.h): libring's own ring as the
  * default, the choice per request, and where a request's buffers live.
  */
 #include <stdio.h>
@@ -8,13 +8,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "backend.h"
+#include "ops/ops.h"
 
 /* ---- ring: libring's algorithms over its transports ---- */
 
-/* A joined rank passes the data along and keeps nothing (backend.h). */
-static int backend_ring_broadcast(const struct ring__comm *c, void *buf, size_t count,
-                                  ring_dtype_t dtype, int root)
+/* A joined rank passes the data along and keeps nothing (ops/ops.h). */
+static int ops_ring_broadcast(const struct ring__comm *c, void *buf, size_t count,
+                              ring_dtype_t dtype, int root)
 {
     char *tmp;
     int rc;
@@ -28,13 +28,13 @@ static int backend_ring_broadcast(const struct ring__comm *c, void *buf, size_t 
     return rc;
 }
 
-const struct ring__backend ring__backend_ring = {
+const struct ring__ops ring__ops_ring = {
     .name = "ring",
     .device_memory = 0,
     .allreduce = ring__allreduce,
     .allreduce_bufv = ring__allreduce_bufv,
     .allgatherv = ring__allgatherv,
-    .broadcast = backend_ring_broadcast,
+    .broadcast = ops_ring_broadcast,
     .reducescatter = ring__reducescatter,
     .alltoallv = ring__alltoallv,
     .barrier = ring__barrier,
@@ -42,11 +42,11 @@ const struct ring__backend ring__backend_ring = {
 
 /* ---- the choice ---- */
 
-static int choose_cpu(struct ring__ctx *ctx, struct ring__backends *b)
+static int choose_cpu(struct ring__ctx *ctx, struct ring__ops_ctx *b)
 {
     const char *v = getenv("RING_CPU_OPERATIONS");
 
-    b->cpu = &ring__backend_ring;
+    b->cpu = &ring__ops_ring;
     if (v == NULL || *v == '\0' || strcasecmp(v, "ring") == 0)
         return 0;
     if (strcasecmp(v, "mpi") != 0) {
@@ -60,7 +60,7 @@ static int choose_cpu(struct ring__ctx *ctx, struct ring__backends *b)
             ring__log(RING_LOG_ERROR, "RING_CPU_OPERATIONS=mpi: %s", ring_last_error());
             return rc;
         }
-        b->cpu = &ring__backend_mpi;
+        b->cpu = &ring__ops_mpi;
         return 0;
     }
 #else
@@ -72,9 +72,9 @@ static int choose_cpu(struct ring__ctx *ctx, struct ring__backends *b)
 #endif
 }
 
-int ring__backends_create(struct ring__ctx *ctx, struct ring__backends **out)
+int ring__ops_create(struct ring__ctx *ctx, struct ring__ops_ctx **out)
 {
-    struct ring__backends *b = calloc(1, sizeof(*b));
+    struct ring__ops_ctx *b = calloc(1, sizeof(*b));
     int rc;
 
     if (b == NULL)
@@ -95,11 +95,11 @@ int ring__backends_create(struct ring__ctx *ctx, struct ring__backends **out)
     *out = b;
     return 0;
 error:
-    ring__backends_destroy(b, 1);
+    ring__ops_destroy(b, 1);
     return rc;
 }
 
-void ring__backends_destroy(struct ring__backends *b, int broken)
+void ring__ops_destroy(struct ring__ops_ctx *b, int broken)
 {
     if (b == NULL)
         return;
@@ -112,15 +112,15 @@ void ring__backends_destroy(struct ring__backends *b, int broken)
     free(b);
 }
 
-const struct ring__backend *ring__backend_for(const struct ring__ctx *ctx, int device)
+const struct ring__ops *ring__ops_for(const struct ring__ctx *ctx, int device)
 {
-    if (ctx->backends == NULL)
-        return &ring__backend_ring;
+    if (ctx->ops == NULL)
+        return &ring__ops_ring;
 #ifdef RING_HAVE_NCCL
     if (device >= 0)
-        return &ring__backend_nccl;
+        return &ring__ops_nccl;
 #endif
-    return ctx->backends->cpu;
+    return ctx->ops->cpu;
 }
 
 /* ---- where buffers live ---- */
@@ -168,8 +168,8 @@ int ring__buffer_device(struct ring__ctx *ctx, const char *what, const char *nam
         return 0;
     /* libring drives one GPU per rank (NCCL's rule: one rank per GPU, and one GPU per
      * communicator rank): the first GPU tensor picks it. */
-    if (ctx->backends != NULL &&
-        !atomic_compare_exchange_strong(&ctx->backends->gpu_device, &first, da) && first != da)
+    if (ctx->ops != NULL && !atomic_compare_exchange_strong(&ctx->ops->gpu_device, &first, da) &&
+        first != da)
         return ring__err(RING_EINVAL,
                          "%s '%s': the buffer is on GPU %d, but this rank's earlier GPU tensors "
                          "were on GPU %d; libring uses one GPU per rank (set "

@@ -88,8 +88,8 @@ int ring__auth_check(const struct ring__key *k, enum ring__auth_role role,
                      const struct ring__auth_transcript *t,
                      const unsigned char mac[RING__MAC_BYTES]);
 
-/* Hex helpers for the line protocol of the rendezvous (net.c): encode n bytes (2n digits and
- * a NUL), and decode exactly 2n digits (0, or -1 on anything else). */
+/* Hex helpers for the line protocol of the rendezvous (rendezvous_protocol.c): encode n
+ * bytes (2n digits and a NUL), and decode exactly 2n digits (0, or -1 on anything else). */
 void ring__hex_encode(const unsigned char *p, size_t n, char *out);
 int ring__hex_decode(const char *s, unsigned char *out, size_t n);
 

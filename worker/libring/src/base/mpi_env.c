@@ -8,9 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "mpi_env.h"
-#include "net.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "base/mpi_env.h"
 
 /*
  * When libring starts MPI, it does so on a thread of its own that lives until MPI_Finalize

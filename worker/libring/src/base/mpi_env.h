@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mpi_env.h - MPI's lifetime in a libring process, shared by the MPI bootstrap
- * (bootstrap_mpi.c) and the MPI collective backend (backend_mpi.c). Built with RING_WITH_MPI.
+ * (bootstrap_mpi.c) and the MPI collective ops (ops_mpi.c). Built with RING_WITH_MPI.
  *
  * MPI starts at most once per process and cannot start again after MPI_Finalize. libring
  * initializes it only when the program has not: then the last ring__mpi_release finalizes

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * backend_mpi.c - RING_CPU_OPERATIONS=mpi: the engine's host-memory collectives through MPI
- * (backend.h), so that users can compare libring's own algorithms with their MPI's on the
+ * ops_mpi.c - RING_CPU_OPERATIONS=mpi: the engine's host-memory collectives through MPI
+ * (ops/ops.h), so that users can compare libring's own algorithms with their MPI's on the
  * same job, the same negotiation and the same fusion. Built with RING_WITH_MPI.
  *
  * Communicators: a duplicate of MPI_COMM_WORLD with its ranks in libring's order (they are
@@ -18,7 +18,7 @@
  * cannot say whether bytes are moving, so the timeout bounds the whole operation (the
  * ring's bounds the time without progress). The cost: Open MPI runs non-blocking
  * collectives through libnbc rather than its tuned blocking ones (bench/allreduce measures
- * both). A request that timed out cannot be cancelled; the backend is then broken and MPI
+ * both). A request that timed out cannot be cancelled; the MPI ops are then broken and MPI
  * is not finalized (mpi_env.h).
  *
  * Counts above INT_MAX elements (MPI's int) are split into several calls for allreduce and
@@ -28,9 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "mpi_env.h"
-#include "net.h"
+#include "base/mpi_env.h"
+#include "ops/ops.h"
 
 /* Process set ids are below the engine's MAX_PSETS (engine_impl.h). */
 #define MAX_SETS 256
@@ -45,7 +44,7 @@ struct ring__mpi_coll {
 };
 
 /* The two 16-bit float types and the reductions on them. User-defined MPI ops get no
- * context, so these are process-wide; there is at most one MPI backend at a time. */
+ * context, so these are process-wide; there is at most one MPI ops state at a time. */
 static MPI_Datatype half_type = MPI_DATATYPE_NULL, bf16_type = MPI_DATATYPE_NULL;
 static MPI_Op ops16[RING_OP_COUNT];
 
@@ -121,7 +120,7 @@ static MPI_Op mpi_op(ring_dtype_t t, ring_op_t op)
 
 static struct ring__mpi_coll *state(const struct ring__comm *c)
 {
-    return c->ctx->backends->mpi;
+    return c->ctx->ops->mpi;
 }
 
 /* The communicator of c's ranks, in c's order; NULL with *rc set on error. */
@@ -393,7 +392,7 @@ static int mpi_barrier(const struct ring__comm *c)
     return finish(m, rc, &req, deadline(m), "MPI_Ibarrier");
 }
 
-const struct ring__backend ring__backend_mpi = {
+const struct ring__ops ring__ops_mpi = {
     .name = "mpi",
     .device_memory = 0,
     .allreduce = mpi_allreduce,

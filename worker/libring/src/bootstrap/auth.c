@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "bootstrap/auth.h"
 
 _Static_assert(RING__KEY_BYTES == crypto_auth_KEYBYTES, "the key is crypto_auth's");
 _Static_assert(RING__MAC_BYTES == crypto_auth_BYTES, "the MAC is crypto_auth's");

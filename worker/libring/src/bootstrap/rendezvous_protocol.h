@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * net.h - socket helpers shared by libring and ringrun, and the rendezvous protocol.
+ * rendezvous_protocol.h - ringrun's rendezvous as the ranks and ringrun speak it: the
+ * request parser that ringrun's server (worker/ringrun/rendezvous.c) and the fuzz harness
+ * use, the transcript that both ends' proofs cover, and the client's calls, which the
+ * rendezvous bootstrap (bootstrap_rendezvous.c) makes.
  *
- * Every helper that waits takes an absolute deadline in ring__now_ms() time and returns
- * RING_ETIMEDOUT when it passes. Errors are RING_E* codes with details in ring__err().
+ * The client's calls wait with the deadlines of net.h: an absolute time in ring__now_ms()
+ * time, RING_ETIMEDOUT when it passes. Errors are RING_E* codes with details in ring__err().
  */
-#ifndef RING_NET_H
-#define RING_NET_H
+#ifndef RING_RENDEZVOUS_PROTOCOL_H
+#define RING_RENDEZVOUS_PROTOCOL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth.h"
+#include "bootstrap/auth.h"
 
 /*
  * The rendezvous is a line protocol over TCP, served by ringrun. A connection first proves
@@ -49,35 +52,6 @@ void ring__rdv_transcript(struct ring__auth_transcript *t, int size,
                           const unsigned char client_nonce[RING__NONCE_BYTES],
                           const unsigned char server_nonce[RING__NONCE_BYTES]);
 
-/* Milliseconds and microseconds on the monotonic clock. */
-int64_t ring__now_ms(void);
-int64_t ring__now_us(void);
-
-/*
- * Splits "host:port" (or "[v6addr]:port") into host and port. Returns 0 or RING_EINVAL when
- * either part is missing or does not fit.
- */
-int ring__net_split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen);
-
-/*
- * Connects to host:port, retrying refused connections until the deadline (the peer may not
- * be listening yet). On success *fd is a blocking socket with TCP_NODELAY. sockbuf > 0 sets
- * SO_SNDBUF/SO_RCVBUF before connecting, as TCP window scaling requires.
- */
-int ring__net_connect(const char *host, const char *port, int sockbuf, int64_t deadline, int *fd);
-
-/* Sets O_NONBLOCK. Returns 0 or RING_ESYS. */
-int ring__net_set_nonblock(int fd);
-/* Sets TCP_NODELAY; returns 0 or RING_ESYS. */
-int ring__net_nodelay(int fd);
-
-/* Writes all len bytes, waiting in poll for a non-blocking fd. Handles EINTR and short writes. */
-int ring__net_write_all(int fd, const void *buf, size_t len, int64_t deadline);
-/* Reads exactly len bytes. A closed connection gives RING_EPEER. */
-int ring__net_read_all(int fd, void *buf, size_t len, int64_t deadline);
-/* Reads one '\n'-terminated line (without the newline) into buf. RING_EPROTO if too long. */
-int ring__net_read_line(int fd, char *buf, size_t cap, int64_t deadline);
-
 /*
  * Rendezvous client calls over a connected fd. ring__rdv_auth comes first: it proves key
  * to the server of a world of size ranks and checks the server's proof. Returns 0, an I/O
@@ -87,4 +61,4 @@ int ring__rdv_auth(int fd, const struct ring__key *key, int size, int64_t deadli
 int ring__rdv_set(int fd, const char *key, const char *value, int64_t deadline);
 int ring__rdv_get(int fd, const char *key, char *value, size_t cap, int64_t deadline);
 
-#endif /* RING_NET_H */
+#endif /* RING_RENDEZVOUS_PROTOCOL_H */

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ring_internal.h"
+#include "base/base.h"
+#include "base/tuning.h"
 
 static const char *const algo_names[] = {"auto", "ring", "rd", "rhd", NULL};
 static const char *const hier_names[] = {"0", "auto", "1", NULL};

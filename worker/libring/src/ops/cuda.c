@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cuda.c - where a buffer lives (backend.h: ring__cuda_device_of), through the CUDA
+ * cuda.c - where a buffer lives (ops/ops.h: ring__cuda_device_of), through the CUDA
  * runtime. Built with RING_WITH_CUDA.
  *
  * The first call asks the runtime for the device count, once per process: with no driver
@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 #include <pthread.h>
 
-#include "backend.h"
+#include "ops/ops.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int have_devices;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * backend_nccl.c - the collectives of GPU buffers through NCCL (backend.h). Built with
+ * ops_nccl.c - the collectives of GPU buffers through NCCL (ops/ops.h). Built with
  * RING_WITH_CUDA (CUDA and NCCL found).
  *
- * One GPU per rank: the device of the rank's first GPU tensor (backend.c). Everything runs
+ * One GPU per rank: the device of the rank's first GPU tensor (ops.c). Everything runs
  * on the engine thread, on one CUDA stream of libring's own; an operation is complete, and
  * its handle may complete, once that stream has drained. The program's buffers must be
  * ready when it submits them (it synchronizes its own stream first), as with any
@@ -27,7 +27,7 @@
  * Timeouts: every communicator is non-blocking (ncclConfig_t.blocking = 0), so that its
  * creation and every call return at once; libring then polls the communicator's state and
  * the stream until RING_TIMEOUT_SECONDS (creation) or RING_OP_TIMEOUT_SECONDS (each
- * operation). A timeout or an error marks the backend broken: ring_finalize then aborts
+ * operation). A timeout or an error marks the NCCL ops broken: ring_finalize then aborts
  * the communicators (ncclCommAbort) rather than waiting for peers.
  */
 #include <cuda_runtime.h>
@@ -37,9 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "collectives.h"
-#include "net.h"
+#include "ops/ops.h"
 
 /* Process set ids are below the engine's MAX_PSETS (engine_impl.h). */
 #define MAX_SETS 256
@@ -56,7 +54,7 @@ struct ring__nccl {
 
 static struct ring__nccl *state(const struct ring__comm *c)
 {
-    return c->ctx->backends->nccl;
+    return c->ctx->ops->nccl;
 }
 
 static int cuda_error(struct ring__nccl *n, cudaError_t e, const char *what)
@@ -85,7 +83,7 @@ static int timed_out(struct ring__nccl *n, const char *what, const char *limit)
 
 /*
  * A non-blocking communicator's call returned r: waits while the communicator reports
- * ncclInProgress, until deadline. Returns 0 or an error code (the backend is then broken).
+ * ncclInProgress, until deadline. Returns 0 or an error code (the NCCL ops are then broken).
  */
 static int settle(struct ring__nccl *n, ncclComm_t comm, ncclResult_t r, int64_t deadline,
                   const char *what)
@@ -131,7 +129,7 @@ static int prepare(struct ring__nccl *n, const struct ring__comm *c)
     if (n->broken)
         return ring__err(RING_EBROKEN, "rank %d: an earlier NCCL collective failed", n->rank);
     if (n->device < 0) {
-        n->device = atomic_load(&c->ctx->backends->gpu_device);
+        n->device = atomic_load(&c->ctx->ops->gpu_device);
         if (n->device < 0)
             return ring__err(RING_EPROTO, "rank %d: a GPU collective without a GPU tensor",
                              n->rank);
@@ -554,7 +552,7 @@ static int nccl_barrier(const struct ring__comm *c)
     return rc < 0 ? rc : drain(n, comm, until, "barrier");
 }
 
-const struct ring__backend ring__backend_nccl = {
+const struct ring__ops ring__ops_nccl = {
     .name = "nccl",
     .device_memory = 1,
     .allreduce = nccl_allreduce,

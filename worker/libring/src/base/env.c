@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "ring_internal.h"
+#include "base/base.h"
 
 int ring__env_int(const char *name, long dflt, long min, long max, long *out)
 {
