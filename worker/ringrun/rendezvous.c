@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/base.h" /* ring__now_ms */
 #include "bootstrap/rendezvous_protocol.h"
 #include "rendezvous.h"
 
