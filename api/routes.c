@@ -14,7 +14,7 @@
 
 #include "api.h"
 #include "routes_impl.h"
-#include "backend_local.h"
+#include "scheduler/backend/local/local.h"
 
 static api__handler cluster, healthz, readyz, openapi, token_create, token_list, token_revoke,
     scheduler_get, scheduler_put, admin_backup;

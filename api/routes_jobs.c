@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "backend_local.h"
-#include "jobfs.h"
 #include "jobspec.h"
 #include "routes_impl.h"
+#include "scheduler/backend/jobfs.h"
+#include "scheduler/backend/local/local.h"
 
 #define PAGE_SIZE_DEFAULT 100
 #define PAGE_SIZE_MAX     1000

@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct store;
 

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend_local.h"
 #include "config.h"
+#include "scheduler/backend/local/local.h"
 
 /*
  * Where nvidia-smi is installed: by Debian's and NVIDIA's driver packages, and by the NVIDIA

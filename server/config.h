@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct config {
     char listen[300];          /* listen = HOST:PORT            RINGD_LISTEN */

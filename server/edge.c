@@ -6,8 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/utf8.h"
 #include "edge.h"
-#include "utf8.h"
 
 /* What the headers say, gathered in one pass. */
 struct headers {

@@ -14,13 +14,13 @@
 #include <microhttpd.h>
 #include <sodium.h>
 
+#include "api/utf8.h"
 #include "auth.h"
 #include "commit.h"
 #include "edge.h"
 #include "http.h"
 #include "metrics.h"
 #include "sse.h"
-#include "utf8.h"
 
 /* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
  * argument lists and environments while bounding what one request can make us hold. */

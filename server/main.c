@@ -26,13 +26,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "api/api.h"
 #include "auth.h"
-#include "backend_local.h"
 #include "config.h"
+#include "db/store.h"
 #include "http.h"
-#include "scheduler.h"
-#include "store.h"
+#include "scheduler/backend/local/local.h"
+#include "scheduler/core/scheduler.h"
 
 #define EXIT_CONFIG      64
 #define EXIT_DATAERR     65 /* the job database is corrupt */

@@ -6,7 +6,7 @@
 #ifndef RINGD_METRICS_H
 #define RINGD_METRICS_H
 
-#include "store.h"
+#include "db/store.h"
 
 /* Counts one answered request. Thread-safe. */
 void metrics_count_request(int status);

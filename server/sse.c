@@ -14,7 +14,7 @@
 #include <sodium.h>
 
 #include "auth.h"
-#include "jobfs.h"
+#include "scheduler/backend/jobfs.h"
 #include "sse.h"
 
 /* How often suspended streams look for new events, and how often an idle stream sends a

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim_loop.h"
+#include "scheduler/sim/sim_loop.h"
 
 #define BUDGET_US 50000.0
 

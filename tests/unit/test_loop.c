@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_sim.h"
-#include "loop.h"
+#include "scheduler/backend/sim/sim.h"
+#include "scheduler/core/loop.h"
 #include "unit.h"
 
 /* ---- a log that the journal and the backend both write to, in order ---- */

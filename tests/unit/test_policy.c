@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "policy.h"
-#include "policy_impl.h"
+#include "scheduler/model/cluster.h"
+#include "scheduler/policy/policy.h"
+#include "scheduler/policy/policy_impl.h"
 #include "unit.h"
 
 #define MAXJ 64

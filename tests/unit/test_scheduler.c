@@ -20,7 +20,7 @@
 
 #include <sqlite3.h>
 
-#include "scheduler.h"
+#include "scheduler/core/scheduler.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/ring-scheduler-XXXXXX";

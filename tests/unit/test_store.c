@@ -9,7 +9,7 @@
 
 #include <sqlite3.h>
 
-#include "store_impl.h"
+#include "db/store_impl.h"
 #include "unit.h"
 
 static char path[] = "/tmp/ring-store-XXXXXX";

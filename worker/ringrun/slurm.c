@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/stop_relay.h"
 #include "options.h"
 #include "output.h"
 #include "slurm.h"
-#include "stop_relay.h"
 
 /* squeue and scancel answer in milliseconds; a slurmctld that does not answer in this long
  * is not going to, and ringrun falls back to signalling srun itself. */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_sim.h"
+#include "scheduler/backend/sim/sim.h"
 
 struct sim_job {
     char id[32];

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct loop_job;
 struct placement;

@@ -7,8 +7,8 @@
 #ifndef RINGD_SIM_LOOP_H
 #define RINGD_SIM_LOOP_H
 
-#include "backend_sim.h"
-#include "loop.h"
+#include "scheduler/backend/sim/sim.h"
+#include "scheduler/core/loop.h"
 
 /*
  * The most workers an elastic policy gives one simulated job, as in Pollux's simulator

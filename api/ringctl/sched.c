@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ringctl_http.h"
-#include "ringctl_sched.h"
+#include "api/ringctl/http.h"
+#include "api/ringctl/sched.h"
 
 int ringctl_policy(int argc, char **argv)
 {

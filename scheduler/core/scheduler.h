@@ -16,9 +16,9 @@
 #ifndef RINGD_SCHEDULER_H
 #define RINGD_SCHEDULER_H
 
-#include "cluster.h"
-#include "policy.h"
-#include "store.h"
+#include "db/store.h"
+#include "scheduler/model/cluster.h"
+#include "scheduler/policy/policy.h"
 
 struct scheduler_config {
     const char *db_path;

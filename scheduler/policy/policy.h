@@ -24,8 +24,8 @@
 
 #include <stdint.h>
 
-#include "cluster.h"
-#include "speed.h"
+#include "scheduler/model/cluster.h"
+#include "scheduler/model/speed.h"
 
 /* Tunables, from ringd.conf or ringsim's flags; policy_params_default gives the defaults. */
 struct policy_params {

@@ -21,9 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend_local.h"
-#include "jobfs.h"
-#include "mpirun.h"
+#include "scheduler/backend/jobfs.h"
+#include "scheduler/backend/local/local.h"
+#include "scheduler/backend/mpirun.h"
 
 extern char **environ;
 

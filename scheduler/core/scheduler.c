@@ -11,10 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
 #include "journal_store.h"
 #include "loop.h"
 #include "scheduler.h"
+#include "scheduler/backend/backend.h"
 
 /* The thread looks at the world at least this often: the local backend has no way to wake
  * it when a child exits or rank 0 reports progress, so it polls. 100 ms keeps a stop ->

@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "jobfs.h"
-#include "mpirun.h"
+#include "scheduler/backend/jobfs.h"
+#include "scheduler/backend/mpirun.h"
 #include "slurm_job.h"
 
 int slurm_shape(int workers, int cpw, int gpw, int node_cpus, int node_gpus,

@@ -41,11 +41,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "backend_local.h"
-#include "jobfs.h"
-#include "mpirun.h"
-#include "progress.h"
+#include "scheduler/backend/backend.h"
+#include "scheduler/backend/jobfs.h"
+#include "scheduler/backend/local/local.h"
+#include "scheduler/backend/mpirun.h"
+#include "scheduler/backend/progress.h"
 #include "slurm_job.h"
 #include "slurm_nodes.h"
 

@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "stop_relay.h"
+#include "common/stop_relay.h"
 
 /*
  * A job's command reaches mpirun and srun as words after the program they start (sh with a

@@ -12,8 +12,8 @@
 #include <slurm/slurm.h>
 #include <stddef.h>
 
-#include "error.h"
-#include "stop_relay.h"
+#include "common/error.h"
+#include "common/stop_relay.h"
 
 /* What ringd asks Slurm for: ringd decides the size, Slurm places it. */
 struct slurm_shape {

@@ -15,7 +15,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* Who a job runs as. */
 struct local_identity {

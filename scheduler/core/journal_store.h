@@ -3,9 +3,9 @@
 #ifndef RINGD_JOURNAL_STORE_H
 #define RINGD_JOURNAL_STORE_H
 
-#include "cluster.h"
+#include "db/store.h"
 #include "journal.h"
-#include "store.h"
+#include "scheduler/model/cluster.h"
 
 /* The journal's context: the scheduler thread's store connection and the cluster that
  * placements refer to (both borrowed). */

@@ -26,12 +26,12 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "backend.h"
-#include "cluster.h"
-#include "error.h"
+#include "common/error.h"
 #include "journal.h"
-#include "policy.h"
-#include "speed.h"
+#include "scheduler/backend/backend.h"
+#include "scheduler/model/cluster.h"
+#include "scheduler/model/speed.h"
+#include "scheduler/policy/policy.h"
 
 enum loop_state {
     LOOP_QUEUED,   /* waiting: for room, a backoff, or (reserved) for its place to free */

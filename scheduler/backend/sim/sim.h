@@ -23,7 +23,7 @@
 #ifndef RINGD_BACKEND_SIM_H
 #define RINGD_BACKEND_SIM_H
 
-#include "backend.h"
+#include "scheduler/backend/backend.h"
 
 struct sim_model {
     /*

@@ -46,8 +46,8 @@
 #include <sys/types.h>
 #include <jansson.h>
 
-#include "cluster.h"
-#include "error.h"
+#include "common/error.h"
+#include "scheduler/model/cluster.h"
 
 /* ringd's configuration as the backends see it (borrowed for the backend's lifetime). */
 struct backend_config {

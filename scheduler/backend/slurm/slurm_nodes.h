@@ -12,8 +12,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "cluster.h"
-#include "error.h"
+#include "common/error.h"
+#include "scheduler/model/cluster.h"
 
 /*
  * The partition's nodes as a new cluster in *out, those down, drained or not responding
