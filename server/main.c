@@ -31,6 +31,7 @@
 #include "config.h"
 #include "db/store.h"
 #include "http.h"
+#include "scheduler/backend/identity.h"
 #include "scheduler/backend/local/local.h"
 #include "scheduler/core/scheduler.h"
 
@@ -463,8 +464,8 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
     if (cfg.default_user[0] != '\0') {
-        struct local_identity id;
-        if (local_identity_lookup(cfg.default_user, &id, &err) < 0) {
+        struct identity id;
+        if (identity_lookup(cfg.default_user, &id, &err) < 0) {
             say("error", "default_user: %s", err.text);
             return EXIT_CONFIG;
         }

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/ringctl/admin.h"
-#include "api/ringctl/http.h"
-#include "api/ringctl/sched.h" /* ringctl.c's output helpers */
+#include "admin.h"
+#include "http.h"
+#include "sched.h" /* ringctl.c's output helpers */
 
 /* Where the download goes, and what became of it. */
 struct sink {

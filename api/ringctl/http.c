@@ -14,7 +14,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "api/ringctl/http.h"
+#include "http.h"
 
 struct ringctl_conn ringctl__conn;
 

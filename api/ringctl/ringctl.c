@@ -31,9 +31,9 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "api/ringctl/admin.h"
-#include "api/ringctl/http.h"
-#include "api/ringctl/sched.h"
+#include "admin.h"
+#include "http.h"
+#include "sched.h"
 #include "spec_yaml.h"
 
 static int json_out;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/ringctl/http.h"
-#include "api/ringctl/sched.h"
+#include "http.h"
+#include "sched.h"
 
 int ringctl_policy(int argc, char **argv)
 {

@@ -7,8 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -17,89 +15,14 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "local.h"
+#include "scheduler/backend/identity.h"
 #include "scheduler/backend/jobfs.h"
-#include "scheduler/backend/local/local.h"
 #include "scheduler/backend/mpirun.h"
 
-extern char **environ;
-
-int local_identity_lookup(const char *user, struct local_identity *id, struct error *err)
-{
-    struct passwd pw, *res = NULL;
-    char buf[16384];
-    int ngroups = (int)(sizeof(id->groups) / sizeof(id->groups[0])), rc;
-    uid_t self = geteuid();
-
-    memset(id, 0, sizeof(*id));
-    if (user == NULL)
-        rc = getpwuid_r(self, &pw, buf, sizeof(buf), &res);
-    else
-        rc = getpwnam_r(user, &pw, buf, sizeof(buf), &res);
-    if (rc != 0 || res == NULL) {
-        if (user == NULL)
-            return errno = ENOENT,
-                   errprintf(err, "ringd's own uid %u has no entry in the user database",
-                             (unsigned)self);
-        return errno = ENOENT, errprintf(err, "there is no Unix user '%s' on this host", user);
-    }
-    if (self != 0 && pw.pw_uid != self)
-        return errno = EPERM,
-               errprintf(err,
-                         "ringd runs as uid %u and cannot start jobs as '%s'; run ringd as "
-                         "root to run each token's jobs as its own user",
-                         (unsigned)self, user);
-    id->switch_user = self == 0 && pw.pw_uid != 0;
-    id->uid = pw.pw_uid;
-    id->gid = pw.pw_gid;
-    snprintf(id->name, sizeof(id->name), "%s", pw.pw_name);
-    snprintf(id->home, sizeof(id->home), "%s", pw.pw_dir);
-    snprintf(id->shell, sizeof(id->shell), "%s", pw.pw_shell);
-    if (getgrouplist(pw.pw_name, pw.pw_gid, id->groups, &ngroups) < 0)
-        return errno = E2BIG, errprintf(err, "user '%s' is in more than %zu groups", pw.pw_name,
-                                        sizeof(id->groups) / sizeof(id->groups[0]));
-    id->ngroups = ngroups;
-    return 0;
-}
-
-/* ---- who may see a directory ---- */
-
-/*
- * Whether path is a directory that user id can reach (search every directory on the way):
- * stat(2) as that user, so that the answer tells nothing about directories the user cannot
- * look into. As root, only this thread takes the user's filesystem identity for the call
- * (setfsuid, setfsgid and setgroups through syscall(2) are per thread, where glibc's
- * setgroups would change every thread of ringd), and takes root's back at once.
- */
-int local_dir_reachable(const struct local_identity *id, const char *path)
-{
-    gid_t saved[256];
-    struct stat sb;
-    int nsaved, e;
-
-    if (geteuid() != 0 || !id->switch_user)
-        return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : (errno = ENOENT, -1);
-    if ((nsaved = getgroups((int)(sizeof(saved) / sizeof(saved[0])), saved)) < 0)
-        return -1;
-    if (syscall(SYS_setgroups, (size_t)id->ngroups, id->groups) < 0)
-        return -1;
-    /* setfsuid answers the previous id, whether it changed or not; asking again tells. */
-    syscall(SYS_setfsgid, id->gid);
-    syscall(SYS_setfsuid, id->uid);
-    if ((uid_t)syscall(SYS_setfsuid, -1) != id->uid || (gid_t)syscall(SYS_setfsgid, -1) != id->gid)
-        e = EPERM;
-    else
-        e = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : ENOENT;
-    syscall(SYS_setfsuid, 0);
-    syscall(SYS_setfsgid, 0);
-    /* Root's groups back; failing that the thread must not go on as the user. */
-    if (syscall(SYS_setgroups, (size_t)nsaved, saved) < 0 || (uid_t)syscall(SYS_setfsuid, -1) != 0)
-        abort();
-    return e ? (errno = e, -1) : 0;
-}
 
 /* ---- resource limits (the job_limits setting) ---- */
 
@@ -228,6 +151,12 @@ static int env_set(struct env *e, const char *name, const char *value)
     return 0;
 }
 
+/* env_set for identity_env_inherit. */
+static int env_add(void *e, const char *name, const char *value)
+{
+    return env_set(e, name, value);
+}
+
 static void env_free(struct env *e)
 {
     for (size_t i = 0; i < e->n; i++)
@@ -236,33 +165,10 @@ static void env_free(struct env *e)
 }
 
 /*
- * What a job inherits of ringd's environment: the variables that say how to find programs
- * and how to speak (PATH, the locale, the time zone), and the sanitizer runtimes' options
- * (set only where ringd itself runs under a sanitizer, so that its jobs' ringrun reports
- * alike). Nothing else: ringd's environment is a service's (systemd's NOTIFY_SOCKET and
- * CREDENTIALS_DIRECTORY, secrets passed to the service), none of it the job's. This is
- * the list the README gives; the Slurm backend's is the same, with SLURM_CONF.
- */
-static const char *const ENV_PASSED[] = {
-    "PATH",          "LANG",         "LANGUAGE",     "TZ", "ASAN_OPTIONS",
-    "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", NULL,
-};
-
-int local_env_passed(const char *name)
-{
-    if (strncmp(name, "LC_", 3) == 0)
-        return 1;
-    for (int i = 0; ENV_PASSED[i] != NULL; i++)
-        if (strcmp(name, ENV_PASSED[i]) == 0)
-            return 1;
-    return 0;
-}
-
-/*
- * The allowed part of ringd's environment (local_env_passed), the user's identity as a login
+ * The allowed part of ringd's environment (identity_env_inherit), the user's identity as a login
  * gives it, the spec's env, then the worker contract, which nobody overrides.
  */
-static int env_build(struct env *e, const struct local_launch *l, const struct local_identity *id)
+static int env_build(struct env *e, const struct local_launch *l, const struct identity *id)
 {
     json_t *env = json_object_get(l->spec, "env"), *v;
     const char *key;
@@ -270,15 +176,7 @@ static int env_build(struct env *e, const struct local_launch *l, const struct l
     int rc = 0;
 
     rc |= env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin"); /* replaced by ringd's own */
-    for (char **p = environ; *p; p++) {
-        const char *eq = strchr(*p, '=');
-        char name[256];
-        if (eq == NULL || (size_t)(eq - *p) >= sizeof(name))
-            continue;
-        snprintf(name, sizeof(name), "%.*s", (int)(eq - *p), *p);
-        if (local_env_passed(name))
-            rc |= env_set(e, name, eq + 1);
-    }
+    rc |= identity_env_inherit(env_add, e);
     rc |= env_set(e, "HOME", id->home);
     rc |= env_set(e, "USER", id->name);
     rc |= env_set(e, "LOGNAME", id->name);
@@ -332,7 +230,7 @@ static int env_memfd(const struct env *e, struct error *err)
  * with O_EXCL (a FIFO planted there would hang the scheduler's thread), each given to the
  * user last. Returns the log's descriptor, or -1 with err.
  */
-static int prepare_dirs(const struct local_launch *l, const struct local_identity *id,
+static int prepare_dirs(const struct local_launch *l, const struct identity *id,
                         struct error *err)
 {
     int run = jobfs_mkdirs(l->run_dir), log = -1, ckpt = -1;
@@ -381,7 +279,7 @@ struct argv_text {
 
 /* ringd-exec's options about the user and the limits, from index a; returns the new a. */
 static int exec_options(char **argv, int a, const struct local_launch *l,
-                        const struct local_identity *id, struct argv_text *t)
+                        const struct identity *id, struct argv_text *t)
 {
     if (id->switch_user) {
         size_t gl = 0;
@@ -415,7 +313,7 @@ static int exec_options(char **argv, int a, const struct local_launch *l,
 }
 
 /* The argument vector: ringd-exec's options, "--", then ringrun's (or mpirun's). */
-static char **build_argv(const struct local_launch *l, const struct local_identity *id,
+static char **build_argv(const struct local_launch *l, const struct identity *id,
                          struct argv_text *t, char **storage)
 {
     json_t *command = json_object_get(l->spec, "command");
@@ -489,7 +387,7 @@ static char **build_argv(const struct local_launch *l, const struct local_identi
 
 pid_t local_launch(const struct local_launch *l, struct error *err)
 {
-    struct local_identity id;
+    struct identity id;
     struct env env = {0};
     struct argv_text *text = NULL;
     char *storage = NULL;
@@ -501,7 +399,7 @@ pid_t local_launch(const struct local_launch *l, struct error *err)
     int logfd = -1, envfd = -1, rc;
     pid_t pid = -1;
 
-    if (local_identity_lookup(l->user, &id, err) < 0)
+    if (identity_lookup(l->user, &id, err) < 0)
         return -1;
     if ((logfd = prepare_dirs(l, &id, err)) < 0)
         return -1;

@@ -17,38 +17,6 @@
 
 #include "common/error.h"
 
-/* Who a job runs as. */
-struct local_identity {
-    int switch_user; /* 1: ringd is root and the job's user is someone else */
-    uid_t uid;
-    gid_t gid;
-    int ngroups;
-    gid_t groups[256];
-    char name[64];
-    char home[1024];
-    char shell[256];
-};
-
-/*
- * Looks up user (NULL: ringd's own user). As root, any existing user; otherwise only
- * ringd's own user, since switching users needs root. Returns 0, or -1 with errno ENOENT
- * (no such user) or EPERM (ringd cannot run jobs as that user) and err saying what to do.
- * Thread-safe (getpwnam_r).
- */
-int local_identity_lookup(const char *user, struct local_identity *id, struct error *err);
-
-/*
- * Whether user id can reach directory path (stat as that user: a directory the user cannot
- * search tells the caller nothing). Returns 0, or -1 with errno ENOENT (not there, not a
- * directory, or out of the user's reach). Thread-safe: only the calling thread takes the
- * user's identity, for the one call.
- */
-int local_dir_reachable(const struct local_identity *id, const char *path);
-
-/* Whether name is one of the variables of ringd's environment that a job inherits (PATH,
- * the locale, ...: the README lists them). */
-int local_env_passed(const char *name);
-
 /* The resource limits a job starts with (ringd's job_limits setting). */
 #define LOCAL_LIMITS_MAX 9
 struct local_limit {

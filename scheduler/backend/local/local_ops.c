@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "local.h"
 #include "scheduler/backend/backend.h"
 #include "scheduler/backend/jobfs.h"
-#include "scheduler/backend/local/local.h"
 #include "scheduler/backend/mpirun.h"
 #include "scheduler/backend/progress.h"
 

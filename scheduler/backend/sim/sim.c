@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/backend/sim/sim.h"
+#include "sim.h"
 
 struct sim_job {
     char id[32];

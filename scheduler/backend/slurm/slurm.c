@@ -42,8 +42,8 @@
 #include <unistd.h>
 
 #include "scheduler/backend/backend.h"
+#include "scheduler/backend/identity.h"
 #include "scheduler/backend/jobfs.h"
-#include "scheduler/backend/local/local.h"
 #include "scheduler/backend/mpirun.h"
 #include "scheduler/backend/progress.h"
 #include "slurm_job.h"
@@ -201,7 +201,7 @@ static void slurm_fini_backend(void *ctx)
  * the user, who may already own the run directory (a retried start), never gets ringd to
  * give away anything else. Returns 0, or -1 with err.
  */
-static int prepare_dirs(const struct backend_start *s, const struct local_identity *who,
+static int prepare_dirs(const struct backend_start *s, const struct identity *who,
                         struct error *err)
 {
     int run = jobfs_mkdirs(s->run_dir), fd = -1;
@@ -266,35 +266,41 @@ static void env_free(char **env, uint32_t n)
     free(env);
 }
 
+/* What build_env passes of ringd's environment (identity_env_inherit): PATH it set first,
+ * and what the spec sets comes later, once. */
+struct inherit {
+    char ***env;
+    uint32_t *n;
+    json_t *spec_env;
+};
+
+static int inherit(void *arg, const char *name, const char *value)
+{
+    struct inherit *in = arg;
+    if (strcmp(name, "PATH") == 0 || json_object_get(in->spec_env, name) != NULL)
+        return 0;
+    return env_add(in->env, in->n, name, value);
+}
+
 /*
  * The job's environment: a clean one, as a login would give the job's user (what the local
  * backend passes of ringd's environment: PATH, the locale; HOME, USER and LOGNAME of the
  * user), SLURM_CONF so that srun finds this cluster, the JobSpec's env, and the worker
  * contract. The rest of ringd's own environment is not passed on.
  */
-static int build_env(const struct backend_start *s, const struct local_identity *id, char ***env,
+static int build_env(const struct backend_start *s, const struct identity *id, char ***env,
                      uint32_t *n)
 {
     json_t *spec_env = json_object_get(s->spec, "env"), *v;
     const char *key, *conf = getenv("SLURM_CONF"), *path = getenv("PATH");
-    extern char **environ;
     char num[16];
 
     *env = NULL;
     *n = 0;
     if (env_add(env, n, "PATH", path ? path : "/usr/local/bin:/usr/bin:/bin") < 0)
         return -1;
-    for (char **p = environ; *p; p++) {
-        const char *eq = strchr(*p, '=');
-        char name[256];
-        if (eq == NULL || (size_t)(eq - *p) >= sizeof(name))
-            continue;
-        snprintf(name, sizeof(name), "%.*s", (int)(eq - *p), *p);
-        /* PATH is above; what the spec sets comes below, once. */
-        if (strcmp(name, "PATH") != 0 && local_env_passed(name) &&
-            json_object_get(spec_env, name) == NULL && env_add(env, n, name, eq + 1) < 0)
-            return -1;
-    }
+    if (identity_env_inherit(inherit, &(struct inherit){env, n, spec_env}) != 0)
+        return -1;
     if (env_add(env, n, "HOME", id->home) < 0 || env_add(env, n, "USER", id->name) < 0 ||
         env_add(env, n, "LOGNAME", id->name) < 0)
         return -1;
@@ -342,7 +348,7 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
         launcher && strcmp(launcher, "mpirun") == 0 ? SLURM_LAUNCH_MPIRUN : SLURM_LAUNCH_SRUN;
     const char *user = s->user;
     struct slurm_shape shape;
-    struct local_identity who;
+    struct identity who;
     submit_response_msg_t *resp = NULL;
     job_desc_msg_t d;
     char tres[64], out_path[4300], comment[160];
@@ -360,7 +366,7 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
     if (user == NULL && geteuid() == 0)
         return errno = EPERM, errprintf(err, "the job has no Unix user to run as and ringd has no "
                                              "default_user");
-    if (local_identity_lookup(user, &who, err) < 0)
+    if (identity_lookup(user, &who, err) < 0)
         return -1;
     if (slurm_shape(workers, s->cpus_per_worker > 0 ? s->cpus_per_worker : 1, s->gpus_per_worker,
                     c->node_cpus, c->node_gpus, &shape, err) < 0)
