@@ -452,17 +452,6 @@ int store__fail(struct store *st, int rc, struct error *err, const char *what)
                      st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
 }
 
-void store_now_iso(char *buf, size_t len)
-{
-    struct timespec ts;
-    struct tm tm;
-    char date[32];
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "%.20s.%03dZ", date, (int)(ts.tv_nsec / 1000000) % 1000);
-}
-
 static int exec(struct store *st, const char *sql, struct error *err)
 {
     char *msg = NULL;

@@ -13,6 +13,7 @@
 
 #include <sqlite3.h>
 
+#include "common/clock.h"
 #include "store_impl.h"
 
 static void new_job_id(char *buf, size_t len)
@@ -168,7 +169,7 @@ static void create_one(struct store *st, struct store_submission *sub)
         }
     }
     new_job_id(sub->id, sizeof(sub->id));
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     text = json_dumps(sub->spec, JSON_COMPACT | JSON_SORT_KEYS);
     if (text == NULL) {
         errno = ENOMEM;

@@ -17,6 +17,7 @@
 #include "api/utf8.h"
 #include "auth.h"
 #include "commit.h"
+#include "common/clock.h"
 #include "edge.h"
 #include "http.h"
 #include "metrics.h"
@@ -82,18 +83,11 @@ static _Thread_local struct auth_hit {
     unsigned generation;
 } auth_cache[AUTH_CACHE_SIZE];
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* auth_check through the thread's cache. */
 static int authorize(struct store *st, const char *header, struct auth_identity *who,
                      struct error *err)
 {
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms();
     unsigned gen = auth_generation();
     size_t slot = 0;
     char key[sizeof(auth_cache[0].header)] = {0};
@@ -168,7 +162,7 @@ static const char *header(void *conn, const char *key)
 static void log_line(const char *method, const char *target, int status, const char *owner)
 {
     char now[40], m[40], t[600], o[200];
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     /* One fprintf per line: stderr is unbuffered, so lines from threads do not mix. */
     fprintf(stderr,
             "ts=%s level=info msg=request method=\"%s\" path=\"%s\" status=%d owner=\"%s\"\n", now,

@@ -24,18 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "scheduler/sim/sim_loop.h"
 
 #define BUDGET_US 50000.0
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- the bench ---- */
 
@@ -117,10 +110,10 @@ static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued
             goto done;
     }
     {
-        double t0 = wall_s();
+        double t0 = clock_mono_s();
         if (loop_pass(l) < 0)
             goto done;
-        out->cold_us = (wall_s() - t0) * 1e6;
+        out->cold_us = (clock_mono_s() - t0) * 1e6;
     }
     /* Let the attempts reach their first progress report, so that the steady passes see
      * settled jobs, as a busy ringd does between events. */
@@ -130,10 +123,10 @@ static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued
     if (t == NULL)
         goto done;
     for (int i = 0; i < passes; i++) {
-        double t0 = wall_s();
+        double t0 = clock_mono_s();
         if (loop_pass(l) < 0)
             goto done;
-        t[i] = (wall_s() - t0) * 1e6;
+        t[i] = (clock_mono_s() - t0) * 1e6;
     }
     qsort(t, (size_t)passes, sizeof(*t), cmp_double);
     out->median_us = t[passes / 2];

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "loop_impl.h"
 
 /* How often the loop asks a backend whose nodes come and go (node_states) which are in
@@ -37,13 +37,6 @@ void loop__say(struct loop *l, const char *level, const char *job, const char *f
         l->cfg.log(l->cfg.log_arg, level, job, msg);
     else
         fprintf(stderr, "level=%s job=%s msg=\"%s\"\n", level, job ? job : "-", msg);
-}
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 struct loop *loop_create(const struct loop_config *cfg, const struct backend_ops *backend,
@@ -293,7 +286,7 @@ int loop_pass(struct loop *l)
     struct policy_snapshot s;
     struct usage *pinned = &l->pinned;
     struct error err;
-    double now = l->b->now(l->bctx), t0 = wall_s(), dt;
+    double now = l->b->now(l->bctx), t0 = clock_mono_s(), dt;
     int n = 0, rc = -1, nchg = 0, *chg = NULL;
     enum change_kind *kind = NULL;
 
@@ -475,7 +468,7 @@ done:
     policy_targets_clear(l->out, n);
     free(chg);
     free(kind);
-    dt = wall_s() - t0;
+    dt = clock_mono_s() - t0;
     l->stats.passes++;
     l->stats.pass_time_s += dt;
     if (dt > l->stats.pass_time_max_s)

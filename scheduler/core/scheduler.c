@@ -4,13 +4,13 @@
  * with the store as its journal, and the bridge to the HTTP threads.
  */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "journal_store.h"
 #include "loop.h"
 #include "scheduler.h"
@@ -77,13 +77,6 @@ struct scheduler {
     struct published snapshot, info; /* under pub_mu */
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Keeps what the thread just said (v, borrowed) for readers it will not answer in time. */
 static void publish(struct scheduler *s, struct published *p, json_t *v)
 {
@@ -93,7 +86,7 @@ static void publish(struct scheduler *s, struct published *p, json_t *v)
     pthread_mutex_lock(&s->pub_mu);
     free(p->text);
     p->text = text;
-    p->at = mono_s();
+    p->at = clock_mono_s();
     pthread_mutex_unlock(&s->pub_mu);
 }
 
@@ -105,7 +98,7 @@ static json_t *published(struct scheduler *s, struct published *p, double *age_s
     pthread_mutex_lock(&s->pub_mu);
     if (p->text != NULL) {
         v = json_loads(p->text, 0, &jerr);
-        *age_s = mono_s() - p->at;
+        *age_s = clock_mono_s() - p->at;
     }
     pthread_mutex_unlock(&s->pub_mu);
     return v;
@@ -367,13 +360,7 @@ static void *main_loop(void *arg)
         if (wait_s < 0)
             wait_s = 0;
         pthread_mutex_lock(&s->mu);
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += (time_t)wait_s;
-        until.tv_nsec += (long)((wait_s - floor(wait_s)) * 1e9);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        until = clock_deadline(CLOCK_REALTIME, wait_s);
         while (!s->stop && !s->wake && s->requests == NULL &&
                pthread_cond_timedwait(&s->cv, &s->mu, &until) == 0)
             ;
@@ -526,13 +513,9 @@ void scheduler_wake(struct scheduler *s)
  */
 static int hand_over(struct scheduler *s, struct request *q)
 {
-    struct timespec until;
+    struct timespec until = clock_deadline(CLOCK_MONOTONIC, ASK_DEADLINE_MS / 1e3);
     int e = 0;
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += (long)ASK_DEADLINE_MS * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&s->mu);
     q->state = REQ_QUEUED;
     *s->requests_end = q;

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "sim_loop.h"
 #include "workload.h"
 
@@ -58,13 +59,6 @@ struct run {
     int finished, failed;
     double gpu_s;
 };
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- the journal: statistics instead of a database ---- */
 
@@ -213,7 +207,7 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
     struct loop *l;
     struct loop_stats st;
     void *sim;
-    double t0 = wall_s(), first = w->job[0].time, last = first, *jct;
+    double t0 = clock_mono_s(), first = w->job[0].time, last = first, *jct;
     int next = 0;
 
     policy_params_default(&params);
@@ -310,7 +304,7 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
     res->util = res->makespan > 0 ? r.gpu_s / ((double)nodes * gpn * res->makespan) : 0;
     res->restarts = st.starts - r.finished - r.failed;
     res->passes = st.passes;
-    res->wall = wall_s() - t0;
+    res->wall = clock_mono_s() - t0;
     sim_loop_destroy(&sl);
     return 0;
 }

@@ -12,9 +12,9 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/stop_relay.h"
 #include "options.h"
 #include "output.h"
@@ -26,13 +26,6 @@
 /* After the step is cancelled, srun normally exits within KillWait; past this, ringrun
  * kills srun itself, which makes Slurm end the step. */
 #define SRUN_KILL_AFTER_MS 15000
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int slurm_in_allocation(void)
 {
@@ -124,7 +117,7 @@ static int run_helper(char *const *argv, char *out, size_t cap)
 {
     int pfd[2], status, devnull;
     size_t len = 0;
-    int64_t deadline = now_ms() + HELPER_TIMEOUT_MS;
+    int64_t deadline = clock_mono_ms() + HELPER_TIMEOUT_MS;
     pid_t pid;
 
     if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -149,7 +142,7 @@ static int run_helper(char *const *argv, char *out, size_t cap)
     close(pfd[1]);
     for (;;) {
         struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - clock_mono_ms();
         char tmp[4096];
         ssize_t k;
         if (left <= 0 || poll(&p, 1, (int)left) == 0) {
@@ -174,7 +167,7 @@ static int run_helper(char *const *argv, char *out, size_t cap)
         if (errno != EINTR)
             return -1;
     }
-    if (now_ms() > deadline)
+    if (clock_mono_ms() > deadline)
         return -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -344,7 +337,7 @@ int slurm_run(const struct slurm_launch *l)
     while (alive || out[0].fd >= 0 || out[1].fd >= 0) {
         struct pollfd pfd[3];
         int n = 0, timeout = -1;
-        int64_t now = now_ms();
+        int64_t now = clock_mono_ms();
 
         if (alive && kill_at >= 0 && now >= kill_at) {
             ringrun_say("the ranks did not all end within %d s; killing the step", l->grace_s);
@@ -386,11 +379,11 @@ int slurm_run(const struct slurm_launch *l)
                             (int)si.ssi_signo);
                 signal_step(l, pid, (int)si.ssi_signo);
                 if (kill_at < 0 && hard_kill_at < 0)
-                    kill_at = now_ms() + (int64_t)l->grace_s * 1000;
+                    kill_at = clock_mono_ms() + (int64_t)l->grace_s * 1000;
             } else if (signals == 2) {
                 signal_step(l, pid, SIGKILL);
                 kill_at = -1;
-                hard_kill_at = now_ms() + SRUN_KILL_AFTER_MS;
+                hard_kill_at = clock_mono_ms() + SRUN_KILL_AFTER_MS;
             }
         }
         if (alive && waitpid(pid, &status, WNOHANG) == pid)

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "local.h"
 #include "scheduler/backend/backend.h"
 #include "scheduler/backend/jobfs.h"
@@ -37,13 +38,6 @@ struct local {
     char host[256];
     struct local_attempt *attempts;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int local_init(const struct backend_config *cfg, void **ctx, struct error *err)
 {
@@ -227,7 +221,7 @@ static int progress_ignored(int errnum, int pid, struct backend_event *e)
     memset(e, 0, sizeof(*e));
     e->kind = BACKEND_PROGRESS_IGNORED;
     snprintf(e->id, sizeof(e->id), "%d", pid);
-    e->time = now_s();
+    e->time = clock_wall_s();
     snprintf(e->reason, sizeof(e->reason),
              "progress.json is larger than %d bytes: ringd ignores it; rank 0's report is a "
              "small JSON object (see the worker contract)",
@@ -251,7 +245,7 @@ static int progress_event(struct local_attempt *a, struct backend_event *e)
     memset(e, 0, sizeof(*e));
     e->kind = BACKEND_PROGRESS;
     snprintf(e->id, sizeof(e->id), "%d", (int)a->pid);
-    e->time = now_s();
+    e->time = clock_wall_s();
     e->step = p.step;
     e->total_steps = p.total_steps;
     e->samples_per_s = p.samples_per_s;
@@ -279,7 +273,7 @@ static int local_poll(void *ctx, struct backend_event *out, int max)
             memset(&out[n], 0, sizeof(out[n]));
             out[n].kind = BACKEND_EXITED;
             snprintf(out[n].id, sizeof(out[n].id), "%d", (int)a->pid);
-            out[n].time = now_s();
+            out[n].time = clock_wall_s();
             out[n].status = r < 0               ? -1
                             : WIFEXITED(status) ? WEXITSTATUS(status)
                                                 : 128 + WTERMSIG(status);
@@ -367,7 +361,7 @@ static int local_recover(void *ctx, const char *id, const struct backend_start *
 
 static double local_now(void *ctx)
 {
-    return now_s();
+    return clock_wall_s();
 }
 
 const struct backend_ops backend_local_ops = {

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "scheduler/backend/backend.h"
 #include "scheduler/backend/identity.h"
 #include "scheduler/backend/jobfs.h"
@@ -87,13 +88,6 @@ struct sctx {
     int dirty; /* a tracked job was added or signalled: the next poll must look */
     struct sjob *jobs;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static const char *slurm_err(void)
 {
@@ -520,7 +514,7 @@ static int slurm_signal(void *ctx, const char *id, int sig)
         return errno = EIO, -1;
     }
     if (j != NULL)
-        j->ending_until = now_s() + END_WAIT_S;
+        j->ending_until = clock_wall_s() + END_WAIT_S;
     c->dirty = 1;
     return 0;
 }
@@ -543,7 +537,7 @@ static int read_progress(struct sjob *j, struct backend_event *ev)
         memset(ev, 0, sizeof(*ev));
         ev->kind = BACKEND_PROGRESS_IGNORED;
         snprintf(ev->id, sizeof(ev->id), "%s", j->sid);
-        ev->time = now_s();
+        ev->time = clock_wall_s();
         snprintf(ev->reason, sizeof(ev->reason),
                  "progress.json is larger than %d bytes: ringd ignores it; rank 0's report is "
                  "a small JSON object (see the worker contract)",
@@ -553,7 +547,7 @@ static int read_progress(struct sjob *j, struct backend_event *ev)
     memset(ev, 0, sizeof(*ev));
     ev->kind = BACKEND_PROGRESS;
     snprintf(ev->id, sizeof(ev->id), "%s", j->sid);
-    ev->time = now_s();
+    ev->time = clock_wall_s();
     ev->step = p.step;
     ev->total_steps = p.total_steps;
     ev->samples_per_s = p.samples_per_s;
@@ -578,7 +572,7 @@ static int slurm_poll(void *ctx, struct backend_event *out, int max)
 {
     struct sctx *c = ctx;
     job_info_msg_t *msg = NULL;
-    double now = now_s();
+    double now = clock_wall_s();
     int n = 0;
 
     double interval = POLL_INTERVAL_S;
@@ -707,7 +701,7 @@ static int slurm_placement_of(void *ctx, const char *id, const struct cluster *c
 
 static double slurm_now(void *ctx)
 {
-    return now_s();
+    return clock_wall_s();
 }
 
 static json_t *slurm_cluster_json(void *ctx)
