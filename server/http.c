@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "commit.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "edge.h"
 #include "http.h"
 #include "metrics.h"
@@ -161,14 +162,12 @@ static const char *header(void *conn, const char *key)
  */
 static void log_line(const char *method, const char *target, int status, const char *owner)
 {
-    char now[40], m[40], t[600], o[200];
-    clock_rfc3339(now, sizeof(now));
-    /* One fprintf per line: stderr is unbuffered, so lines from threads do not mix. */
-    fprintf(stderr,
-            "ts=%s level=info msg=request method=\"%s\" path=\"%s\" status=%d owner=\"%s\"\n", now,
-            log_escape(method ? method : "", m, sizeof(m)),
-            log_escape(target ? target : "", t, sizeof(t)), status,
-            log_escape(owner ? owner : "-", o, sizeof(o)));
+    char fields[1100], m[40], t[600], o[200];
+    snprintf(fields, sizeof(fields), "method=\"%s\" path=\"%s\" status=%d owner=\"%s\"",
+             log_escape(method ? method : "", m, sizeof(m)),
+             log_escape(target ? target : "", t, sizeof(t)), status,
+             log_escape(owner ? owner : "-", o, sizeof(o)));
+    log_event(LOG_LEVEL_INFO, NULL, "request", fields);
 }
 
 /* A log: the file's bytes, sent from its descriptor (sendfile where there is no TLS, a

@@ -28,6 +28,7 @@
 
 #include "api/api.h"
 #include "auth.h"
+#include "common/log.h"
 #include "config.h"
 #include "db/store.h"
 #include "http.h"
@@ -40,18 +41,6 @@
 #define EXIT_UNAVAILABLE 69
 #define EXIT_SOFTWARE    70
 #define EXIT_CANTCREAT   73 /* the first admin token cannot be written */
-
-static void say(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void say(const char *level, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "level=%s msg=\"%s\"\n", level, msg);
-}
 
 /* 1 when the listen host is a loopback address (so --no-auth exposes nothing). */
 static int loopback(const char *listen)
@@ -87,23 +76,22 @@ static int lock_data_dir(const char *dir)
     snprintf(path, sizeof(path), "%s/ringd.lock", dir);
     fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        say("error", "cannot open %s: %s", path, strerror(errno));
+        log_error("cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         ssize_t n = read(fd, pid, sizeof(pid) - 1);
         pid[n > 0 ? n : 0] = '\0';
         pid[strcspn(pid, "\n")] = '\0';
-        say("error",
-            "another ringd (pid %s) uses data directory %s; stop it or pick another "
-            "--data-dir",
-            pid[0] ? pid : "?", dir);
+        log_error("another ringd (pid %s) uses data directory %s; stop it or pick another "
+                  "--data-dir",
+                  pid[0] ? pid : "?", dir);
         close(fd);
         return -2;
     }
     snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
     if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
-        say("warning", "cannot record the pid in %s: %s", path, strerror(errno));
+        log_warning("cannot record the pid in %s: %s", path, strerror(errno));
     return fd; /* held open, and so locked, until exit */
 }
 
@@ -120,27 +108,26 @@ static int data_dir_private(const char *dir)
 {
     struct stat sb;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        say("error", "cannot create data directory %s: %s", dir, strerror(errno));
+        log_error("cannot create data directory %s: %s", dir, strerror(errno));
         return -1;
     }
     if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-        say("error", "data directory %s is not a directory", dir);
+        log_error("data directory %s is not a directory", dir);
         return -1;
     }
     if (sb.st_uid != geteuid()) {
-        say("error",
-            "data directory %s belongs to uid %u, but ringd runs as uid %u; give it "
-            "to ringd's user or pick another --data-dir",
-            dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+        log_error("data directory %s belongs to uid %u, but ringd runs as uid %u; give it "
+                  "to ringd's user or pick another --data-dir",
+                  dir, (unsigned)sb.st_uid, (unsigned)geteuid());
         return -1;
     }
     if ((sb.st_mode & 077) != 0) {
         if (chmod(dir, 0700) < 0) {
-            say("error", "cannot make data directory %s private (0700): %s", dir, strerror(errno));
+            log_error("cannot make data directory %s private (0700): %s", dir, strerror(errno));
             return -1;
         }
-        say("info", "data directory %s was mode %03o; made it 0700", dir,
-            (unsigned)(sb.st_mode & 0777));
+        log_info("data directory %s was mode %03o; made it 0700", dir,
+                 (unsigned)(sb.st_mode & 0777));
     }
     for (int i = 0; DATA_FILES[i] != NULL; i++) {
         char path[2200];
@@ -148,10 +135,10 @@ static int data_dir_private(const char *dir)
         if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077) == 0)
             continue;
         if (chmod(path, 0600) < 0) {
-            say("error", "cannot make %s private (0600): %s", path, strerror(errno));
+            log_error("cannot make %s private (0600): %s", path, strerror(errno));
             return -1;
         }
-        say("info", "%s was mode %03o; made it 0600", path, (unsigned)(sb.st_mode & 0777));
+        log_info("%s was mode %03o; made it 0600", path, (unsigned)(sb.st_mode & 0777));
     }
     return 0;
 }
@@ -177,12 +164,12 @@ static int exec_helper_safe(char *path, size_t len)
     struct stat sb;
 
     if (realpath(path, real) == NULL || strlen(real) >= len) {
-        say("error", "cannot find ringd-exec at %s (it is installed next to ringd): %s", path,
-            strerror(errno));
+        log_error("cannot find ringd-exec at %s (it is installed next to ringd): %s", path,
+                  strerror(errno));
         return -1;
     }
     if (!only_ours(real, &sb) || !S_ISREG(sb.st_mode)) {
-        say("error",
+        log_error(
             "ringd-exec %s may be changed by others than root and ringd's user (owner uid %u, "
             "mode %04o), and ringd runs it with its privileges; make it root's and not group- "
             "or world-writable (chown root %s; chmod go-w %s)",
@@ -193,11 +180,11 @@ static int exec_helper_safe(char *path, size_t len)
     for (char *slash = strrchr(dir, '/'); slash != NULL; slash = strrchr(dir, '/')) {
         *slash = '\0';
         if (!only_ours(dir[0] ? dir : "/", &sb)) {
-            say("error",
-                "ringd-exec %s lies in directory %s, which others than root and ringd's user "
-                "may change (owner uid %u, mode %04o): they could put another program in its "
-                "place; make it root's and not group- or world-writable",
-                real, dir[0] ? dir : "/", (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
+            log_error("ringd-exec %s lies in directory %s, which others than root and ringd's user "
+                      "may change (owner uid %u, mode %04o): they could put another program in its "
+                      "place; make it root's and not group- or world-writable",
+                      real, dir[0] ? dir : "/", (unsigned)sb.st_uid,
+                      (unsigned)(sb.st_mode & 07777));
             return -1;
         }
     }
@@ -218,32 +205,30 @@ static int choose_isolation(const struct config *cfg)
         if (geteuid() == 0) {
             /* Job users must pass through to their own (0700) run directories. */
             if (chmod(cfg->data_dir, 0711) < 0) {
-                say("error", "cannot open %s for traversal: %s", cfg->data_dir, strerror(errno));
+                log_error("cannot open %s for traversal: %s", cfg->data_dir, strerror(errno));
                 return -1;
             }
-            say("warning", "isolation is off: the data directory is 0711 so that jobs reach "
-                           "their run directories; its files stay 0600");
+            log_warning("isolation is off: the data directory is 0711 so that jobs reach "
+                        "their run directories; its files stay 0600");
         } else {
-            say("warning", "isolation is off: jobs run as ringd's user and can read %s",
-                cfg->data_dir);
+            log_warning("isolation is off: jobs run as ringd's user and can read %s",
+                        cfg->data_dir);
         }
         return 0;
     }
     if (local_isolation_works(cfg->exec_helper, cfg->data_dir, &err))
         return 1;
     if (cfg->isolation == ISOLATION_NAMESPACE || geteuid() == 0 || !cfg->no_auth) {
-        say("error",
-            "cannot hide the data directory from jobs: %s. Jobs would be able to read "
-            "the database and the admin token. Allow unprivileged user namespaces "
-            "(sysctl kernel.unprivileged_userns_clone=1), run ringd as root, or accept "
-            "the risk with isolation = none",
-            err.text);
+        log_error("cannot hide the data directory from jobs: %s. Jobs would be able to read "
+                  "the database and the admin token. Allow unprivileged user namespaces "
+                  "(sysctl kernel.unprivileged_userns_clone=1), run ringd as root, or accept "
+                  "the risk with isolation = none",
+                  err.text);
         return -1;
     }
-    say("warning",
-        "cannot hide the data directory from jobs (%s); with --no-auth every job is "
-        "the local user's anyway",
-        err.text);
+    log_warning("cannot hide the data directory from jobs (%s); with --no-auth every job is "
+                "the local user's anyway",
+                err.text);
     return 0;
 }
 
@@ -324,7 +309,7 @@ static int first_token(struct store *st, const char *dir)
     int n;
 
     if (store_token_count(st, &n, &err) < 0) {
-        say("error", "%s", err.text);
+        log_error("%s", err.text);
         return EXIT_SOFTWARE;
     }
     if (n > 0)
@@ -333,15 +318,14 @@ static int first_token(struct store *st, const char *dir)
     auth_token_generate(&t);
     snprintf(line, sizeof(line), "%s\n", t.token);
     if (write_file_atomic(dir, "admin.token", line, &what) < 0) {
-        say("error",
-            "cannot write the first admin token to %s (%s: %s); no token was created: make "
-            "%s writable by ringd (and remove whatever is at %s), then start ringd again",
-            path, what, strerror(errno), dir, path);
+        log_error("cannot write the first admin token to %s (%s: %s); no token was created: make "
+                  "%s writable by ringd (and remove whatever is at %s), then start ringd again",
+                  path, what, strerror(errno), dir, path);
         return EXIT_CANTCREAT;
     }
     if (auth_token_store(st, &t, "admin", 1, NULL, 0, NULL, &err) < 0) {
         unlink(path); /* its token does not exist */
-        say("error", "cannot create the admin token: %s", err.text);
+        log_error("cannot create the admin token: %s", err.text);
         return EXIT_SOFTWARE;
     }
     fprintf(stderr,
@@ -363,19 +347,18 @@ static int slurm_setup(struct config *cfg, char *out, size_t len)
     size_t n;
 
     if (mkdir(cfg->slurm_work_dir, 0755) < 0 && errno != EEXIST) {
-        say("error", "cannot create slurm_work_dir %s: %s", cfg->slurm_work_dir, strerror(errno));
+        log_error("cannot create slurm_work_dir %s: %s", cfg->slurm_work_dir, strerror(errno));
         return -1;
     }
     if (realpath(cfg->slurm_work_dir, abs) == NULL || strlen(abs) + 1 > len) {
-        say("error", "cannot resolve slurm_work_dir %s: %s", cfg->slurm_work_dir, strerror(errno));
+        log_error("cannot resolve slurm_work_dir %s: %s", cfg->slurm_work_dir, strerror(errno));
         return -1;
     }
     n = strlen(cfg->data_dir);
     if (strncmp(abs, cfg->data_dir, n) == 0 && (abs[n] == '/' || abs[n] == '\0')) {
-        say("error",
-            "slurm_work_dir %s is inside the data directory, which jobs must never see; "
-            "pick a directory outside it",
-            abs);
+        log_error("slurm_work_dir %s is inside the data directory, which jobs must never see; "
+                  "pick a directory outside it",
+                  abs);
         return -1;
     }
     snprintf(out, len, "%s", abs);
@@ -384,14 +367,14 @@ static int slurm_setup(struct config *cfg, char *out, size_t len)
          * is in it could have ringd make them anywhere. */
         struct stat sb;
         if (stat(out, &sb) < 0 || (sb.st_uid != 0 && sb.st_uid != geteuid())) {
-            say("error", "slurm_work_dir %s must belong to root or ringd's user (uid %u)", out,
-                (unsigned)geteuid());
+            log_error("slurm_work_dir %s must belong to root or ringd's user (uid %u)", out,
+                      (unsigned)geteuid());
             return -1;
         }
     }
     /* Jobs' users pass through it to their own run and checkpoint directories. */
     if (chmod(out, 0755) < 0) {
-        say("error", "cannot make slurm_work_dir %s traversable: %s", out, strerror(errno));
+        log_error("cannot make slurm_work_dir %s traversable: %s", out, strerror(errno));
         return -1;
     }
     snprintf(opts, sizeof(opts), "%s", cfg->backend_options);
@@ -429,6 +412,7 @@ int main(int argc, char **argv)
 
     /* Every file ringd makes is its own (0600), unless it says otherwise: the database and
      * its -wal and -shm, which SQLite creates 0644, hold every job's environment. */
+    log_init("ringd", LOG_STYLE_LOGFMT);
     umask(077);
     /*
      * Jobs may run as ringd's own user (always, when ringd is not root). Without this, such
@@ -439,18 +423,17 @@ int main(int argc, char **argv)
     rc = config_load(&cfg, argc, argv, &err);
     if (rc != 0) {
         if (rc < 0)
-            say("error", "%s", err.text);
+            log_error("%s", err.text);
         return rc < 0 ? EXIT_CONFIG : 0;
     }
     if (cfg.no_auth && !loopback(cfg.listen)) {
-        say("error",
-            "--no-auth is only allowed on a loopback address, not %s; drop --no-auth "
-            "or listen on 127.0.0.1",
-            cfg.listen);
+        log_error("--no-auth is only allowed on a loopback address, not %s; drop --no-auth "
+                  "or listen on 127.0.0.1",
+                  cfg.listen);
         return EXIT_CONFIG;
     }
     if (!cfg.no_auth && !cfg.insecure_http && cfg.tls_cert[0] == '\0' && !loopback(cfg.listen)) {
-        say("error",
+        log_error(
             "ringd would take bearer tokens in clear text on %s; give --tls-cert and --tls-key, "
             "listen on loopback behind a TLS proxy, or accept the risk with "
             "--allow-insecure-http",
@@ -458,23 +441,23 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
     if (geteuid() == 0 && cfg.no_auth && cfg.default_user[0] == '\0') {
-        say("error", "ringd runs as root with --no-auth: every local user could run commands as "
-                     "root; set --default-user NAME (the account jobs run as), or run ringd as "
-                     "a normal user");
+        log_error("ringd runs as root with --no-auth: every local user could run commands as "
+                  "root; set --default-user NAME (the account jobs run as), or run ringd as "
+                  "a normal user");
         return EXIT_CONFIG;
     }
     if (cfg.default_user[0] != '\0') {
         struct identity id;
         if (identity_lookup(cfg.default_user, &id, &err) < 0) {
-            say("error", "default_user: %s", err.text);
+            log_error("default_user: %s", err.text);
             return EXIT_CONFIG;
         }
         if (id.uid == 0)
-            say("warning", "default_user is root: jobs without a mapped user run as root, with "
-                           "no isolation that root could not undo");
+            log_warning("default_user is root: jobs without a mapped user run as root, with "
+                        "no isolation that root could not undo");
     }
     if (geteuid() != 0)
-        say("warning",
+        log_warning(
             "ringd runs as uid %u, not root: every job runs as this one user, so the jobs of "
             "different tokens are not kept apart from one another (only ringd's own data is "
             "kept from them); run ringd as root to run each token's jobs as its own user",
@@ -483,7 +466,7 @@ int main(int argc, char **argv)
         struct local_limits limits;
         if (local_limits_parse(cfg.job_limits, &limits, &err) < 0 ||
             local_limits_allowed(&limits, &err) < 0) {
-            say("error", "%s", err.text);
+            log_error("%s", err.text);
             return EXIT_CONFIG;
         }
     }
@@ -495,7 +478,7 @@ int main(int argc, char **argv)
         /* Absolute from here on: attempts run in their own directories. */
         char abs[PATH_MAX];
         if (realpath(cfg.data_dir, abs) == NULL || strlen(abs) >= sizeof(cfg.data_dir)) {
-            say("error", "cannot resolve data directory %s: %s", cfg.data_dir, strerror(errno));
+            log_error("cannot resolve data directory %s: %s", cfg.data_dir, strerror(errno));
             return EXIT_CONFIG;
         }
         memcpy(cfg.data_dir, abs, strlen(abs) + 1); /* fits: checked above */
@@ -506,7 +489,7 @@ int main(int argc, char **argv)
              work_dir[0] ? work_dir : cfg.data_dir);
     /* 0755 whatever the umask: job users pass through to their checkpoints/<job>. */
     if ((mkdir(checkpoints, 0755) < 0 && errno != EEXIST) || chmod(checkpoints, 0755) < 0) {
-        say("error", "cannot create %s: %s", checkpoints, strerror(errno));
+        log_error("cannot create %s: %s", checkpoints, strerror(errno));
         return EXIT_CONFIG;
     }
     if ((lock_fd = lock_data_dir(cfg.data_dir)) < 0)
@@ -514,7 +497,7 @@ int main(int argc, char **argv)
     if ((isolate = choose_isolation(&cfg)) < 0)
         return EXIT_CONFIG;
     if (auth_init() < 0) {
-        say("error", "libsodium failed to initialize");
+        log_error("libsodium failed to initialize");
         return EXIT_SOFTWARE;
     }
     snprintf(db_path, sizeof(db_path), "%s/ringd.db", cfg.data_dir);
@@ -523,20 +506,20 @@ int main(int argc, char **argv)
      * worse with use, and jobs read from it would be started wrong or lost. */
     if (store_check(db_path, &err) < 0) {
         if (errno == EUCLEAN) {
-            say("error",
+            log_error(
                 "the job database %s is corrupt (%s); ringd will not run on it. Move it (with "
                 "any ringd.db-wal) aside for inspection and restore the latest backup "
                 "(ringctl admin backup FILE; see README, Backup and restore)",
                 db_path, err.text);
             return EXIT_DATAERR;
         }
-        say("error", "cannot check the job database %s: %s", db_path, err.text);
+        log_error("cannot check the job database %s: %s", db_path, err.text);
         return EXIT_SOFTWARE;
     }
     if ((ckpt = store_checkpointer_start(db_path, &err)) == NULL ||
         store_open(db_path, &st, &err) < 0) {
         store_checkpointer_stop(ckpt);
-        say("error", "cannot open the job database %s: %s", db_path, err.text);
+        log_error("cannot open the job database %s: %s", db_path, err.text);
         return EXIT_SOFTWARE;
     }
     if (!cfg.no_auth && (rc = first_token(st, cfg.data_dir)) != 0) {
@@ -581,7 +564,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     sched = scheduler_start(&scfg, &err);
     if (sched == NULL) {
-        say("error", "cannot start the scheduler: %s", err.text);
+        log_error("cannot start the scheduler: %s", err.text);
         store_close(st);
         store_checkpointer_stop(ckpt);
         return EXIT_SOFTWARE;
@@ -591,7 +574,7 @@ int main(int argc, char **argv)
     api.backend = scheduler_backend(sched);
     http = http_start(&cfg, &api, db_path, &port, &err);
     if (http == NULL) {
-        say("error", "%s", err.text);
+        log_error("%s", err.text);
         scheduler_stop(sched);
         store_close(st);
         store_checkpointer_stop(ckpt);
@@ -605,25 +588,24 @@ int main(int argc, char **argv)
         snprintf(addr_path, sizeof(addr_path), "%s/ringd.addr", cfg.data_dir);
         fd = open(addr_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 || dprintf(fd, "%s:%d\n", host, port) < 0)
-            say("warning", "cannot write %s: %s", addr_path, strerror(errno));
+            log_warning("cannot write %s: %s", addr_path, strerror(errno));
         if (fd >= 0)
             close(fd);
-        say("info",
-            "listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, isolation %s, "
-            "ringrun %s, backend %s, policy %s)",
-            cfg.tls_cert[0] ? "https" : "http", host, port, cfg.data_dir, cfg.slots, cfg.gpus,
-            cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun, cfg.backend,
-            cfg.policy);
+        log_info("listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, isolation %s, "
+                 "ringrun %s, backend %s, policy %s)",
+                 cfg.tls_cert[0] ? "https" : "http", host, port, cfg.data_dir, cfg.slots, cfg.gpus,
+                 cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun,
+                 cfg.backend, cfg.policy);
     }
     while (sigwait(&set, &sig) != 0)
         ;
-    say("info", "got signal %d; finishing requests in flight", sig);
+    log_info("got signal %d; finishing requests in flight", sig);
     http_stop(http);
     scheduler_stop(sched);
     store_close(st);
     store_checkpointer_stop(ckpt);
     unlink(addr_path);
     close(lock_fd);
-    say("info", "stopped");
+    log_info("stopped");
     return 0;
 }

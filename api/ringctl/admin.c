@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "common/log.h"
 #include "http.h"
 #include "sched.h" /* ringctl.c's output helpers */
 
@@ -70,19 +71,18 @@ static int sync_dir_of(const char *path)
 static int judge(const struct sink *k, int stream_rc, const char *tmp, const char *file)
 {
     if (k->werrno != 0) {
-        fprintf(stderr, "ringctl: cannot write %s: %s\n", tmp, strerror(k->werrno));
+        log_error("cannot write %s: %s", tmp, strerror(k->werrno));
         return EXIT_REFUSED;
     }
     if (stream_rc > 0) /* an HTTP error, already told */
         return stream_rc;
     if (stream_rc < 0) {
-        fprintf(stderr, "ringctl: the backup's download from %s broke off; %s is unchanged\n",
-                ringctl__conn.base_url, file);
+        log_error("the backup's download from %s broke off; %s is unchanged",
+                  ringctl__conn.base_url, file);
         return EXIT_UNAVAILABLE;
     }
     if (k->bytes < (long long)sizeof(k->head) || memcmp(k->head, "SQLite format 3", 16) != 0) {
-        fprintf(stderr, "ringctl: ringd's answer (%lld bytes) is not an SQLite database\n",
-                k->bytes);
+        log_error("ringd's answer (%lld bytes) is not an SQLite database", k->bytes);
         return EXIT_UNAVAILABLE;
     }
     return 0;
@@ -96,25 +96,25 @@ static int backup(const char *file)
 
     snprintf(dir, sizeof(dir), "%s", file);
     if (snprintf(tmp, sizeof(tmp), "%s/.ringd-backup.XXXXXX", dirname(dir)) >= (int)sizeof(tmp)) {
-        fprintf(stderr, "ringctl: %s: path too long\n", file);
+        log_error("%s: path too long", file);
         return EXIT_USAGE;
     }
     /* 0600: the copy holds every job and every token's hash. */
     if ((k.fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
-        fprintf(stderr, "ringctl: cannot create a file beside %s: %s\n", file, strerror(errno));
+        log_error("cannot create a file beside %s: %s", file, strerror(errno));
         return EXIT_REFUSED;
     }
     rc = judge(&k, ringctl__stream_get("/v1/admin/backup", NULL, NULL, sink_write, &k), tmp, file);
     if (rc == 0 && fsync(k.fd) < 0) {
-        fprintf(stderr, "ringctl: cannot write %s: %s\n", tmp, strerror(errno));
+        log_error("cannot write %s: %s", tmp, strerror(errno));
         rc = EXIT_REFUSED;
     }
     if (close(k.fd) < 0 && rc == 0) {
-        fprintf(stderr, "ringctl: cannot write %s: %s\n", tmp, strerror(errno));
+        log_error("cannot write %s: %s", tmp, strerror(errno));
         rc = EXIT_REFUSED;
     }
     if (rc == 0 && (rename(tmp, file) < 0 || sync_dir_of(file) < 0)) {
-        fprintf(stderr, "ringctl: cannot put the backup at %s: %s\n", file, strerror(errno));
+        log_error("cannot put the backup at %s: %s", file, strerror(errno));
         rc = EXIT_REFUSED;
     }
     if (rc != 0) {

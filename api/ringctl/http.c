@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "common/log.h"
 #include "http.h"
 
 struct ringctl_conn ringctl__conn;
@@ -73,10 +74,9 @@ int ringctl__token_transport_ok(void)
     }
     if (loopback_name(name))
         return 0;
-    fprintf(stderr,
-            "ringctl: refusing to send RINGMASTER_TOKEN in clear text to %s; use an https:// "
-            "RINGMASTER_URL (with --cacert FILE for a private CA), or --insecure-http\n",
-            ringctl__conn.base_url);
+    log_error("refusing to send RINGMASTER_TOKEN in clear text to %s; use an https:// "
+              "RINGMASTER_URL (with --cacert FILE for a private CA), or --insecure-http",
+              ringctl__conn.base_url);
     return EXIT_USAGE;
 }
 
@@ -143,8 +143,8 @@ int ringctl__request(const char *method, const char *path, const char *body, con
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     if (rc != CURLE_OK) {
-        fprintf(stderr, "ringctl: cannot reach ringd at %s: %s (set RINGMASTER_URL)\n",
-                ringctl__conn.base_url, curl_easy_strerror(rc));
+        log_error("cannot reach ringd at %s: %s (set RINGMASTER_URL)", ringctl__conn.base_url,
+                  curl_easy_strerror(rc));
         return EXIT_UNAVAILABLE;
     }
     return 0;
@@ -159,7 +159,7 @@ int ringctl__problem(long status, const struct ringctl_buf *b)
     json_t *errors = json_object_get(p, "errors"), *e;
     size_t i;
 
-    fprintf(stderr, "ringctl: %s (HTTP %ld)\n", detail ? detail : "request failed", status);
+    log_error("%s (HTTP %ld)", detail ? detail : "request failed", status);
     json_array_foreach(errors, i, e)
     {
         if (i > 0)
@@ -199,7 +199,7 @@ int ringctl__call_idem(const char *method, const char *path, const char *body, c
     if (out != NULL) {
         *out = b.data ? json_loads(b.data, 0, &jerr) : json_object();
         if (*out == NULL) {
-            fprintf(stderr, "ringctl: ringd sent something that is not JSON\n");
+            log_error("ringd sent something that is not JSON");
             free(b.data);
             return EXIT_UNAVAILABLE;
         }

@@ -32,6 +32,7 @@
 #include <jansson.h>
 
 #include "admin.h"
+#include "common/log.h"
 #include "http.h"
 #include "sched.h"
 #include "spec_yaml.h"
@@ -74,7 +75,7 @@ static int int_all(const char *s, int *out)
 static int flag_int(const char *flag, const char *s, int lo, int hi, const char *what, int *out)
 {
     if (int_all(s, out) < 0 || *out < lo || *out > hi) {
-        fprintf(stderr, "ringctl: %s '%s' must be %s\n", flag, s, what);
+        log_error("%s '%s' must be %s", flag, s, what);
         return -1;
     }
     return 0;
@@ -99,14 +100,14 @@ static json_t *load_spec(const char *file)
     if (dot != NULL && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml"))) {
         char err[512];
         if ((spec = spec_yaml_load_file(file, err, sizeof(err))) == NULL)
-            fprintf(stderr, "ringctl: %s\n", err);
+            log_error("%s", err);
     } else {
         json_error_t jerr;
         if ((spec = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr)) == NULL)
-            fprintf(stderr, "ringctl: %s:%d: %s\n", file, jerr.line, jerr.text);
+            log_error("%s:%d: %s", file, jerr.line, jerr.text);
     }
     if (spec != NULL && !json_is_object(spec)) {
-        fprintf(stderr, "ringctl: %s: a job spec is a mapping (an object) at the top\n", file);
+        log_error("%s: a job spec is a mapping (an object) at the top", file);
         json_decref(spec);
         spec = NULL;
     }
@@ -153,7 +154,7 @@ static int cmd_submit(int argc, char **argv)
             if (colon != NULL)
                 *colon = ':';
             if (bad) {
-                fprintf(stderr, "ringctl: -n '%s' must be N or MIN:MAX\n", optarg);
+                log_error("-n '%s' must be N or MIN:MAX", optarg);
                 rc = EXIT_USAGE;
                 goto out;
             }
@@ -185,8 +186,7 @@ static int cmd_submit(int argc, char **argv)
         case 'e':
         case 'l':
             if ((eq = strchr(optarg, '=')) == NULL) {
-                fprintf(stderr, "ringctl: --%s wants KEY=VALUE, not '%s'\n",
-                        o == 'e' ? "env" : "label", optarg);
+                log_error("--%s wants KEY=VALUE, not '%s'", o == 'e' ? "env" : "label", optarg);
                 rc = EXIT_USAGE;
                 goto out;
             }
@@ -491,8 +491,7 @@ static int follow_job(const char *id, int (*attempt)(void *arg), void *arg, char
         } else if (down_since == 0) {
             down_since = time(NULL);
         } else if (time(NULL) - down_since > RECONNECT_S) {
-            fprintf(stderr, "ringctl: lost ringd at %s for %d s\n", ringctl__conn.base_url,
-                    RECONNECT_S);
+            log_error("lost ringd at %s for %d s", ringctl__conn.base_url, RECONNECT_S);
             return EXIT_UNAVAILABLE;
         }
         sleep(1);
@@ -747,10 +746,9 @@ static int cmd_token(int argc, char **argv)
                 at = argv[++a];
             } else if (!strcmp(argv[a], "--expires-in") && a + 1 < argc) {
                 if ((in = duration_s(argv[++a])) <= 0) {
-                    fprintf(stderr,
-                            "ringctl: --expires-in '%s' must be a positive number of seconds, "
-                            "or of minutes, hours or days with m, h or d (e.g. 30d)\n",
-                            argv[a]);
+                    log_error("--expires-in '%s' must be a positive number of seconds, "
+                              "or of minutes, hours or days with m, h or d (e.g. 30d)",
+                              argv[a]);
                     return EXIT_USAGE;
                 }
             } else {
@@ -856,6 +854,7 @@ int main(int argc, char **argv)
     const char *cmd;
     int rc;
 
+    log_init("ringctl", LOG_STYLE_TEXT);
     {
         const char *url = getenv("RINGMASTER_URL");
         ringctl__set_url(url != NULL && *url != '\0' ? url : "http://127.0.0.1:8080");
@@ -869,8 +868,8 @@ int main(int argc, char **argv)
             ringctl__conn.insecure_http = 1;
         else if (!strcmp(argv[1], "--cacert")) {
             if (argc < 3) {
-                fprintf(stderr, "ringctl: --cacert needs a file (the CA certificate of ringd's "
-                                "HTTPS)\n");
+                log_error("--cacert needs a file (the CA certificate of ringd's "
+                          "HTTPS)");
                 return EXIT_USAGE;
             }
             ringctl__conn.cacert = argv[2];
@@ -883,7 +882,7 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "ringctl: unknown option %s\n", argv[1]);
+            log_error("unknown option %s", argv[1]);
             usage(stderr);
             return EXIT_USAGE;
         }
@@ -927,7 +926,7 @@ int main(int argc, char **argv)
         else
             rc = cmd_action("POST", argv[1], cmd);
     } else {
-        fprintf(stderr, "ringctl: unknown command or missing job id: %s\n", cmd);
+        log_error("unknown command or missing job id: %s", cmd);
         usage(stderr);
         rc = EXIT_USAGE;
     }

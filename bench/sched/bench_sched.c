@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "scheduler/sim/sim_loop.h"
 
 #define BUDGET_US 50000.0
@@ -64,7 +65,7 @@ static int submit(struct loop *l, const struct policy_ops *p, const char *prefix
     }
     snprintf(id, sizeof(id), "%s%d", prefix, n);
     if (loop_submit(l, &s, &err) < 0) {
-        fprintf(stderr, "bench_sched: %s\n", err.text);
+        log_error("%s", err.text);
         return -1;
     }
     return 0;
@@ -92,7 +93,7 @@ static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued
     int rc = -1;
 
     if (sim_loop_create(&sc, &sl, &err) < 0) {
-        fprintf(stderr, "bench_sched: %s\n", err.text);
+        log_error("%s", err.text);
         return -1;
     }
     l = sl.loop;
@@ -162,6 +163,7 @@ int main(int argc, char **argv)
     unsigned seed = 1;
     char policies[256] = "fifo,priority,tiresias,dynamic", *save = NULL;
 
+    log_init("bench_sched", LOG_STYLE_TEXT);
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end = NULL;
         long v = 0;
@@ -169,13 +171,13 @@ int main(int argc, char **argv)
             errno = 0;
             v = strtol(optarg, &end, 10);
             if (errno || *end || v < (c == 'q' ? 0 : 1) || v > 10000000) {
-                fprintf(stderr, "bench_sched: --%s wants a positive integer, not '%s'\n",
-                        c == 'n'   ? "nodes"
-                        : c == 'g' ? "gpus-per-node"
-                        : c == 'q' ? "queued"
-                        : c == 'p' ? "passes"
-                                   : "seed",
-                        optarg);
+                log_error("--%s wants a positive integer, not '%s'",
+                          c == 'n'   ? "nodes"
+                          : c == 'g' ? "gpus-per-node"
+                          : c == 'q' ? "queued"
+                          : c == 'p' ? "passes"
+                                     : "seed",
+                          optarg);
                 return 64;
             }
         }
@@ -224,7 +226,7 @@ int main(int argc, char **argv)
         const struct policy_ops *p = policy_find(name);
         struct result r;
         if (p == NULL) {
-            fprintf(stderr, "bench_sched: no policy '%s' (there are %s)\n", name, policy_names());
+            log_error("no policy '%s' (there are %s)", name, policy_names());
             return 64;
         }
         if (run_policy(p, nodes, gpn, queued, passes, seed, &r) < 0)

@@ -26,17 +26,19 @@
  * service: a drained node is seen within this, and Slurm answers in about a millisecond. */
 #define NODE_CHECK_S 5.0
 
-void loop__say(struct loop *l, const char *level, const char *job, const char *fmt, ...)
+void loop__say(struct loop *l, enum log_level level, const char *job, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
     va_start(ap, fmt);
+    if (l->cfg.log == NULL) {
+        log_vmsg(level, job, fmt, ap);
+        va_end(ap);
+        return;
+    }
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (l->cfg.log)
-        l->cfg.log(l->cfg.log_arg, level, job, msg);
-    else
-        fprintf(stderr, "level=%s job=%s msg=\"%s\"\n", level, job ? job : "-", msg);
+    l->cfg.log(l->cfg.log_arg, level, job, msg);
 }
 
 struct loop *loop_create(const struct loop_config *cfg, const struct backend_ops *backend,
@@ -115,7 +117,7 @@ const struct policy_ops *loop_policy(const struct loop *l)
 void loop_set_policy(struct loop *l, const struct policy_ops *p)
 {
     if (p != NULL && p != l->cfg.policy) {
-        loop__say(l, "info", NULL, "policy %s -> %s", l->cfg.policy->name, p->name);
+        loop__say(l, LOG_LEVEL_INFO, NULL, "policy %s -> %s", l->cfg.policy->name, p->name);
         l->cfg.policy = p;
         l->dirty = 1;
     }
@@ -271,7 +273,7 @@ static int valid(struct loop *l, const struct policy_snapshot *s, struct usage *
         if (t->workers < j->min || t->workers > j->max || !j->eligible ||
             t->workers != p->workers || p->ngpus != t->workers * j->gpw ||
             usage_apply(check, p, j->cpw, 1) < 0) {
-            loop__say(l, "error", l->pmap[i]->id,
+            loop__say(l, LOG_LEVEL_ERROR, l->pmap[i]->id,
                       "internal: policy %s planned %d workers (min %d, max %d) that do not fit; "
                       "nothing changes this pass",
                       l->cfg.policy->name, t->workers, j->min, j->max);
@@ -310,7 +312,8 @@ int loop_pass(struct loop *l)
         if (j->has_reserved) {
             if (usage_apply(pinned, &j->reserved, j->cpw, 1) < 0 ||
                 usage_apply(&l->occupied, &j->reserved, j->cpw, 1) < 0)
-                loop__say(l, "error", j->id, "internal: a reservation overlaps another place");
+                loop__say(l, LOG_LEVEL_ERROR, j->id,
+                          "internal: a reservation overlaps another place");
             continue;
         }
         if (j->state == LOOP_STOPPING)
@@ -320,7 +323,8 @@ int loop_pass(struct loop *l)
          * previous one did in the same instant, so the loop always gets to the next event. */
         if (j->state == LOOP_RUNNING && j->started >= now) {
             if (usage_apply(pinned, &j->placement, j->cpw, 1) < 0)
-                loop__say(l, "error", j->id, "internal: a new attempt overlaps a reservation");
+                loop__say(l, LOG_LEVEL_ERROR, j->id,
+                          "internal: a new attempt overlaps a reservation");
             continue;
         }
         p = &l->pj[n];
@@ -365,7 +369,7 @@ int loop_pass(struct loop *l)
         l->out[i].reason[0] = '\0';
     }
     if (l->cfg.policy->plan(&s, l->out) < 0) {
-        loop__say(l, "error", NULL, "policy %s failed: out of memory", l->cfg.policy->name);
+        loop__say(l, LOG_LEVEL_ERROR, NULL, "policy %s failed: out of memory", l->cfg.policy->name);
         goto done;
     }
     if (!valid(l, &s, &l->check))
@@ -395,7 +399,7 @@ int loop_pass(struct loop *l)
         goto done;
     /* Written first, as one batch. */
     if (l->jo->begin(l->jctx, &err) < 0) {
-        loop__say(l, "error", NULL, "cannot record the pass: %s", err.text);
+        loop__say(l, LOG_LEVEL_ERROR, NULL, "cannot record the pass: %s", err.text);
         rc = -1;
         goto done;
     }
@@ -430,8 +434,8 @@ int loop_pass(struct loop *l)
             break;
     }
     if (l->jo->commit(l->jctx, &err) < 0) {
-        loop__say(l, "error", NULL, "cannot record the pass (%d changes): %s; nothing changes",
-                  nchg, err.text);
+        loop__say(l, LOG_LEVEL_ERROR, NULL,
+                  "cannot record the pass (%d changes): %s; nothing changes", nchg, err.text);
         rc = -1;
         goto done;
     }
@@ -440,7 +444,7 @@ int loop_pass(struct loop *l)
         struct loop_job *j = l->pmap[chg[c]];
         struct policy_target *t = &l->out[chg[c]];
         if (kind[c] == CH_PREEMPT || kind[c] == CH_RESIZE) {
-            loop__say(l, "info", j->id, "%s", t->reason);
+            loop__say(l, LOG_LEVEL_INFO, j->id, "%s", t->reason);
             if (kind[c] == CH_RESIZE) {
                 j->reserved = t->placement;
                 t->placement = (struct placement){0};
@@ -498,7 +502,8 @@ static void check_nodes(struct loop *l, double now)
     for (int n = 0; n < c->nnodes; n++)
         was[n] = (unsigned char)c->node[n].offline;
     if (l->b->node_states(l->bctx, c, &err) < 0) {
-        loop__say(l, "warning", NULL, "cannot tell which nodes are in service: %s", err.text);
+        loop__say(l, LOG_LEVEL_WARNING, NULL, "cannot tell which nodes are in service: %s",
+                  err.text);
         free(was);
         return;
     }
@@ -507,11 +512,11 @@ static void check_nodes(struct loop *l, double now)
             continue;
         changed++;
         if (c->node[n].offline)
-            loop__say(l, "warning", NULL,
+            loop__say(l, LOG_LEVEL_WARNING, NULL,
                       "node %s is out of service in %s: nothing new is placed there",
                       c->node[n].name, l->b->name);
         else
-            loop__say(l, "info", NULL, "node %s is back in service in %s", c->node[n].name,
+            loop__say(l, LOG_LEVEL_INFO, NULL, "node %s is back in service in %s", c->node[n].name,
                       l->b->name);
     }
     free(was);
@@ -521,7 +526,8 @@ static void check_nodes(struct loop *l, double now)
         struct loop_job *j = l->job[i];
         if (j == NULL || !j->has_reserved || !placement_offline(c, &j->reserved))
             continue;
-        loop__say(l, "info", j->id, "its reserved place is on a node out of service; replanned");
+        loop__say(l, LOG_LEVEL_INFO, j->id,
+                  "its reserved place is on a node out of service; replanned");
         placement_clear(&j->reserved);
         j->has_reserved = 0;
     }
@@ -579,7 +585,7 @@ static int end_request(struct loop *l, const char *id, enum loop_stop why, struc
                                                  : "stopped while queued",
                               &sched, err) < 0)
             return -1;
-        loop__say(l, "info", j->id, "%s while queued", verb);
+        loop__say(l, LOG_LEVEL_INFO, j->id, "%s while queued", verb);
         loop__drop(l, j);
         l->dirty = 1;
         return 0;
@@ -599,7 +605,8 @@ static int end_request(struct loop *l, const char *id, enum loop_stop why, struc
         placement_clear(&j->reserved);
         j->has_reserved = 0;
     }
-    loop__say(l, "info", j->id, "%s: SIGTERM to attempt %d (%s)", verb, j->attempt, j->backend_id);
+    loop__say(l, LOG_LEVEL_INFO, j->id, "%s: SIGTERM to attempt %d (%s)", verb, j->attempt,
+              j->backend_id);
     loop__ask_stop(l, j, why);
     return 0;
 }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "journal.h"
 #include "scheduler/backend/backend.h"
 #include "scheduler/model/cluster.h"
@@ -100,8 +101,8 @@ struct loop_config {
     double kill_grace_s;        /* SIGTERM to SIGKILL */
     const char *data_dir;       /* runs/<job>/<attempt>, checkpoints/<job>; NULL: none */
     enum speed_mode speed_mode; /* how jobs scale, for the speed model */
-    /* Logs one line (level "info", "warning", "error"; job may be NULL); NULL: stderr. */
-    void (*log)(void *arg, const char *level, const char *job, const char *msg);
+    /* Logs one line (job may be NULL); NULL: the program's logger (common/log.h). */
+    void (*log)(void *arg, enum log_level level, const char *job, const char *msg);
     void *log_arg;
 };
 

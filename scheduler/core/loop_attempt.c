@@ -79,9 +79,9 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
     int attempt = j->attempts + 1, offline = placement_offline(l->cluster, p), unreachable = 0;
 
     if (offline || !usage_fits(&l->used, p, j->cpw)) {
-        loop__say(l, offline ? "info" : "error", j->id, "%s; it waits for the next pass",
-                  offline ? "its place is on a node out of service"
-                          : "internal: its place is taken");
+        loop__say(
+            l, offline ? LOG_LEVEL_INFO : LOG_LEVEL_ERROR, j->id, "%s; it waits for the next pass",
+            offline ? "its place is on a node out of service" : "internal: its place is taken");
         if (journaled) {
             sched = loop__sched_of(j);
             l->jo->transition(l->jctx, j, "QUEUED", "requeued",
@@ -97,7 +97,7 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
     sched = loop__sched_of(j);
     if (!journaled && l->jo->starting(l->jctx, j, attempt, p, reason, &sched, &err) < 0) {
         j->attempts--;
-        loop__say(l, "error", j->id, "cannot record STARTING: %s", err.text);
+        loop__say(l, LOG_LEVEL_ERROR, j->id, "cannot record STARTING: %s", err.text);
         return -1;
     }
     if (l->jo->spec != NULL &&
@@ -139,8 +139,8 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
     }
     snprintf(j->backend_id, sizeof(j->backend_id), "%s", id);
     if (idmap_put(&l->by_backend, j->backend_id, j) < 0)
-        loop__say(l, "error", j->id, "out of memory: the end of attempt %d may go unnoticed",
-                  attempt);
+        loop__say(l, LOG_LEVEL_ERROR, j->id,
+                  "out of memory: the end of attempt %d may go unnoticed", attempt);
     j->state = LOOP_RUNNING;
     j->stop = STOP_NONE;
     j->attempt = attempt;
@@ -155,7 +155,8 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
     l->stats.starts++;
     sched = loop__sched_of(j);
     if (l->jo->started(l->jctx, j, attempt, p, id, run, &sched, &err) < 0)
-        loop__say(l, "error", j->id, "cannot record attempt %d (%s): %s", attempt, id, err.text);
+        loop__say(l, LOG_LEVEL_ERROR, j->id, "cannot record attempt %d (%s): %s", attempt, id,
+                  err.text);
     return 0;
 failed : {
     const char *state;
@@ -175,10 +176,10 @@ failed : {
     } else
         state = failure(l, j, now, msg, sizeof(msg), why);
     sched = loop__sched_of(j);
-    loop__say(l, unreachable ? "warning" : "error", j->id, "%s", msg);
+    loop__say(l, unreachable ? LOG_LEVEL_WARNING : LOG_LEVEL_ERROR, j->id, "%s", msg);
     if (l->jo->transition(l->jctx, j, state, strcmp(state, "FAILED") ? "retry" : "failed", msg,
                           &sched, &err) < 0)
-        loop__say(l, "error", j->id, "cannot record the failed start: %s", err.text);
+        loop__say(l, LOG_LEVEL_ERROR, j->id, "cannot record the failed start: %s", err.text);
     j->state = LOOP_QUEUED;
     j->waiting_since = now;
     if (strcmp(state, "FAILED") == 0)
@@ -228,7 +229,7 @@ void loop__ask_stop(struct loop *l, struct loop_job *j, enum loop_stop why)
     j->kill_at = now + l->cfg.kill_grace_s;
     l->stats.stops++;
     if (l->b->signal(l->bctx, j->backend_id, SIGTERM) < 0 && errno != ESRCH)
-        loop__say(l, "warning", j->id, "SIGTERM to attempt %d (%s) failed", j->attempt,
+        loop__say(l, LOG_LEVEL_WARNING, j->id, "SIGTERM to attempt %d (%s) failed", j->attempt,
                   j->backend_id);
 }
 
@@ -355,7 +356,8 @@ static void attempt_exited(struct loop *l, struct loop_job *j, const struct back
     }
     sched = loop__sched_of(j);
     if (l->jo->ended(l->jctx, j, attempt, status, stop_s, state, type, reason, &sched, &err) < 0)
-        loop__say(l, "error", j->id, "cannot record the end of attempt %d: %s", attempt, err.text);
+        loop__say(l, LOG_LEVEL_ERROR, j->id, "cannot record the end of attempt %d: %s", attempt,
+                  err.text);
     j->stop = STOP_NONE;
     if (strcmp(state, "QUEUED") == 0) {
         j->state = LOOP_QUEUED;
@@ -402,7 +404,7 @@ static void attempt_progress(struct loop *l, struct loop_job *j, const struct ba
         j->t_prev = e->time;
     }
     if (l->jo->progress(l->jctx, j, j->attempt, start_s, e->samples_per_s, &err) < 0)
-        loop__say(l, "warning", j->id, "cannot record progress: %s", err.text);
+        loop__say(l, LOG_LEVEL_WARNING, j->id, "cannot record progress: %s", err.text);
 }
 
 /* The attempt's progress.json cannot be read (backend.h): said once per attempt, in the log
@@ -414,10 +416,11 @@ static void progress_ignored(struct loop *l, struct loop_job *j, const struct ba
     if (j->progress_ignored == j->attempt)
         return;
     j->progress_ignored = j->attempt;
-    loop__say(l, "warning", j->id, "attempt %d: %s", j->attempt, e->reason);
+    loop__say(l, LOG_LEVEL_WARNING, j->id, "attempt %d: %s", j->attempt, e->reason);
     if (l->jo->transition(l->jctx, j, j->state == LOOP_STOPPING ? "STOPPING" : "RUNNING",
                           "progress-ignored", e->reason, &sched, &err) < 0)
-        loop__say(l, "warning", j->id, "cannot record that progress is ignored: %s", err.text);
+        loop__say(l, LOG_LEVEL_WARNING, j->id, "cannot record that progress is ignored: %s",
+                  err.text);
 }
 
 /* ---- where the backend put an attempt ---- */
@@ -447,8 +450,8 @@ static void take_place(struct loop *l, struct moved *m)
     snprintf(msg, sizeof(msg), "attempt %d runs on %s, GPUs [%s], where %s placed it (planned: %s)",
              j->attempt, hosts, gpus, l->b->name, planned);
     if (l->jo->placed != NULL && l->jo->placed(l->jctx, j, j->attempt, &m->where, msg, &err) < 0)
-        loop__say(l, "warning", j->id, "cannot record the placement: %s", err.text);
-    loop__say(l, "info", j->id, "%s", msg);
+        loop__say(l, LOG_LEVEL_WARNING, j->id, "cannot record the placement: %s", err.text);
+    loop__say(l, LOG_LEVEL_INFO, j->id, "%s", msg);
     placement_clear(&j->placement);
     j->placement = m->where; /* moved: the job owns the arrays now */
     memset(&m->where, 0, sizeof(m->where));
@@ -531,7 +534,7 @@ static void reconcile(struct loop *l)
             if (m[i].done)
                 take_place(l, &m[i]);
     } else {
-        loop__say(l, "warning", NULL,
+        loop__say(l, LOG_LEVEL_WARNING, NULL,
                   "%d attempts run elsewhere than planned, and their places do not fit the "
                   "model of the cluster; will look again",
                   n);
@@ -583,8 +586,9 @@ void loop__enforce_kills(struct loop *l, double now)
         struct loop_job *j = l->job[i];
         stopping += j != NULL && j->state == LOOP_STOPPING;
         if (j != NULL && j->state == LOOP_STOPPING && now >= j->kill_at) {
-            loop__say(l, "warning", j->id, "attempt %d did not exit %.0f s after SIGTERM: SIGKILL",
-                      j->attempt, l->cfg.kill_grace_s);
+            loop__say(l, LOG_LEVEL_WARNING, j->id,
+                      "attempt %d did not exit %.0f s after SIGTERM: SIGKILL", j->attempt,
+                      l->cfg.kill_grace_s);
             l->b->signal(l->bctx, j->backend_id, SIGKILL);
             j->kill_at = now + REKILL_S;
         }
@@ -612,8 +616,8 @@ int loop_recover(struct loop *l, const struct loop_submit *s, int number, const 
     if (backend_id != NULL && backend_id[0] != '\0') {
         found = l->b->recover(l->bctx, backend_id, &bs, err);
         if (found < 0) {
-            loop__say(l, "warning", j->id, "recovering attempt %d (%s): %s", number, backend_id,
-                      err->text);
+            loop__say(l, LOG_LEVEL_WARNING, j->id, "recovering attempt %d (%s): %s", number,
+                      backend_id, err->text);
             found = BACKEND_GONE;
         }
     }
@@ -639,8 +643,8 @@ int loop_recover(struct loop *l, const struct loop_submit *s, int number, const 
                      number, l->b->name, backend_id, where.workers, where.workers == 1 ? "" : "s");
             sched = loop__sched_of(j);
             if (l->jo->transition(l->jctx, j, "RUNNING", "adopted", reason, &sched, err) < 0)
-                loop__say(l, "error", j->id, "cannot record the adoption: %s", err->text);
-            loop__say(l, "info", j->id, "%s", reason);
+                loop__say(l, LOG_LEVEL_ERROR, j->id, "cannot record the adoption: %s", err->text);
+            loop__say(l, LOG_LEVEL_INFO, j->id, "%s", reason);
             l->dirty = 1;
             return 0;
         }
@@ -668,7 +672,7 @@ int loop_recover(struct loop *l, const struct loop_submit *s, int number, const 
         loop__drop(l, j);
         return -1;
     }
-    loop__say(l, "warning", j->id, "%s", reason);
+    loop__say(l, LOG_LEVEL_WARNING, j->id, "%s", reason);
     if (stopping)
         loop__drop(l, j);
     l->dirty = 1;

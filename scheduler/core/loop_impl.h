@@ -38,8 +38,8 @@ struct loop {
 
 /* ---- loop.c ---- */
 
-/* Logs one line through cfg.log (stderr without one); job may be NULL. */
-void loop__say(struct loop *l, const char *level, const char *job, const char *fmt, ...)
+/* Logs one line through cfg.log (common/log.h's logger without one); job may be NULL. */
+void loop__say(struct loop *l, enum log_level level, const char *job, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* A new queued job from s, in the table and the id map. Returns it (owned by the loop), or
  * NULL with err: EEXIST when the id is known, ENOMEM. */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "journal_store.h"
 #include "loop.h"
 #include "scheduler.h"
@@ -104,11 +105,6 @@ static json_t *published(struct scheduler *s, struct published *p, double *age_s
     return v;
 }
 
-static void log_line(void *arg, const char *level, const char *job, const char *msg)
-{
-    fprintf(stderr, "level=%s job=%s msg=\"%s\"\n", level, job ? job : "-", msg);
-}
-
 /* The loop's view of a job from its store record (store_jobs_active's object). */
 static void submit_of(json_t *rec, struct loop_submit *s)
 {
@@ -137,7 +133,7 @@ static void absorb(struct scheduler *s)
     struct error err;
     int n;
     if (store_jobs_queued(s->journal.st, s->last_seq, &q, &n, &err) < 0) {
-        log_line(NULL, "error", NULL, err.text);
+        log_error("%s", err.text);
         return;
     }
     for (int i = 0; i < n; i++) {
@@ -156,7 +152,7 @@ static void absorb(struct scheduler *s)
             .not_before = (double)q[i].not_before,
         };
         if (loop_submit(s->loop, &sub, &err) < 0 && errno != EEXIST)
-            log_line(NULL, "error", q[i].id, err.text);
+            log_msg(LOG_LEVEL_ERROR, q[i].id, "%s", err.text);
         if (q[i].seq > s->last_seq)
             s->last_seq = q[i].seq;
     }
@@ -188,7 +184,7 @@ static void recover(struct scheduler *s)
     size_t i;
 
     if (store_jobs_active(s->journal.st, &jobs, &err) < 0) {
-        log_line(NULL, "error", NULL, err.text);
+        log_error("%s", err.text);
         return;
     }
     json_array_foreach(jobs, i, rec)
@@ -219,7 +215,7 @@ static void recover(struct scheduler *s)
                                    ? (int)json_integer_value(json_object_get(rec, "stop_requested"))
                                    : 0,
                                &err) < 0)
-            log_line(NULL, "error", sub.id, err.text);
+            log_msg(LOG_LEVEL_ERROR, sub.id, "%s", err.text);
         json_decref(attempts);
     }
     json_decref(jobs);
@@ -429,7 +425,6 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
         .kill_grace_s = cfg->kill_grace_s,
         .data_dir = cfg->work_dir ? cfg->work_dir : cfg->data_dir,
         .speed_mode = SPEED_WEAK,
-        .log = log_line,
     };
     s->journal.id_label = s->bops->id_label;
     s->loop = loop_create(&lcfg, s->bops, s->bctx, &journal_store_ops, &s->journal, err);

@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "sim_loop.h"
 #include "workload.h"
 
@@ -74,7 +75,7 @@ static int j_transition(void *j, const struct loop_job *job, const char *state, 
     if (strcmp(state, "FAILED") == 0 || strcmp(state, "CANCELLED") == 0) {
         struct run *r = j;
         r->failed++;
-        fprintf(stderr, "ringsim: job %s %s: %s\n", job->id, state, message);
+        log_error("job %s %s: %s", job->id, state, message);
     }
     return 0;
 }
@@ -109,7 +110,7 @@ static int j_ended(void *j, const struct loop_job *job, int attempt, int status,
         r->finished++;
     } else if (strcmp(state, "QUEUED") != 0) {
         r->failed++;
-        fprintf(stderr, "ringsim: job %s %s: %s\n", job->id, state, reason);
+        log_error("job %s %s: %s", job->id, state, reason);
     }
     return 0;
 }
@@ -172,12 +173,13 @@ static int cmp_double(const void *a, const void *b)
 
 /* The loop's log lines are ringd's; ringsim reports errors, and with --verbose every
  * decision, each at its virtual time: a job's resizes can then be read as a history. */
-static void say(void *arg, const char *level, const char *job, const char *msg)
+static void say(void *arg, enum log_level level, const char *job, const char *msg)
 {
     const struct run *r = arg;
-    if (r->su->verbose || strcmp(level, "error") == 0)
-        fprintf(stderr, "ringsim: %.0f s: %s job %s: %s\n",
-                r->sim != NULL ? backend_sim_ops.now(r->sim) : 0.0, level, job ? job : "-", msg);
+    if (r->su->verbose || level == LOG_LEVEL_ERROR)
+        log_msg(level, NULL, "%.0f s: %s job %s: %s",
+                r->sim != NULL ? backend_sim_ops.now(r->sim) : 0.0, log_level_name(level),
+                job ? job : "-", msg);
 }
 
 /* Replays w under policy; fills res. Returns 0 or -1. */
@@ -221,7 +223,7 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
     sc.journal = &stats_journal;
     sc.journal_arg = &r;
     if (sim_loop_create(&sc, &sl, &err) < 0) {
-        fprintf(stderr, "ringsim: %s\n", err.text);
+        log_error("%s", err.text);
         return -1;
     }
     l = sl.loop;
@@ -267,7 +269,7 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
                 s.min = s.max;
             snprintf(id, sizeof(id), "w%d", next);
             if (loop_submit(l, &s, &err) < 0)
-                fprintf(stderr, "ringsim: %s\n", err.text);
+                log_error("%s", err.text);
             next++;
         }
         loop_step(l);
@@ -351,7 +353,7 @@ static int number(const char *flag, const char *v, double lo, double *out)
     char *end;
     *out = strtod(v, &end);
     if (*end != '\0' || !isfinite(*out) || *out < lo) {
-        fprintf(stderr, "ringsim: %s wants a number >= %g, not '%s'\n", flag, lo, v);
+        log_error("%s wants a number >= %g, not '%s'", flag, lo, v);
         return -1;
     }
     return 0;
@@ -386,6 +388,8 @@ int main(int argc, char **argv)
     struct workload w = {0};
     char list[256], msg[1024];
 
+    log_init("ringsim", LOG_STYLE_TEXT);
+
     opterr = 0;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         double *target = NULL, lo = 0;
@@ -405,8 +409,7 @@ int main(int argc, char **argv)
             break;
         case 'b':
             if (strcmp(optarg, "global") != 0 && strcmp(optarg, "per-gpu") != 0) {
-                fprintf(stderr, "ringsim: --elastic-batch is global or per-gpu, not '%s'\n",
-                        optarg);
+                log_error("--elastic-batch is global or per-gpu, not '%s'", optarg);
                 return EXIT_USAGE;
             }
             su.per_gpu_batch = strcmp(optarg, "per-gpu") == 0;
@@ -448,25 +451,24 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         default:
-            fprintf(stderr, "ringsim: unknown option or missing value '%s' (see --help)\n",
-                    argv[optind - 1]);
+            log_error("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
             return EXIT_USAGE;
         }
         if (target != NULL && number(flag, optarg, lo, target) < 0)
             return EXIT_USAGE;
     }
     if (optind < argc) {
-        fprintf(stderr, "ringsim: unexpected argument '%s' (see --help)\n", argv[optind]);
+        log_error("unexpected argument '%s' (see --help)", argv[optind]);
         return EXIT_USAGE;
     }
     if (traces == NULL || nodes < 1 || gpn < 1) {
-        fprintf(stderr, "ringsim: --traces, --nodes and --gpus-per-node are required (see "
-                        "--help)\n");
+        log_error("--traces, --nodes and --gpus-per-node are required (see "
+                  "--help)");
         return EXIT_USAGE;
     }
     if (nodes * gpn > 1e7 || nodes != floor(nodes) || gpn != floor(gpn)) {
-        fprintf(stderr, "ringsim: --nodes and --gpus-per-node are whole numbers, at most 10 "
-                        "million GPUs in all\n");
+        log_error("--nodes and --gpus-per-node are whole numbers, at most 10 "
+                  "million GPUs in all");
         return EXIT_USAGE;
     }
     su.nodes = (int)nodes;
@@ -475,34 +477,34 @@ int main(int argc, char **argv)
         if (workload_synthesize(stdout, traces, (int)synth, su.nodes, su.gpn, (unsigned)seed, load,
                                 msg, sizeof(msg)) < 0) {
             rc = exit_status(errno);
-            fprintf(stderr, "ringsim: %s\n", msg);
+            log_error("%s", msg);
             return rc;
         }
         return 0;
     }
     if (workload == NULL || policies == NULL) {
-        fprintf(stderr, "ringsim: --workload and --policy are required (see --help)\n");
+        log_error("--workload and --policy are required (see --help)");
         return EXIT_USAGE;
     }
     if (strlen(policies) >= sizeof(list)) {
-        fprintf(stderr, "ringsim: --policy is too long\n");
+        log_error("--policy is too long");
         return EXIT_USAGE;
     }
     snprintf(list, sizeof(list), "%s", policies);
     for (char *p = strtok(list, ","); p; p = strtok(NULL, ",")) {
         if (policy_find(p) == NULL) {
-            fprintf(stderr, "ringsim: no policy '%s'; the policies are %s\n", p, policy_names());
+            log_error("no policy '%s'; the policies are %s", p, policy_names());
             return EXIT_USAGE;
         }
     }
     if (workload_read(workload, traces, &w, msg, sizeof(msg)) < 0) {
         rc = exit_status(errno);
-        fprintf(stderr, "ringsim: %s\n", msg);
+        log_error("%s", msg);
         workload_free(&w);
         return rc;
     }
     if (jobs != NULL && (su.jobs = fopen(jobs, "a")) == NULL) {
-        fprintf(stderr, "ringsim: cannot write --jobs %s: %s\n", jobs, strerror(errno));
+        log_error("cannot write --jobs %s: %s", jobs, strerror(errno));
         workload_free(&w);
         return EXIT_NOINPUT;
     }
@@ -531,7 +533,7 @@ int main(int argc, char **argv)
                    r.avg, r.p50, r.p99, r.makespan, r.util, r.restarts, r.wall);
         fflush(stdout);
         if (r.unfinished > 0) {
-            fprintf(stderr, "ringsim: %s: %d jobs never finished\n", r.policy, r.unfinished);
+            log_error("%s: %d jobs never finished", r.policy, r.unfinished);
             rc = EXIT_STUCK;
         }
     }

@@ -61,7 +61,7 @@ const struct journal_ops sim_journal_null = {
     .spec = NULL,   /* the sim backend runs no command */
 };
 
-static void quiet(void *arg, const char *level, const char *job, const char *msg) {}
+static void quiet(void *arg, enum log_level level, const char *job, const char *msg) {}
 
 int sim_loop_create(const struct sim_loop_config *c, struct sim_loop *out, struct error *err)
 {

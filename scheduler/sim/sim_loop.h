@@ -27,7 +27,7 @@ struct sim_loop_config {
     const struct journal_ops *journal;
     void *journal_arg;
     /* The loop's log (NULL: nothing), and its argument. */
-    void (*log)(void *arg, const char *level, const char *job, const char *msg);
+    void (*log)(void *arg, enum log_level level, const char *job, const char *msg);
     void *log_arg;
 };
 

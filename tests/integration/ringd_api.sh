@@ -289,6 +289,11 @@ call GET /v1/jobs?page_size=1000; expect 200
 ok "after kill -9 and a restart every acknowledged job is there"
 
 ringd_stop
-grep -q 'msg="stopped"' "$WORK/ringd.log" || fail "no graceful stop"
+grep -qE '^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z level=info msg="stopped"$' "$WORK/ringd.log" || fail "no graceful stop"
+# Every line of ringd's log is dated, the access log's too (common/log.h).
+grep -qE '^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z level=info msg=request method="GET" path="/v1/jobs" status=200 owner="[^"]*"$' \
+    "$WORK/ringd.log" || fail "no dated access log line"
+! grep -vE '^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z level=(info|warning|error) ' "$WORK/ringd.log" | grep -q '^level=' ||
+    fail "an undated line in ringd's log: $(grep '^level=' "$WORK/ringd.log" | head -1)"
 ok "SIGTERM stops ringd gracefully"
 summary

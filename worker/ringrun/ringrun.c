@@ -37,6 +37,7 @@
 #include <arpa/inet.h>
 
 #include "auth.h"
+#include "common/log.h"
 #include "hosts.h"
 #include "net.h"
 #include "options.h"
@@ -78,14 +79,14 @@ static int check_program(const char *prog)
             path += n + (colon ? 1 : 0);
         }
         if (found_noexec)
-            return ringrun_say("%s: found on PATH but not executable (chmod +x it)", prog),
+            return log_error("%s: found on PATH but not executable (chmod +x it)", prog),
                    EXIT_NOEXEC;
-        return ringrun_say("%s: command not found on PATH", prog), EXIT_NOTFOUND;
+        return log_error("%s: command not found on PATH", prog), EXIT_NOTFOUND;
     }
     if (stat(prog, &st) < 0)
-        return ringrun_say("%s: %s", prog, strerror(errno)), EXIT_NOTFOUND;
+        return log_error("%s: %s", prog, strerror(errno)), EXIT_NOTFOUND;
     if (!S_ISREG(st.st_mode) || access(prog, X_OK) < 0)
-        return ringrun_say("%s: not an executable file (chmod +x it?)", prog), EXIT_NOEXEC;
+        return log_error("%s: not an executable file (chmod +x it?)", prog), EXIT_NOEXEC;
     return 0;
 }
 
@@ -234,11 +235,11 @@ static int open_output_file(const char *dir, int rank, const char *name)
     int fd;
     snprintf(path, sizeof(path), "%s/rank.%d", dir, rank);
     if (mkdir(path, 0755) < 0 && errno != EEXIST)
-        return ringrun_say("cannot create %s: %s", path, strerror(errno)), -1;
+        return log_error("cannot create %s: %s", path, strerror(errno)), -1;
     snprintf(path, sizeof(path), "%s/rank.%d/%s", dir, rank, name);
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        ringrun_say("cannot create %s: %s", path, strerror(errno));
+        log_error("cannot create %s: %s", path, strerror(errno));
     return fd;
 }
 
@@ -252,10 +253,10 @@ static int secret_pipe(const char *secret_line)
     size_t n = strlen(secret_line);
 
     if (pipe2(in, O_CLOEXEC) < 0)
-        return ringrun_say("pipe: %s", strerror(errno)), -1;
+        return log_error("pipe: %s", strerror(errno)), -1;
     /* Far below a pipe's buffer (PIPE_BUF even): one write, and it never blocks. */
     if (write(in[1], secret_line, n) != (ssize_t)n) {
-        ringrun_say("pipe: %s", strerror(errno));
+        log_error("pipe: %s", strerror(errno));
         close(in[0]);
         close(in[1]);
         return -1;
@@ -281,18 +282,18 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
     if (pipe2(out, O_CLOEXEC) < 0) {
         if (in >= 0)
             close(in);
-        return ringrun_say("pipe: %s", strerror(errno)), -1;
+        return log_error("pipe: %s", strerror(errno)), -1;
     }
     if (pipe2(err, O_CLOEXEC) < 0) {
         if (in >= 0)
             close(in);
         close(out[0]);
         close(out[1]);
-        return ringrun_say("pipe: %s", strerror(errno)), -1;
+        return log_error("pipe: %s", strerror(errno)), -1;
     }
     pid = fork();
     if (pid < 0) {
-        ringrun_say("fork: %s", strerror(errno));
+        log_error("fork: %s", strerror(errno));
         if (in >= 0)
             close(in);
         close(out[0]);
@@ -381,7 +382,7 @@ static int guess_rdv_addr(const struct opts *o, const struct placement *pl, char
         if (hosts_is_local(h))
             continue;
         if (getaddrinfo(h, "9", &hints, &res) != 0)
-            return ringrun_say("cannot resolve host '%s'; give --rendezvous-addr", h), -1;
+            return log_error("cannot resolve host '%s'; give --rendezvous-addr", h), -1;
         fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         /* A UDP connect sends nothing; it only picks the route and source address. */
         if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
@@ -392,7 +393,7 @@ static int guess_rdv_addr(const struct opts *o, const struct placement *pl, char
             close(fd);
         freeaddrinfo(res);
         if (rc < 0)
-            ringrun_say("no route to host '%s'; give --rendezvous-addr", h);
+            log_error("no route to host '%s'; give --rendezvous-addr", h);
         return rc;
     }
     snprintf(out, cap, "127.0.0.1");
@@ -445,6 +446,7 @@ int main(int argc, char **argv)
     int sfd = -1, rc = EXIT_OSERR, alive, open_outputs, first_fail = -1, signals_seen = 0, npfd = 0;
     int64_t kill_at = -1, drain_until = -1;
 
+    log_init("ringrun", LOG_STYLE_TEXT);
     if (options_parse(argc, argv, &o) < 0) {
         rc = EXIT_USAGE;
         goto out;
@@ -471,11 +473,11 @@ int main(int argc, char **argv)
     pl = calloc((size_t)o.np, sizeof(*pl));
     ranks = calloc((size_t)o.np, sizeof(*ranks));
     if (pl == NULL || ranks == NULL) {
-        ringrun_say("out of memory for %d ranks", o.np);
+        log_error("out of memory for %d ranks", o.np);
         goto out;
     }
     if (hosts_place(&o.hosts, o.np, pl, &err) < 0) {
-        ringrun_say("%s", err.text);
+        log_error("%s", err.text);
         rc = EXIT_USAGE;
         goto out;
     }
@@ -494,14 +496,14 @@ int main(int argc, char **argv)
     }
     rc = EXIT_OSERR;
     if (o.output_dir != NULL && mkdir(o.output_dir, 0755) < 0 && errno != EEXIST) {
-        ringrun_say("cannot create --output-dir %s: %s", o.output_dir, strerror(errno));
+        log_error("cannot create --output-dir %s: %s", o.output_dir, strerror(errno));
         rc = EXIT_USAGE;
         goto out;
     }
     if (o.output_dir != NULL) { /* EEXIST: it may be a file, where no rank.N fits */
         struct stat st;
         if (stat(o.output_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            ringrun_say("--output-dir %s is not a directory", o.output_dir);
+            log_error("--output-dir %s is not a directory", o.output_dir);
             rc = EXIT_USAGE;
             goto out;
         }
@@ -513,7 +515,7 @@ int main(int argc, char **argv)
     unset_pmix_env();
 
     if (ring__key_generate(&key) < 0) {
-        ringrun_say("cannot make the job's secret: %s", ring_last_error());
+        log_error("cannot make the job's secret: %s", ring_last_error());
         goto out;
     }
     ring__key_hex(&key, hex);
@@ -523,19 +525,19 @@ int main(int argc, char **argv)
     rdv = rendezvous_create(any_remote(&o, pl) ? "0.0.0.0" : "127.0.0.1", o.port, &key, o.np, &err);
     ring__key_wipe(&key);
     if (rdv == NULL) {
-        ringrun_say("cannot start the rendezvous: %s", err.text);
+        log_error("cannot start the rendezvous: %s", err.text);
         rc = EXIT_UNAVAILABLE;
         goto out;
     }
     /* Every rank's two output pipes, the signalfd, and the rendezvous's sockets. */
     npfd = 2 * o.np + 1 + rendezvous_max_pollfds(rdv);
     if ((pfd = calloc((size_t)npfd, sizeof(*pfd))) == NULL) {
-        ringrun_say("out of memory for %d ranks", o.np);
+        log_error("out of memory for %d ranks", o.np);
         goto out;
     }
     snprintf(rendezvous, sizeof(rendezvous), "%s:%d", addr, rendezvous_port(rdv));
     if (ringrun_verbose)
-        ringrun_say("rendezvous at %s; %d ranks on %d hosts", rendezvous, o.np, pl[0].cross_size);
+        log_info("rendezvous at %s; %d ranks on %d hosts", rendezvous, o.np, pl[0].cross_size);
 
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
@@ -545,7 +547,7 @@ int main(int argc, char **argv)
         sigaddset(&mask, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
         (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-        ringrun_say("signalfd: %s", strerror(errno));
+        log_error("signalfd: %s", strerror(errno));
         goto out;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -558,19 +560,19 @@ int main(int argc, char **argv)
         make_env(&o, &pl[r], r, rendezvous, &env);
         if (local) {
             if (ringrun_verbose)
-                ringrun_say("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host,
-                            pl[r].local_rank, pl[r].local_size);
+                log_info("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host,
+                         pl[r].local_rank, pl[r].local_size);
             ok = spawn(&ranks[r], r, o.argv, &env, 1, secret_env, NULL, o.output_dir);
         } else {
             static struct remote rem;
             if (remote_argv(&o, host, &env, &rem) < 0) {
                 free(rem.words);
-                ringrun_say("cannot build the remote command for rank %d (too long?)", r);
+                log_error("cannot build the remote command for rank %d (too long?)", r);
                 signal_all(ranks, o.np, SIGKILL);
                 goto out;
             }
             if (ringrun_verbose)
-                ringrun_say("rank %d: %s %s", r, o.rsh, rem.cmd);
+                log_info("rank %d: %s %s", r, o.rsh, rem.cmd);
             ok = spawn(&ranks[r], r, rem.av, &env, 0, NULL, secret_line, o.output_dir);
             free(rem.words);
         }
@@ -608,7 +610,7 @@ int main(int argc, char **argv)
             timeout = (int)(drain_until - now);
         } else if (kill_at >= 0) {
             if (now >= kill_at) {
-                ringrun_say("killing the %d remaining rank%s", alive, alive == 1 ? "" : "s");
+                log_warning("killing the %d remaining rank%s", alive, alive == 1 ? "" : "s");
                 signal_all(ranks, o.np, SIGKILL);
                 kill_at = now + 1000; /* re-send if something ignores it (stuck in D) */
             }
@@ -619,7 +621,7 @@ int main(int argc, char **argv)
         if (poll(pfd, (nfds_t)n, timeout) < 0) {
             if (errno == EINTR)
                 continue;
-            ringrun_say("poll: %s", strerror(errno));
+            log_error("poll: %s", strerror(errno));
             signal_all(ranks, o.np, SIGKILL);
             goto out;
         }
@@ -637,8 +639,8 @@ int main(int argc, char **argv)
                 continue; /* reaped below */
             signals_seen++;
             if (signals_seen == 1) {
-                ringrun_say("got signal %d; passing it to every rank (again to kill them)",
-                            (int)si.ssi_signo);
+                log_info("got signal %d; passing it to every rank (again to kill them)",
+                         (int)si.ssi_signo);
                 signal_all(ranks, o.np, (int)si.ssi_signo);
                 if (kill_at < 0)
                     kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
@@ -659,19 +661,19 @@ int main(int argc, char **argv)
                 if (shell_status(status) != 0 && first_fail < 0) {
                     first_fail = r;
                     if (WIFSIGNALED(status))
-                        ringrun_say("rank %d was killed by signal %d", r, WTERMSIG(status));
+                        log_error("rank %d was killed by signal %d", r, WTERMSIG(status));
                     else
-                        ringrun_say("rank %d exited with status %d", r, WEXITSTATUS(status));
+                        log_error("rank %d exited with status %d", r, WEXITSTATUS(status));
                     if (kill_at < 0) {
                         int others = 0;
                         for (int k = 0; k < o.np; k++)
                             others += ranks[k].alive;
                         kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
                         if (others > 0)
-                            ringrun_say("stopping the other ranks in %d s", o.grace_s);
+                            log_warning("stopping the other ranks in %d s", o.grace_s);
                     }
                 } else if (ringrun_verbose) {
-                    ringrun_say("rank %d exited with status %d", r, shell_status(status));
+                    log_info("rank %d exited with status %d", r, shell_status(status));
                 }
             }
         }
@@ -682,7 +684,7 @@ int main(int argc, char **argv)
     }
     rc = first_fail >= 0 ? shell_status(ranks[first_fail].status) : 0;
     if (rendezvous_refused(rdv) > 0)
-        ringrun_say("the rendezvous closed %d connection%s that did not prove the job's secret",
+        log_warning("the rendezvous closed %d connection%s that did not prove the job's secret",
                     rendezvous_refused(rdv), rendezvous_refused(rdv) == 1 ? "" : "s");
 out:
     explicit_bzero(hex, sizeof(hex));

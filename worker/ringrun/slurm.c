@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/stop_relay.h"
 #include "options.h"
 #include "output.h"
@@ -210,11 +211,11 @@ static int signal_step(const struct slurm_launch *l, pid_t srun, int sig)
         snprintf(sigarg, sizeof(sigarg), "--signal=%d", sig == SIGTERM ? RANK_STOP_SIGNAL : sig);
         if (run_helper(sig == SIGKILL ? kill_step : cancel, NULL, 0) == 0) {
             if (l->verbose)
-                ringrun_say("signal %d to step %s", sig, step);
+                log_info("signal %d to step %s", sig, step);
             return 0;
         }
     }
-    ringrun_say("cannot signal the ranks through scancel; signal %d to srun", sig);
+    log_warning("cannot signal the ranks through scancel; signal %d to srun", sig);
     kill(srun, sig);
     return -1;
 }
@@ -229,11 +230,11 @@ static int *open_rank_files(const char *dir, int np, const char *name)
     for (int r = 0; r < np; r++) {
         snprintf(path, sizeof(path), "%s/rank.%d", dir, r);
         if (mkdir(path, 0755) < 0 && errno != EEXIST)
-            ringrun_say("cannot create %s: %s", path, strerror(errno));
+            log_error("cannot create %s: %s", path, strerror(errno));
         snprintf(path, sizeof(path), "%s/rank.%d/%s", dir, r, name);
         fds[r] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fds[r] < 0)
-            ringrun_say("cannot create %s: %s", path, strerror(errno));
+            log_error("cannot create %s: %s", path, strerror(errno));
     }
     return fds;
 }
@@ -261,7 +262,7 @@ int slurm_run(const struct slurm_launch *l)
     pid_t pid, parent = getpid();
 
     if (slurm_srun_argv(l, av, (int)(sizeof(av) / sizeof(av[0])), buf, sizeof(buf), &err) < 0) {
-        ringrun_say("%s", err.text);
+        log_error("%s", err.text);
         return EXIT_USAGE;
     }
     if (l->timeout_s > 0) {
@@ -273,11 +274,11 @@ int slurm_run(const struct slurm_launch *l)
         size_t len = 0;
         for (char **a = av; *a && len + 2 < sizeof(line); a++)
             len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s", len ? " " : "", *a);
-        ringrun_say("in Slurm job %s: %s", getenv("SLURM_JOB_ID"), line);
+        log_info("in Slurm job %s: %s", getenv("SLURM_JOB_ID"), line);
     }
     if (l->output_dir != NULL) {
         if (mkdir(l->output_dir, 0755) < 0 && errno != EEXIST) {
-            ringrun_say("cannot create --output-dir %s: %s", l->output_dir, strerror(errno));
+            log_error("cannot create --output-dir %s: %s", l->output_dir, strerror(errno));
             return EXIT_USAGE;
         }
         files[0] = open_rank_files(l->output_dir, np, "stdout");
@@ -291,17 +292,17 @@ int slurm_run(const struct slurm_launch *l)
         sigaddset(&mask, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
         (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-        ringrun_say("signalfd: %s", strerror(errno));
+        log_error("signalfd: %s", strerror(errno));
         goto out;
     }
     signal(SIGPIPE, SIG_IGN);
     if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
-        ringrun_say("pipe: %s", strerror(errno));
+        log_error("pipe: %s", strerror(errno));
         goto out;
     }
     pid = fork();
     if (pid < 0) {
-        ringrun_say("fork: %s", strerror(errno));
+        log_error("fork: %s", strerror(errno));
         goto out;
     }
     if (pid == 0) {
@@ -340,7 +341,7 @@ int slurm_run(const struct slurm_launch *l)
         int64_t now = clock_mono_ms();
 
         if (alive && kill_at >= 0 && now >= kill_at) {
-            ringrun_say("the ranks did not all end within %d s; killing the step", l->grace_s);
+            log_warning("the ranks did not all end within %d s; killing the step", l->grace_s);
             signal_step(l, pid, SIGKILL);
             kill_at = -1;
             hard_kill_at = now + SRUN_KILL_AFTER_MS;
@@ -362,7 +363,7 @@ int slurm_run(const struct slurm_launch *l)
         if (n == 0)
             break;
         if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
-            ringrun_say("poll: %s", strerror(errno));
+            log_error("poll: %s", strerror(errno));
             kill(pid, SIGKILL);
             break;
         }
@@ -375,8 +376,8 @@ int slurm_run(const struct slurm_launch *l)
             if (si.ssi_signo == SIGCHLD)
                 continue;
             if (++signals == 1) {
-                ringrun_say("got signal %d; passing it to every rank (again to kill them)",
-                            (int)si.ssi_signo);
+                log_info("got signal %d; passing it to every rank (again to kill them)",
+                         (int)si.ssi_signo);
                 signal_step(l, pid, (int)si.ssi_signo);
                 if (kill_at < 0 && hard_kill_at < 0)
                     kill_at = clock_mono_ms() + (int64_t)l->grace_s * 1000;

@@ -23,7 +23,6 @@
 #include "scheduler/backend/jobfs.h"
 #include "scheduler/backend/mpirun.h"
 
-
 /* ---- resource limits (the job_limits setting) ---- */
 
 /* The resources job_limits may name, as ulimit(1) and Slurm's PropagateResourceLimits do. */
@@ -230,8 +229,7 @@ static int env_memfd(const struct env *e, struct error *err)
  * with O_EXCL (a FIFO planted there would hang the scheduler's thread), each given to the
  * user last. Returns the log's descriptor, or -1 with err.
  */
-static int prepare_dirs(const struct local_launch *l, const struct identity *id,
-                        struct error *err)
+static int prepare_dirs(const struct local_launch *l, const struct identity *id, struct error *err)
 {
     int run = jobfs_mkdirs(l->run_dir), log = -1, ckpt = -1;
     const char *what = l->run_dir;
@@ -278,8 +276,8 @@ struct argv_text {
 };
 
 /* ringd-exec's options about the user and the limits, from index a; returns the new a. */
-static int exec_options(char **argv, int a, const struct local_launch *l,
-                        const struct identity *id, struct argv_text *t)
+static int exec_options(char **argv, int a, const struct local_launch *l, const struct identity *id,
+                        struct argv_text *t)
 {
     if (id->switch_user) {
         size_t gl = 0;

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "scheduler/backend/backend.h"
 #include "scheduler/backend/identity.h"
 #include "scheduler/backend/jobfs.h"
@@ -496,10 +497,7 @@ static int slurm_signal(void *ctx, const char *id, int sig)
     /* A pending job has no ranks to stop gracefully: it is withdrawn at once. */
     if (sig == SIGKILL || (j != NULL && j->pending)) {
         if (sig != SIGKILL)
-            fprintf(stderr,
-                    "level=info job=- msg=\"Slurm job %lu is still pending: cancelled, as it has "
-                    "no ranks to stop\"\n",
-                    jid);
+            log_info("Slurm job %lu is still pending: cancelled, as it has no ranks to stop", jid);
         rc = slurm_kill_job((uint32_t)jid, SIGKILL, 0);
     } else if (j != NULL && j->mpirun && sig == SIGTERM) /* to mpirun, which passes it on */
         rc = slurm_kill_job((uint32_t)jid, MPIRUN_STOP_SIGNAL, KILL_JOB_BATCH);
@@ -591,8 +589,7 @@ static int slurm_poll(void *ctx, struct backend_event *out, int max)
     if (slurm_load_jobs(c->dirty ? 0 : c->jobs_updated, &msg, SHOW_ALL) != SLURM_SUCCESS) {
         if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA)
             return n;
-        fprintf(stderr, "level=warning job=- msg=\"slurm_load_jobs: %s; will retry\"\n",
-                slurm_err());
+        log_warning("slurm_load_jobs: %s; will retry", slurm_err());
         return n;
     }
     c->jobs_updated = msg->last_update;
@@ -613,7 +610,7 @@ static int slurm_poll(void *ctx, struct backend_event *out, int max)
         } else {
             slurm_outcome(info, &o);
             if (slurm_check_ranks_started(j->run_dir, (int)info->num_tasks, &o) > 0)
-                fprintf(stderr, "level=warning job=- msg=\"Slurm job %u: %s\"\n", j->id, o.reason);
+                log_warning("Slurm job %u: %s", j->id, o.reason);
         }
         j->pending = info != NULL && (info->job_state & JOB_STATE_BASE) == JOB_PENDING;
         if (!o.ended) {
