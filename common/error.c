@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* error.c - errprintf for the service side. */
+/* error.c - errprintf (error.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

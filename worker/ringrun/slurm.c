@@ -71,9 +71,9 @@ int slurm_srun_argv(const struct slurm_launch *l, char **av, int cap, char *buf,
     } while (0)
 
     if (np == 0) {
-        snprintf(err->text, sizeof(err->text),
-                 "-np N is required: the allocation does not say how many tasks (SLURM_NTASKS)");
-        return -1;
+        return errno = EINVAL,
+               errprintf(err, "-np N is required: the allocation does not say how many tasks "
+                              "(SLURM_NTASKS)");
     }
     ADD("srun");
     ADD("--mpi=pmix");
@@ -104,8 +104,7 @@ int slurm_srun_argv(const struct slurm_launch *l, char **av, int cap, char *buf,
     av[n] = NULL;
     return n;
 too_long:
-    snprintf(err->text, sizeof(err->text), "the srun command line is too long");
-    return -1;
+    return errno = E2BIG, errprintf(err, "the srun command line is too long");
 #undef ADD
 #undef NUM
 }
