@@ -549,7 +549,7 @@ static void scheduler_put(const struct api_config *cfg, const struct api_request
     policy = json_object_get(body, "policy");
     if (!json_is_string(policy)) {
         api_problem(resp, 422, "validation-error", "Invalid scheduler settings", req->path,
-                    "policy is required: one of fifo, priority, tiresias, dynamic");
+                    "policy is required: one of %s", policy_names());
         json_decref(body);
         return;
     }

@@ -33,7 +33,6 @@
 #include "db/store.h"
 #include "http.h"
 #include "scheduler/backend/identity.h"
-#include "scheduler/backend/local/local.h"
 #include "scheduler/core/scheduler.h"
 
 #define EXIT_CONFIG      64
@@ -143,95 +142,6 @@ static int data_dir_private(const char *dir)
     return 0;
 }
 
-/* 1 when only root or ringd's own user can change what path names (mode without group or
- * other write, or a sticky directory, which keeps others' entries in place). */
-static int only_ours(const char *path, struct stat *sb)
-{
-    return stat(path, sb) == 0 && (sb->st_uid == 0 || sb->st_uid == geteuid()) &&
-           ((sb->st_mode & 022) == 0 || (S_ISDIR(sb->st_mode) && (sb->st_mode & S_ISVTX)));
-}
-
-/*
- * ringd runs ringd-exec as root, or without root with every job's secrets in reach: it
- * must be a regular file that only root or ringd's own user can change, and so must be
- * every directory above it (someone who can rename one can put another ringd-exec in its
- * place). Resolves path (links included) in place, so that ringd runs the file it checked.
- * Returns 0, or -1 after saying what to fix.
- */
-static int exec_helper_safe(char *path, size_t len)
-{
-    char real[PATH_MAX], dir[PATH_MAX];
-    struct stat sb;
-
-    if (realpath(path, real) == NULL || strlen(real) >= len) {
-        log_error("cannot find ringd-exec at %s (it is installed next to ringd): %s", path,
-                  strerror(errno));
-        return -1;
-    }
-    if (!only_ours(real, &sb) || !S_ISREG(sb.st_mode)) {
-        log_error(
-            "ringd-exec %s may be changed by others than root and ringd's user (owner uid %u, "
-            "mode %04o), and ringd runs it with its privileges; make it root's and not group- "
-            "or world-writable (chown root %s; chmod go-w %s)",
-            real, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777), real, real);
-        return -1;
-    }
-    snprintf(dir, sizeof(dir), "%s", real);
-    for (char *slash = strrchr(dir, '/'); slash != NULL; slash = strrchr(dir, '/')) {
-        *slash = '\0';
-        if (!only_ours(dir[0] ? dir : "/", &sb)) {
-            log_error("ringd-exec %s lies in directory %s, which others than root and ringd's user "
-                      "may change (owner uid %u, mode %04o): they could put another program in its "
-                      "place; make it root's and not group- or world-writable",
-                      real, dir[0] ? dir : "/", (unsigned)sb.st_uid,
-                      (unsigned)(sb.st_mode & 07777));
-            return -1;
-        }
-    }
-    memcpy(path, real, strlen(real) + 1);
-    return 0;
-}
-
-/*
- * Whether jobs run in a private mount namespace that hides the data directory (1) or not
- * (0); -1 when ringd must not start. Without it, a job running as ringd's own user could
- * read the database and the admin token, and one running as another user could not reach
- * its run directory inside the 0700 data directory.
- */
-static int choose_isolation(const struct config *cfg)
-{
-    struct error err;
-    if (cfg->isolation == ISOLATION_NONE) {
-        if (geteuid() == 0) {
-            /* Job users must pass through to their own (0700) run directories. */
-            if (chmod(cfg->data_dir, 0711) < 0) {
-                log_error("cannot open %s for traversal: %s", cfg->data_dir, strerror(errno));
-                return -1;
-            }
-            log_warning("isolation is off: the data directory is 0711 so that jobs reach "
-                        "their run directories; its files stay 0600");
-        } else {
-            log_warning("isolation is off: jobs run as ringd's user and can read %s",
-                        cfg->data_dir);
-        }
-        return 0;
-    }
-    if (local_isolation_works(cfg->exec_helper, cfg->data_dir, &err))
-        return 1;
-    if (cfg->isolation == ISOLATION_NAMESPACE || geteuid() == 0 || !cfg->no_auth) {
-        log_error("cannot hide the data directory from jobs: %s. Jobs would be able to read "
-                  "the database and the admin token. Allow unprivileged user namespaces "
-                  "(sysctl kernel.unprivileged_userns_clone=1), run ringd as root, or accept "
-                  "the risk with isolation = none",
-                  err.text);
-        return -1;
-    }
-    log_warning("cannot hide the data directory from jobs (%s); with --no-auth every job is "
-                "the local user's anyway",
-                err.text);
-    return 0;
-}
-
 /* Writes all of buf to fd, through short writes and EINTR. Returns 0 or -1 with errno. */
 static int write_all(int fd, const char *buf, size_t len)
 {
@@ -336,66 +246,6 @@ static int first_token(struct store *st, const char *dir)
     return 0;
 }
 
-/*
- * backend = slurm: the work directory (runs/ and checkpoints/, which every Slurm node must
- * see and the jobs' users reach) made and resolved into out, and the slurm_* settings
- * appended to backend_options for the backend. Returns 0, or -1 after saying why.
- */
-static int slurm_setup(struct config *cfg, char *out, size_t len)
-{
-    char abs[PATH_MAX], opts[sizeof(cfg->backend_options)];
-    size_t n;
-
-    if (mkdir(cfg->slurm_work_dir, 0755) < 0 && errno != EEXIST) {
-        log_error("cannot create slurm_work_dir %s: %s", cfg->slurm_work_dir, strerror(errno));
-        return -1;
-    }
-    if (realpath(cfg->slurm_work_dir, abs) == NULL || strlen(abs) + 1 > len) {
-        log_error("cannot resolve slurm_work_dir %s: %s", cfg->slurm_work_dir, strerror(errno));
-        return -1;
-    }
-    n = strlen(cfg->data_dir);
-    if (strncmp(abs, cfg->data_dir, n) == 0 && (abs[n] == '/' || abs[n] == '\0')) {
-        log_error("slurm_work_dir %s is inside the data directory, which jobs must never see; "
-                  "pick a directory outside it",
-                  abs);
-        return -1;
-    }
-    snprintf(out, len, "%s", abs);
-    {
-        /* ringd makes each job's directories in it as root: a user who could replace what
-         * is in it could have ringd make them anywhere. */
-        struct stat sb;
-        if (stat(out, &sb) < 0 || (sb.st_uid != 0 && sb.st_uid != geteuid())) {
-            log_error("slurm_work_dir %s must belong to root or ringd's user (uid %u)", out,
-                      (unsigned)geteuid());
-            return -1;
-        }
-    }
-    /* Jobs' users pass through it to their own run and checkpoint directories. */
-    if (chmod(out, 0755) < 0) {
-        log_error("cannot make slurm_work_dir %s traversable: %s", out, strerror(errno));
-        return -1;
-    }
-    snprintf(opts, sizeof(opts), "%s", cfg->backend_options);
-#define OPT(key, fmt, v)                                                                           \
-    do {                                                                                           \
-        size_t at = strlen(opts);                                                                  \
-        snprintf(opts + at, sizeof(opts) - at, "%s" key "=" fmt, at ? "," : "", v);                \
-    } while (0)
-    if (cfg->slurm_partition[0])
-        OPT("partition", "%s", cfg->slurm_partition);
-    if (cfg->slurm_account[0])
-        OPT("account", "%s", cfg->slurm_account);
-    if (cfg->slurm_qos[0])
-        OPT("qos", "%s", cfg->slurm_qos);
-    if (cfg->slurm_time_limit > 0)
-        OPT("time_limit", "%d", cfg->slurm_time_limit);
-#undef OPT
-    snprintf(cfg->backend_options, sizeof(cfg->backend_options), "%s", opts);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     struct config cfg;
@@ -406,13 +256,14 @@ int main(int argc, char **argv)
     struct http *http = NULL;
     struct scheduler *sched = NULL;
     struct scheduler_config scfg;
-    char db_path[2200], addr_path[2200], checkpoints[2300], ckpt_prefix[2400], work_dir[2200] = "";
-    int rc, port = 0, lock_fd, sig, isolate;
+    struct setting_value values[CONFIG_VALUES_MAX];
+    char db_path[2200], addr_path[2200], ckpt_prefix[4300];
+    int rc, port = 0, lock_fd, sig;
     sigset_t set;
 
+    log_init("ringd", LOG_STYLE_LOGFMT);
     /* Every file ringd makes is its own (0600), unless it says otherwise: the database and
      * its -wal and -shm, which SQLite creates 0644, hold every job's environment. */
-    log_init("ringd", LOG_STYLE_LOGFMT);
     umask(077);
     /*
      * Jobs may run as ringd's own user (always, when ringd is not root). Without this, such
@@ -462,16 +313,29 @@ int main(int argc, char **argv)
             "different tokens are not kept apart from one another (only ringd's own data is "
             "kept from them); run ringd as root to run each token's jobs as its own user",
             (unsigned)geteuid());
-    if (cfg.job_limits[0] != '\0') {
-        struct local_limits limits;
-        if (local_limits_parse(cfg.job_limits, &limits, &err) < 0 ||
-            local_limits_allowed(&limits, &err) < 0) {
-            log_error("%s", err.text);
-            return EXIT_CONFIG;
-        }
-    }
-    if (exec_helper_safe(cfg.exec_helper, sizeof(cfg.exec_helper)) < 0)
+    scfg = (struct scheduler_config){
+        .db_path = db_path,
+        .data_dir = cfg.data_dir,
+        .ringrun = cfg.ringrun,
+        .mpirun = cfg.mpirun,
+        .default_user = cfg.default_user,
+        .no_auth = cfg.no_auth,
+        .slots = cfg.slots,
+        .gpus = cfg.gpus,
+        .kill_grace_s = cfg.kill_grace_s,
+        .backend = cfg.backend,
+        .backend_options = cfg.backend_options[0] ? cfg.backend_options : NULL,
+        .settings = values,
+        .nsettings = config_values(&cfg, values),
+        .policy = cfg.policy,
+        .params = cfg.params,
+    };
+    scfg.params.interval_s = cfg.sched_interval;
+    /* The backend's own settings, before anything is made: a bad one stops ringd here. */
+    if (scheduler_config(&scfg, &err) < 0) {
+        log_error("%s", err.text);
         return EXIT_CONFIG;
+    }
     if (data_dir_private(cfg.data_dir) < 0)
         return EXIT_CONFIG;
     {
@@ -483,19 +347,8 @@ int main(int argc, char **argv)
         }
         memcpy(cfg.data_dir, abs, strlen(abs) + 1); /* fits: checked above */
     }
-    if (strcmp(cfg.backend, "slurm") == 0 && slurm_setup(&cfg, work_dir, sizeof(work_dir)) < 0)
-        return EXIT_CONFIG;
-    snprintf(checkpoints, sizeof(checkpoints), "%s/checkpoints",
-             work_dir[0] ? work_dir : cfg.data_dir);
-    /* 0755 whatever the umask: job users pass through to their checkpoints/<job>. */
-    if ((mkdir(checkpoints, 0755) < 0 && errno != EEXIST) || chmod(checkpoints, 0755) < 0) {
-        log_error("cannot create %s: %s", checkpoints, strerror(errno));
-        return EXIT_CONFIG;
-    }
     if ((lock_fd = lock_data_dir(cfg.data_dir)) < 0)
         return lock_fd == -2 ? EXIT_UNAVAILABLE : EXIT_CONFIG;
-    if ((isolate = choose_isolation(&cfg)) < 0)
-        return EXIT_CONFIG;
     if (auth_init() < 0) {
         log_error("libsodium failed to initialize");
         return EXIT_SOFTWARE;
@@ -528,33 +381,9 @@ int main(int argc, char **argv)
         return rc;
     }
     api.data_dir = cfg.data_dir;
-    api.work_dir = work_dir[0] ? work_dir : cfg.data_dir;
-    snprintf(ckpt_prefix, sizeof(ckpt_prefix), "%s/", checkpoints);
-    api.ckpt_prefix = ckpt_prefix;
     api.token_create = auth_token_create;
     api.token_revoked = auth_revoked;
     api.default_user = cfg.default_user;
-    scfg = (struct scheduler_config){
-        .db_path = db_path,
-        .data_dir = cfg.data_dir,
-        .work_dir = work_dir[0] ? work_dir : NULL,
-        .ringrun = cfg.ringrun,
-        .mpirun = cfg.mpirun,
-        .exec_helper = cfg.exec_helper,
-        .isolate = isolate,
-        .default_user = cfg.default_user,
-        .job_limits = cfg.job_limits[0] ? cfg.job_limits : NULL,
-        .slots = cfg.slots,
-        .gpus = cfg.gpus,
-        .kill_grace_s = cfg.kill_grace_s,
-        .backend = cfg.backend,
-        .backend_options = cfg.backend_options[0] ? cfg.backend_options : NULL,
-        .policy = cfg.policy,
-    };
-    policy_params_default(&scfg.params);
-    scfg.params.interval_s = cfg.sched_interval;
-    scfg.params.restart_cost_s = cfg.restart_cost;
-    scfg.params.hysteresis = cfg.hysteresis;
 
     /* Signals go to sigwait below, not to the server threads, which inherit this mask. */
     sigemptyset(&set);
@@ -564,11 +393,19 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     sched = scheduler_start(&scfg, &err);
     if (sched == NULL) {
-        log_error("cannot start the scheduler: %s", err.text);
+        /* EINVAL: the configuration cannot work on this host (scheduler.h), what to fix */
+        int config = errno == EINVAL;
+        if (config)
+            log_error("%s", err.text);
+        else
+            log_error("cannot start the scheduler: %s", err.text);
         store_close(st);
         store_checkpointer_stop(ckpt);
-        return EXIT_SOFTWARE;
+        return config ? EXIT_CONFIG : EXIT_SOFTWARE;
     }
+    api.work_dir = scheduler_work_dir(sched);
+    snprintf(ckpt_prefix, sizeof(ckpt_prefix), "%s/checkpoints/", api.work_dir);
+    api.ckpt_prefix = ckpt_prefix;
     api.sched = sched;
     api.cluster = scheduler_cluster(sched);
     api.backend = scheduler_backend(sched);
@@ -591,11 +428,10 @@ int main(int argc, char **argv)
             log_warning("cannot write %s: %s", addr_path, strerror(errno));
         if (fd >= 0)
             close(fd);
-        log_info("listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, isolation %s, "
-                 "ringrun %s, backend %s, policy %s)",
+        log_info("listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, ringrun %s, "
+                 "backend %s, policy %s)",
                  cfg.tls_cert[0] ? "https" : "http", host, port, cfg.data_dir, cfg.slots, cfg.gpus,
-                 cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun,
-                 cfg.backend, cfg.policy);
+                 cfg.no_auth ? "off" : "on", cfg.ringrun, cfg.backend, cfg.policy);
     }
     while (sigwait(&set, &sig) != 0)
         ;

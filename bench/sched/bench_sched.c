@@ -161,7 +161,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int nodes = 1000, gpn = 4, queued = 10000, passes = 21, json = 0, c;
     unsigned seed = 1;
-    char policies[256] = "fifo,priority,tiresias,dynamic", *save = NULL;
+    char policies[256] = "", *save = NULL;
 
     log_init("bench_sched", LOG_STYLE_TEXT);
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -221,6 +221,12 @@ int main(int argc, char **argv)
     if (!json)
         printf("%-9s %6s %6s %7s %7s | %11s %11s %11s %9s\n", "policy", "nodes", "gpus", "running",
                "queued", "median ms", "max ms", "cold ms", "med/50ms");
+    if (policies[0] == '\0') { /* every policy of the table */
+        const struct policy_ops *p;
+        for (int i = 0; (p = policy_at(i)) != NULL; i++)
+            snprintf(policies + strlen(policies), sizeof(policies) - strlen(policies), "%s%s",
+                     i ? "," : "", p->name);
+    }
     for (char *name = strtok_r(policies, ",", &save); name != NULL;
          name = strtok_r(NULL, ",", &save)) {
         const struct policy_ops *p = policy_find(name);

@@ -5,11 +5,16 @@
  * `struct exec_implementation`: ringd picks one implementation at start-up and the loop
  * calls it without knowing what it is.
  *
- *   local  (backend_local.c)  ringrun in a process group of its own on this host
- *   sim    (backend_sim.c)    no processes: a virtual clock and a model of each job's
- *                             speed, for unit tests, bench/sched and ringsim
- *   slurm  (backend_slurm.c)  a batch job per attempt through libslurm, its ranks under
- *                             srun --mpi=pmix (built when libslurm is found)
+ *   local/  ringrun in a process group of its own on this host
+ *   slurm/  a batch job per attempt through libslurm, its ranks under srun --mpi=pmix
+ *           (built when libslurm is found)
+ *   sim/    no processes: a virtual clock and a model of each job's speed, for ringsim,
+ *           bench/sched and the unit tests (not offered to ringd: not in backend.c's table)
+ *
+ * ringd names none of them: it finds the one its configuration asks for in backend.c's
+ * table, reads that backend's own settings for it (settings, config) and gives it ringd's
+ * shared configuration (struct backend_config). A new backend is a folder here and a row
+ * in that table.
  *
  * Threads: every op is called from the scheduler's thread only (ringsim: its only thread),
  * never from an HTTP thread, so an implementation needs no locks of its own and may block
@@ -19,8 +24,8 @@
  * answer the wall clock (CLOCK_REALTIME, so that it compares with the store's timestamps);
  * sim answers its virtual clock.
  *
- * Errors: ops return 0 or -1 with errno set and a message in err (struct error, db/error.h)
- * that says what went wrong and what to do.
+ * Errors: ops return 0 or -1 with errno set and a message in err (struct error,
+ * common/error.h) that says what went wrong and what to do.
  *
  * The life of an attempt, as the loop drives it:
  *   start()    -> the backend's id for it (a process group, a Slurm job id), which the
@@ -47,23 +52,25 @@
 #include <jansson.h>
 
 #include "common/error.h"
+#include "common/setting.h"
 #include "scheduler/model/cluster.h"
 
-/* ringd's configuration as the backends see it (borrowed for the backend's lifetime). */
+/* ringd's configuration as every backend sees it (borrowed for the backend's lifetime). */
 struct backend_config {
-    const char *data_dir; /* runs/<job>/<attempt> and checkpoints/<job> live here */
-    const char *ringrun;  /* the launcher's path */
-    const char *mpirun;   /* Open MPI's mpirun, for JobSpecs with launcher "mpirun" */
-    int slots, gpus;      /* local: this host's capacity (ringd's `slots`, `gpus`) */
-    int kill_grace_s;     /* ringd's `kill_grace`: the loop's SIGTERM-to-SIGKILL delay */
-    const char *options;  /* backend-specific settings, "key=value,key=value" (the
-                           * `backend_options` key of ringd.conf), or NULL */
-    /* Who jobs run as and what they may see (ringd's `default_user`, `isolation`): */
-    const char *exec_helper;  /* local: ringd-exec, which isolates a job and becomes its user */
-    int isolate;              /* hide data_dir from jobs (a private mount namespace) */
+    const char *data_dir;     /* ringd's data directory (its own, 0700: jobs never see it);
+                               * runs/ and checkpoints/ go there unless work_dir() says */
+    const char *ringrun;      /* the launcher's path */
+    const char *mpirun;       /* Open MPI's mpirun, for JobSpecs with launcher "mpirun" */
+    int slots, gpus;          /* this host's, as ringd's `slots` and `gpus` say (the local
+                               * backend's node; a resource manager's backend has its own) */
+    int kill_grace_s;         /* ringd's `kill_grace`: the loop's SIGTERM-to-SIGKILL delay */
+    int no_auth;              /* ringd serves without tokens: every job is its local user's */
     const char *default_user; /* as root, the user of jobs stored without one */
-    const char *job_limits;   /* local: the resource limits jobs start with (ringd's
-                               * `job_limits`, "nofile=4096,core=0"; NULL: ringd's own) */
+    const char *options;      /* `backend_options`, "key=value,key=value", or NULL */
+    /* The backend's own settings as configured (backend_ops.settings), nsettings of them;
+     * a setting not among them has its default (backend_setting()). */
+    const struct setting_value *settings;
+    int nsettings;
 };
 
 /* One attempt to start. Everything is borrowed for the duration of start(). */
@@ -141,13 +148,29 @@ enum backend_recovered {
 struct backend_ops {
     const char *name;     /* "local", "sim", "slurm": what a JobSpec's `backend` names */
     const char *id_label; /* what an attempt's id is, for events: "process group", "Slurm job" */
+    const char *summary;  /* what it is, for ringd --help: "a batch job per attempt ..." */
+    /* The keys of ringd's configuration that are this backend's own (ringd reads, lists
+     * and prints them without knowing them), ended by a row with key NULL; NULL: none. */
+    const struct setting *settings;
     /*
-     * Prepares the backend from cfg. Returns a context in *ctx and 0; or -1 when the backend
-     * declines (errno ENOTSUP: not built in, not configured, its service unreachable) or
-     * fails, with err saying which and what to do. A declined backend is not offered: a
-     * JobSpec naming it gets 422 with err's text.
+     * Optional. Takes the backend's own settings before anything starts, as flux-core
+     * job-exec's config does: checks each (backend_setting()), against this host where a
+     * setting needs it (the resource limits ringd can grant), so that ringd refuses to start
+     * on a bad one. Returns 0, or -1 with err saying what to fix (ringd exits 64).
+     */
+    int (*config)(const struct backend_config *cfg, struct error *err);
+    /*
+     * Prepares the backend from cfg (config() accepted it). Returns a context in *ctx and
+     * 0; or -1 when the backend declines (errno ENOTSUP: not built in, not configured, its
+     * service unreachable), cannot work here as configured (EINVAL: a directory it must
+     * make, an isolation it cannot give; ringd exits 64) or fails, with err saying which
+     * and what to do.
      */
     int (*init)(const struct backend_config *cfg, void **ctx, struct error *err);
+    /* Optional. Where the attempts' runs/<job>/<attempt> and checkpoints/<job> go (a
+     * directory every node of the backend sees), for the loop and the API; NULL op: the
+     * data directory. Borrowed for ctx's lifetime. */
+    const char *(*work_dir)(void *ctx);
     /* Releases ctx; attempts keep running (a restarted ringd recovers them), except that a
      * local attempt is asked to stop when the thread that started it ends (ringd-exec's
      * parent-death signal: see ringd_exec.c). NULL-safe. */
@@ -205,15 +228,17 @@ struct backend_ops {
     json_t *(*cluster_json)(void *ctx);
 };
 
-/* The built-in implementations. */
-extern const struct backend_ops backend_local_ops;
-extern const struct backend_ops backend_sim_ops;
-#ifdef RING_HAVE_SLURM
-extern const struct backend_ops backend_slurm_ops;
-#endif
-
-/* The implementation called name, or NULL when this ringd has none by that name. */
+/* The backend ringd may run that is called name (backend.c's table), or NULL when this
+ * ringd has none by that name. */
 const struct backend_ops *backend_find(const char *name);
+/* The i-th backend of the table (0, 1, ...), NULL past the last: for listing them. */
+const struct backend_ops *backend_at(int i);
+/* The names of the table's backends, comma-separated ("local, slurm"). */
+const char *backend_names(void);
+/* The value of b's setting key in cfg: as configured, else the setting's default; NULL
+ * when b has no such setting. */
+const char *backend_setting(const struct backend_ops *b, const struct backend_config *cfg,
+                            const char *key);
 
 /*
  * Whether an attempt's exit status says that its program can never run as given: 127, the

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/clock.h"
@@ -66,6 +67,7 @@ struct scheduler {
     struct scheduler_config cfg;
     const struct backend_ops *bops;
     void *bctx;
+    const char *work_dir; /* the backend's, else cfg.data_dir */
     struct journal_store journal;
     struct loop *loop;
     pthread_t thread;
@@ -258,15 +260,25 @@ static int cancel(struct scheduler *s, const char *id, struct error *err)
     return errno = ENOENT, -1; /* finished meanwhile (or resumed and ended) */
 }
 
+/* The names of policy.h's table, as a new JSON array. */
+static json_t *policy_list(void)
+{
+    json_t *a = json_array();
+    const struct policy_ops *p;
+    for (int i = 0; a != NULL && (p = policy_at(i)) != NULL; i++)
+        json_array_append_new(a, json_string(p->name));
+    return a;
+}
+
 static json_t *info(struct scheduler *s)
 {
     const struct policy_params *p = loop_params(s->loop);
     struct loop_stats st;
     loop_stats(s->loop, &st);
-    return json_pack("{s:s, s:[s,s,s,s], s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f}", "policy",
-                     loop_policy(s->loop)->name, "policies", "fifo", "priority", "tiresias",
-                     "dynamic", "backend", s->bops->name, "interval_s", p->interval_s,
-                     "restart_cost_s", p->restart_cost_s, "hysteresis", p->hysteresis, "passes",
+    return json_pack("{s:s, s:o, s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f}", "policy",
+                     loop_policy(s->loop)->name, "policies", policy_list(), "backend",
+                     s->bops->name, "interval_s", p->interval_s, "restart_cost_s",
+                     p->restart_cost_s, "hysteresis", p->hysteresis, "passes",
                      (json_int_t)st.passes, "resizes", (json_int_t)st.resizes, "preemptions",
                      (json_int_t)st.preemptions, "pass_ms_mean",
                      st.passes ? st.pass_time_s / st.passes * 1e3 : 0.0, "pass_ms_max",
@@ -375,6 +387,51 @@ static void *main_loop(void *arg)
     return NULL;
 }
 
+/* The backend cfg names, and what every backend is given, into *bops and *bcfg. Returns 0,
+ * or -1 with errno EINVAL and err. */
+static int backend_of(const struct scheduler_config *cfg, const struct backend_ops **bops,
+                      struct backend_config *bcfg, struct error *err)
+{
+    const char *name = cfg->backend ? cfg->backend : "local";
+    if ((*bops = backend_find(name)) == NULL)
+        return errno = EINVAL,
+               errprintf(err, "no backend '%s' in this ringd (it has: %s)", name, backend_names());
+    *bcfg = (struct backend_config){
+        .data_dir = cfg->data_dir,
+        .ringrun = cfg->ringrun,
+        .mpirun = cfg->mpirun,
+        .slots = cfg->slots,
+        .gpus = cfg->gpus,
+        .kill_grace_s = cfg->kill_grace_s,
+        .no_auth = cfg->no_auth,
+        .default_user = cfg->default_user,
+        .options = cfg->backend_options,
+        .settings = cfg->settings,
+        .nsettings = cfg->nsettings,
+    };
+    return 0;
+}
+
+int scheduler_config(const struct scheduler_config *cfg, struct error *err)
+{
+    const struct backend_ops *bops;
+    struct backend_config bcfg;
+    if (backend_of(cfg, &bops, &bcfg, err) < 0)
+        return -1;
+    return bops->config != NULL ? bops->config(&bcfg, err) : 0;
+}
+
+/* WORK/checkpoints, 0755 whatever the umask: job users pass through to their
+ * checkpoints/<job>. Returns 0, or -1 with errno EINVAL and err. */
+static int checkpoints_dir(const char *work, struct error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/checkpoints", work);
+    if ((mkdir(path, 0755) < 0 && errno != EEXIST) || chmod(path, 0755) < 0)
+        return errprintf(err, "cannot create %s: %s", path, strerror(errno)), errno = EINVAL, -1;
+    return 0;
+}
+
 struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct error *err)
 {
     struct scheduler *s = calloc(1, sizeof(*s));
@@ -391,30 +448,17 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
                errprintf(err, "no policy '%s'; the policies are %s", cfg->policy, policy_names()),
                NULL;
     }
-    s->bops = backend_find(cfg->backend ? cfg->backend : "local");
-    if (s->bops == NULL || strcmp(s->bops->name, "sim") == 0) {
+    if (backend_of(cfg, &s->bops, &bcfg, err) < 0) {
         free(s);
-        return errno = EINVAL,
-               errprintf(err, "no backend '%s' in this ringd (it has: local)", cfg->backend), NULL;
+        return NULL;
     }
-    bcfg = (struct backend_config){
-        .data_dir = cfg->data_dir,
-        .ringrun = cfg->ringrun,
-        .mpirun = cfg->mpirun,
-        .slots = cfg->slots,
-        .gpus = cfg->gpus,
-        .kill_grace_s = cfg->kill_grace_s,
-        .options = cfg->backend_options,
-        .exec_helper = cfg->exec_helper,
-        .isolate = cfg->isolate,
-        .default_user = cfg->default_user,
-        .job_limits = cfg->job_limits,
-    };
     if (s->bops->init(&bcfg, &s->bctx, err) < 0) {
         free(s);
         return NULL;
     }
-    if (store_open(cfg->db_path, &s->journal.st, err) < 0) {
+    s->work_dir = s->bops->work_dir ? s->bops->work_dir(s->bctx) : cfg->data_dir;
+    if (checkpoints_dir(s->work_dir, err) < 0 ||
+        store_open(cfg->db_path, &s->journal.st, err) < 0) {
         s->bops->fini(s->bctx);
         free(s);
         return NULL;
@@ -423,7 +467,7 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
         .policy = policy,
         .params = cfg->params,
         .kill_grace_s = cfg->kill_grace_s,
-        .data_dir = cfg->work_dir ? cfg->work_dir : cfg->data_dir,
+        .data_dir = s->work_dir,
         .speed_mode = SPEED_WEAK,
     };
     s->journal.id_label = s->bops->id_label;
@@ -620,4 +664,9 @@ const struct cluster *scheduler_cluster(const struct scheduler *s)
 const char *scheduler_backend(const struct scheduler *s)
 {
     return s->bops->name;
+}
+
+const char *scheduler_work_dir(const struct scheduler *s)
+{
+    return s->work_dir;
 }

@@ -16,36 +16,43 @@
 #ifndef RINGD_SCHEDULER_H
 #define RINGD_SCHEDULER_H
 
+#include "common/setting.h"
 #include "db/store.h"
 #include "scheduler/model/cluster.h"
 #include "scheduler/policy/policy.h"
 
 struct scheduler_config {
     const char *db_path;
-    const char *data_dir;     /* ringd's data directory (hidden from local jobs) */
-    const char *work_dir;     /* runs/<job>/<attempt> and checkpoints/<job> live here
-                               * (NULL: data_dir; backend slurm: slurm_work_dir) */
+    const char *data_dir;     /* ringd's data directory (absolute; hidden from jobs) */
     const char *ringrun;      /* the launcher's path */
     const char *mpirun;       /* Open MPI's mpirun (launcher "mpirun") */
-    const char *exec_helper;  /* ringd-exec's path: isolates a job and becomes its user */
-    int isolate;              /* hide data_dir from jobs (a private mount namespace) */
     const char *default_user; /* as root, the user of jobs stored without one */
-    const char *job_limits;   /* the resource limits local jobs start with (NULL: ringd's) */
-    int slots, gpus;          /* the local backend's node */
+    int no_auth;              /* ringd serves without tokens */
+    int slots, gpus;          /* this host's, as ringd's configuration says */
     int kill_grace_s;         /* after SIGTERM, SIGKILL the attempt */
-    const char *backend;      /* "local" (NULL: local) */
+    const char *backend;      /* a name of backend.h's table (NULL: local) */
     const char *backend_options;
-    const char *policy; /* "fifo" (NULL: fifo) */
+    /* the backend's own settings as configured (backend.h), nsettings of them */
+    const struct setting_value *settings;
+    int nsettings;
+    const char *policy; /* a name of policy.h's table (NULL: fifo) */
     struct policy_params params;
 };
 
 struct scheduler;
 
 /*
- * Starts the backend and the loop, recovers the attempts a previous ringd left (their
- * workers are stopped and the jobs queued again to resume from their checkpoints), then
- * starts the thread. Returns NULL with err (an unknown policy or backend, a backend that
- * declines, the store).
+ * The backend's config op (backend.h) for cfg: its settings, checked before anything
+ * starts. Returns 0, or -1 with errno EINVAL (an unknown backend, a bad setting) and err.
+ */
+int scheduler_config(const struct scheduler_config *cfg, struct error *err);
+/*
+ * Starts the backend and the loop, makes the checkpoints/ directory in the backend's work
+ * directory, recovers the attempts a previous ringd left (their workers are stopped and
+ * the jobs queued again to resume from their checkpoints), then starts the thread. Returns
+ * NULL with errno and err: EINVAL when the configuration cannot work on this host (an
+ * unknown policy or backend, a directory the backend cannot make or use, an isolation it
+ * cannot give: ringd exits 64), else a backend that declines or fails, the store.
  */
 struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct error *err);
 /* Stops the thread; running attempts keep running (a restarted ringd recovers them), but
@@ -88,8 +95,10 @@ json_t *scheduler_info(struct scheduler *s, double *age_s);
  * the switch (a new reference). Returns 0, or -1 with errno EINVAL (no such policy), or
  * ETIMEDOUT / EINPROGRESS. */
 int scheduler_set_policy(struct scheduler *s, const char *name, json_t **info, struct error *err);
-/* The cluster and the backend's name: fixed at start, safe to read from any thread. */
+/* The cluster, the backend's name, and where runs/ and checkpoints/ live (the backend's
+ * work directory, else the data directory): fixed at start, safe to read from any thread. */
 const struct cluster *scheduler_cluster(const struct scheduler *s);
 const char *scheduler_backend(const struct scheduler *s);
+const char *scheduler_work_dir(const struct scheduler *s);
 
 #endif /* RINGD_SCHEDULER_H */

@@ -433,4 +433,19 @@ static int plan(const struct policy_snapshot *s, struct policy_target *out)
     return policy_run(s, out, decide, NULL);
 }
 
-const struct policy_ops policy_dynamic = {"dynamic", 1, plan};
+/* Its settings in ringd's configuration; the defaults are ringd's (ringsim has flags). */
+static const struct policy_setting settings[] = {
+    {{"restart_cost", NULL, 0, "10", "10 seconds a restart costs a job\nuntil measured (dynamic)"},
+     "restart_cost_s",
+     offsetof(struct policy_params, restart_cost_s),
+     0,
+     86400},
+    {{"hysteresis", NULL, 0, "2", "2: a resize must gain that many\nrestarts' worth (dynamic)"},
+     "hysteresis",
+     offsetof(struct policy_params, hysteresis),
+     0,
+     1000},
+    {{NULL, NULL, 0, NULL, NULL}, NULL, 0, 0, 0},
+};
+
+const struct policy_ops policy_dynamic = {"dynamic", 1, plan, settings};

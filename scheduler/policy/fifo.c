@@ -130,4 +130,4 @@ static int plan(const struct policy_snapshot *s, struct policy_target *out)
     return policy_run(s, out, policy__fifo_decide, &preempt);
 }
 
-const struct policy_ops policy_fifo = {"fifo", 0, plan};
+const struct policy_ops policy_fifo = {"fifo", 0, plan, NULL};

@@ -39,9 +39,45 @@ const struct policy_ops *policy_find(const char *name)
     return NULL;
 }
 
+const struct policy_ops *policy_at(int i)
+{
+    return i >= 0 && i < (int)(sizeof(all) / sizeof(all[0])) ? all[i] : NULL;
+}
+
 const char *policy_names(void)
 {
-    return "fifo, priority, tiresias, dynamic";
+    static char names[256]; /* written once: the table is constant */
+    if (names[0] == '\0') {
+        size_t at = 0;
+        for (int i = 0; all[i] && at < sizeof(names); i++)
+            at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
+                                   all[i]->name);
+    }
+    return names;
+}
+
+const struct policy_setting *policy_setting_find(const char *key)
+{
+    for (int i = 0; all[i]; i++)
+        for (const struct policy_setting *ps = all[i]->settings; ps && ps->s.key; ps++)
+            if (key != NULL && strcmp(ps->s.key, key) == 0)
+                return ps;
+    return NULL;
+}
+
+int policy_config(struct policy_params *p, const char *key, const char *value, struct error *err)
+{
+    const struct policy_setting *ps = policy_setting_find(key);
+    char *end;
+    double x;
+    if (ps == NULL)
+        return errno = ENOENT, errprintf(err, "no policy has a setting '%s'", key);
+    errno = 0;
+    x = strtod(value, &end);
+    if (errno || end == value || *end != '\0' || !(x >= ps->lo && x <= ps->hi))
+        return errno = EINVAL, errprintf(err, "bad value '%s' for %s", value, key);
+    *(double *)((char *)p + ps->offset) = x;
+    return 0;
 }
 
 void policy_targets_clear(struct policy_target *out, int n)

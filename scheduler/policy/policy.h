@@ -22,7 +22,11 @@
 #ifndef RINGD_POLICY_H
 #define RINGD_POLICY_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "common/error.h"
+#include "common/setting.h"
 
 #include "scheduler/model/cluster.h"
 #include "scheduler/model/speed.h"
@@ -95,20 +99,51 @@ static inline const struct placement *policy_where(const struct policy_snapshot 
     return t->unchanged ? s->job[i].placement : &t->placement;
 }
 
+/*
+ * A setting of ringd's configuration that a policy reads: a number of struct
+ * policy_params. Declared by the policy (policy_ops.settings), so that ringd reads, prints
+ * and shows it (GET /v1/scheduler) without knowing it.
+ */
+struct policy_setting {
+    struct setting s; /* key in ringd.conf, environment variable, flag, default, help */
+    const char *json; /* its name in GET /v1/scheduler: "restart_cost_s" */
+    size_t offset;    /* the double of struct policy_params it sets */
+    double lo, hi;    /* the values it takes */
+};
+
 struct policy_ops {
     const char *name;
     int elastic; /* it moves jobs between sizes over time (ringsim gives its jobs a range) */
     /* Fills out[0 .. s->njobs-1] (each with workers 0, unchanged 0, an empty placement and
      * an empty reason). Returns 0, or -1 with errno ENOMEM: then nothing changes. */
     int (*plan)(const struct policy_snapshot *s, struct policy_target *out);
+    /* The settings it reads, ended by a row with s.key NULL; NULL: none. ringd takes every
+     * policy's (a policy may be switched to while ringd runs) and shows the active one's. */
+    const struct policy_setting *settings;
 };
 
 extern const struct policy_ops policy_fifo, policy_priority, policy_tiresias, policy_dynamic;
 
 /* The policy called name, or NULL. */
 const struct policy_ops *policy_find(const char *name);
-/* The names, comma-separated ("fifo, priority, tiresias, dynamic"). */
+/* The i-th policy of the table (0, 1, ...), NULL past the last: for listing them. */
+const struct policy_ops *policy_at(int i);
+/* The names, comma-separated ("fifo, priority, tiresias, dynamic"), from the table. */
 const char *policy_names(void);
+/* The setting called key (a key of ringd.conf) of any policy, or NULL. */
+const struct policy_setting *policy_setting_find(const char *key);
+/*
+ * A policy's config op, table-driven: sets the setting called key to value in p. Returns
+ * 0, or -1 with errno EINVAL and err ("bad value ...") when value is not a number in the
+ * setting's range, ENOENT when no policy has such a setting.
+ */
+int policy_config(struct policy_params *p, const char *key, const char *value, struct error *err);
+/* The value of setting ps in p. */
+static inline double policy_setting_value(const struct policy_setting *ps,
+                                          const struct policy_params *p)
+{
+    return *(const double *)((const char *)p + ps->offset);
+}
 /* Releases the placements of out[0 .. n-1]. */
 void policy_targets_clear(struct policy_target *out, int n);
 

@@ -21,4 +21,4 @@ static int plan(const struct policy_snapshot *s, struct policy_target *out)
     return policy_run(s, out, policy__fifo_decide, &preempt);
 }
 
-const struct policy_ops policy_priority = {"priority", 0, plan};
+const struct policy_ops policy_priority = {"priority", 0, plan, NULL};

@@ -72,4 +72,4 @@ static int plan(const struct policy_snapshot *s, struct policy_target *out)
     return policy_run(s, out, decide, NULL);
 }
 
-const struct policy_ops policy_tiresias = {"tiresias", 0, plan};
+const struct policy_ops policy_tiresias = {"tiresias", 0, plan, NULL};

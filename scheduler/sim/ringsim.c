@@ -315,31 +315,33 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ringsim --workload W.csv --traces DIR --nodes N --gpus-per-node G\n"
-               "               --policy P[,P...] [--restart-cost S] [--interval S] [--json]\n"
-               "               [--hysteresis H] [--elastic-batch global|per-gpu] [--jobs FILE]\n"
-               "               [--verbose]\n"
-               "       ringsim --synthesize N --traces DIR --nodes N --gpus-per-node G [--seed S]\n"
-               "               [--load L]\n"
-               "\n"
-               "Replays a workload (name,time,application,num_replicas,batch_size) against\n"
-               "ringd's scheduling policies (fifo, priority, tiresias, dynamic) in virtual time,\n"
-               "with jobs modelled by the Pollux-format traces in DIR/<application>/.\n"
-               "  --restart-cost S   seconds without progress per (re)start (default 30)\n"
-               "  --interval S       the policies' re-evaluation period (default 60)\n"
-               "  --hysteresis H     a resize must gain H restarts' worth (default 2)\n"
-               "  --elastic-batch B  what dynamic keeps as it resizes a job: the global batch\n"
-               "                     (default; sizes 1..num_replicas) or the per-GPU batch\n"
-               "                     (progress then follows the statistical efficiency)\n"
-               "  --jobs FILE        append policy,name,application,num_replicas,batch_size,\n"
-               "                     submit_s,jct_s,attempts per job to FILE\n"
-               "  --verbose          every scheduling decision, at its virtual time, on stderr\n"
-               "  --json             one JSON object per policy instead of a table\n"
-               "  --synthesize N     write a workload of N jobs sampled from DIR/philly.csv,\n"
-               "                     arriving so that they ask for --load (0.7) of the GPUs\n"
-               "\n"
-               "Exit status: 0 done, 64 bad usage, 65 malformed input, 66 unreadable input,\n"
-               "70 some job never finished.\n");
+    fprintf(f,
+            "usage: ringsim --workload W.csv --traces DIR --nodes N --gpus-per-node G\n"
+            "               --policy P[,P...] [--restart-cost S] [--interval S] [--json]\n"
+            "               [--hysteresis H] [--elastic-batch global|per-gpu] [--jobs FILE]\n"
+            "               [--verbose]\n"
+            "       ringsim --synthesize N --traces DIR --nodes N --gpus-per-node G [--seed S]\n"
+            "               [--load L]\n"
+            "\n"
+            "Replays a workload (name,time,application,num_replicas,batch_size) against\n"
+            "ringd's scheduling policies (%s) in virtual time,\n"
+            "with jobs modelled by the Pollux-format traces in DIR/<application>/.\n"
+            "  --restart-cost S   seconds without progress per (re)start (default 30)\n"
+            "  --interval S       the policies' re-evaluation period (default 60)\n"
+            "  --hysteresis H     a resize must gain H restarts' worth (default 2)\n"
+            "  --elastic-batch B  what dynamic keeps as it resizes a job: the global batch\n"
+            "                     (default; sizes 1..num_replicas) or the per-GPU batch\n"
+            "                     (progress then follows the statistical efficiency)\n"
+            "  --jobs FILE        append policy,name,application,num_replicas,batch_size,\n"
+            "                     submit_s,jct_s,attempts per job to FILE\n"
+            "  --verbose          every scheduling decision, at its virtual time, on stderr\n"
+            "  --json             one JSON object per policy instead of a table\n"
+            "  --synthesize N     write a workload of N jobs sampled from DIR/philly.csv,\n"
+            "                     arriving so that they ask for --load (0.7) of the GPUs\n"
+            "\n"
+            "Exit status: 0 done, 64 bad usage, 65 malformed input, 66 unreadable input,\n"
+            "70 some job never finished.\n",
+            policy_names());
 }
 
 /* The exit status for a workload_read() or workload_synthesize() error. */

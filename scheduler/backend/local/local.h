@@ -12,10 +12,13 @@
 #define RINGD_BACKEND_LOCAL_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "common/setting.h"
+#include "scheduler/backend/backend.h"
 
 /* The resource limits a job starts with (ringd's job_limits setting). */
 #define LOCAL_LIMITS_MAX 9
@@ -73,5 +76,40 @@ int local_signal(pid_t pgid, int sig);
  * user namespace too when not root). Returns 1, or 0 with err saying why not.
  */
 int local_isolation_works(const char *exec_helper, const char *dir, struct error *err);
+
+/* ---- its settings (local_config.c) ---- */
+
+/* The keys of ringd's configuration that are the local backend's (backend.h: settings). */
+extern const struct setting local_settings[];
+
+enum { LOCAL_ISOLATION_AUTO, LOCAL_ISOLATION_NAMESPACE, LOCAL_ISOLATION_NONE };
+
+/* The local backend's settings, read and checked. */
+struct local_settings {
+    int isolation;              /* LOCAL_ISOLATION_* */
+    struct local_limits limits; /* job_limits */
+    char exec_helper[PATH_MAX]; /* ringd-exec next to ringd, resolved and checked */
+};
+
+/*
+ * Reads and checks the settings in cfg (backend_setting()): isolation's value and
+ * job_limits (parsed, and within what ringd may grant); finds the ringd-exec next to
+ * ringd. Returns 0, or -1 with errno EINVAL and err saying what to fix.
+ */
+int local_settings_read(const struct backend_config *cfg, struct local_settings *out,
+                        struct error *err);
+/* The config op (backend.h): local_settings_read, and the ringd-exec it finds must be
+ * safe to run with ringd's privileges (only root or ringd's own user may change it, or a
+ * directory above it). */
+int local_config(const struct backend_config *cfg, struct error *err);
+/*
+ * Whether jobs run in a private mount namespace that hides cfg->data_dir (1) or not (0),
+ * as set->isolation asks and this host allows; with isolation none as root, opens the data
+ * directory for traversal (0711: job users reach their run directories). Returns -1 with
+ * errno EINVAL and err when ringd must not start: isolation asked for and impossible, or
+ * impossible where jobs could read ringd's data.
+ */
+int local_isolation_choose(const struct backend_config *cfg, const struct local_settings *set,
+                           struct error *err);
 
 #endif /* RINGD_BACKEND_LOCAL_H */

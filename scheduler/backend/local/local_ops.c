@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * backend_local_ops.c - the local backend behind the backend interface (backend.h): one
- * node, this host, with ringd's `slots` and `gpus`. backend_local.c starts an attempt's
+ * local_ops.c - the local backend behind the backend interface (backend.h): one node,
+ * this host, with ringd's `slots` and `gpus`. local.c starts an attempt's
  * ringrun in a process group of its own; this file tracks those children: it reaps them
  * by pid (never waitpid(-1), which would steal the exit of any other child of ringd), reads
  * rank 0's progress.json, and stops what a previous ringd left.
@@ -34,7 +34,8 @@ struct local_attempt {
 
 struct local {
     struct backend_config cfg;
-    struct local_limits limits;
+    struct local_settings set;
+    int isolate; /* jobs run in a mount namespace that hides cfg.data_dir */
     char host[256];
     struct local_attempt *attempts;
 };
@@ -45,7 +46,8 @@ static int local_init(const struct backend_config *cfg, void **ctx, struct error
     if (l == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
     l->cfg = *cfg;
-    if (local_limits_parse(cfg->job_limits, &l->limits, err) < 0) {
+    if (local_settings_read(cfg, &l->set, err) < 0 ||
+        (l->isolate = local_isolation_choose(cfg, &l->set, err)) < 0) {
         free(l);
         return -1;
     }
@@ -112,11 +114,11 @@ static int local_start(void *ctx, const struct backend_start *s, char *id, size_
     launch = (struct local_launch){
         .ringrun = l->cfg.ringrun,
         .mpirun = mpirun ? l->cfg.mpirun : NULL,
-        .exec_helper = l->cfg.exec_helper,
+        .exec_helper = l->set.exec_helper,
         .checkpoint_in_data_dir = s->checkpoint_is_default,
-        .hide_dir = l->cfg.isolate ? l->cfg.data_dir : NULL,
+        .hide_dir = l->isolate ? l->cfg.data_dir : NULL,
         .user = user,
-        .limits = &l->limits,
+        .limits = &l->set.limits,
         .job_id = s->job_id,
         .attempt = s->attempt,
         .workers = s->placement->workers,
@@ -367,6 +369,9 @@ static double local_now(void *ctx)
 const struct backend_ops backend_local_ops = {
     .name = "local",
     .id_label = "process group",
+    .summary = "ringrun in a process group of its own on this host",
+    .settings = local_settings,
+    .config = local_config,
     .init = local_init,
     .fini = local_fini,
     .describe = local_describe,

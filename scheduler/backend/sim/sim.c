@@ -433,6 +433,7 @@ static double sim_now(void *ctx)
 
 const struct backend_ops backend_sim_ops = {
     .name = "sim",
+    .summary = "no processes: a virtual clock and a model of each job's speed",
     .id_label = "simulated attempt",
     .init = sim_init,
     .fini = sim_fini,

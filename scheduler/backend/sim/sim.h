@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * backend_sim.h - the sim backend's own controls (the ops are backend_sim_ops, backend.h).
+ * sim.h - the sim backend: its ops, and its own controls.
  *
  * No processes: each attempt is a record on a virtual clock. A job has a number of steps
  * to do; an attempt does them at the rate its model gives for its placement, after a start
@@ -24,6 +24,9 @@
 #define RINGD_BACKEND_SIM_H
 
 #include "scheduler/backend/backend.h"
+
+/* The sim backend's ops (not in backend.c's table: ringd never runs it). */
+extern const struct backend_ops backend_sim_ops;
 
 struct sim_model {
     /*

@@ -48,6 +48,7 @@
 #include "scheduler/backend/jobfs.h"
 #include "scheduler/backend/mpirun.h"
 #include "scheduler/backend/progress.h"
+#include "slurm_config.h"
 #include "slurm_job.h"
 #include "slurm_nodes.h"
 
@@ -81,8 +82,8 @@ struct sjob {
 
 struct sctx {
     struct backend_config cfg;
-    char partition[128], account[128], qos[128];
-    int time_limit_min;       /* 0: the partition's */
+    struct slurm_settings set;
+    char work_dir[PATH_MAX];  /* set.work_dir, made and resolved */
     int node_cpus, node_gpus; /* the largest node, from the last describe() */
     time_t jobs_updated;      /* last_update of the last full answer: the next update_time */
     double last_poll;
@@ -95,52 +96,16 @@ static const char *slurm_err(void)
     return slurm_strerror(slurm_get_errno());
 }
 
-/* "key=value,key=value" from ringd's configuration. */
-static int parse_options(struct sctx *c, const char *opts, struct error *err)
-{
-    char buf[1024], *save = NULL;
-    if (opts == NULL)
-        return 0;
-    snprintf(buf, sizeof(buf), "%s", opts);
-    for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *v = strchr(kv, '=');
-        if (v == NULL)
-            return errno = EINVAL, errprintf(err, "slurm backend option '%s' is not key=value", kv);
-        *v++ = '\0';
-        if (strcmp(kv, "partition") == 0)
-            snprintf(c->partition, sizeof(c->partition), "%s", v);
-        else if (strcmp(kv, "account") == 0)
-            snprintf(c->account, sizeof(c->account), "%s", v);
-        else if (strcmp(kv, "qos") == 0)
-            snprintf(c->qos, sizeof(c->qos), "%s", v);
-        else if (strcmp(kv, "time_limit") == 0) {
-            char *end;
-            long m = strtol(v, &end, 10);
-            if (*end != '\0' || m < 0 || m > 525600)
-                return errno = EINVAL,
-                       errprintf(err, "slurm time_limit '%s' must be minutes in 0..525600", v);
-            c->time_limit_min = (int)m;
-        } else {
-            return errno = EINVAL,
-                   errprintf(err,
-                             "unknown slurm backend option '%s' (partition, account, qos, "
-                             "time_limit)",
-                             kv);
-        }
-    }
-    return 0;
-}
-
 static int slurm_describe(void *ctx, struct cluster **out, struct error *err)
 {
     struct sctx *c = ctx;
-    return slurm_nodes_describe(c->partition, out, &c->node_cpus, &c->node_gpus, err);
+    return slurm_nodes_describe(c->set.partition, out, &c->node_cpus, &c->node_gpus, err);
 }
 
 static int slurm_node_states(void *ctx, struct cluster *cl, struct error *err)
 {
     const struct sctx *c = ctx;
-    return slurm_nodes_states(c->partition, cl, err);
+    return slurm_nodes_states(c->set.partition, cl, err);
 }
 
 static int slurm_init_backend(const struct backend_config *cfg, void **ctx, struct error *err)
@@ -151,7 +116,9 @@ static int slurm_init_backend(const struct backend_config *cfg, void **ctx, stru
     if (c == NULL)
         return errno = ENOMEM, errprintf(err, "out of memory");
     c->cfg = *cfg;
-    if (parse_options(c, cfg->options, err) < 0) {
+    if (slurm_settings_read(cfg, &c->set, err) < 0 ||
+        slurm_work_dir_prepare(c->set.work_dir, cfg->data_dir, c->work_dir, sizeof(c->work_dir),
+                               err) < 0) {
         free(c);
         return -1;
     }
@@ -164,8 +131,8 @@ static int slurm_init_backend(const struct backend_config *cfg, void **ctx, stru
         return errprintf(err, "Slurm is not reachable (%s); is SLURM_CONF right?", why.text);
     }
     if (cl->nnodes == 0) {
-        errprintf(err, "Slurm has no node%s%s", c->partition[0] ? " in partition " : "",
-                  c->partition);
+        errprintf(err, "Slurm has no node%s%s", c->set.partition[0] ? " in partition " : "",
+                  c->set.partition);
         cluster_free(cl);
         free(c);
         errno = ENOTSUP;
@@ -375,14 +342,14 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
     /* Names the attempt for people reading squeue, and for a restarted ringd. */
     snprintf(comment, sizeof(comment), "ringd job %s attempt %d%s", s->job_id, s->attempt,
              how == SLURM_LAUNCH_MPIRUN ? " mpirun" : "");
-    if (c->partition[0])
-        d.partition = c->partition;
-    if (c->account[0])
-        d.account = c->account;
-    if (c->qos[0])
-        d.qos = c->qos;
-    if (c->time_limit_min > 0)
-        d.time_limit = (uint32_t)c->time_limit_min;
+    if (c->set.partition[0])
+        d.partition = c->set.partition;
+    if (c->set.account[0])
+        d.account = c->set.account;
+    if (c->set.qos[0])
+        d.qos = c->set.qos;
+    if (c->set.time_limit_min > 0)
+        d.time_limit = (uint32_t)c->set.time_limit_min;
     d.min_nodes = d.max_nodes = (uint32_t)shape.nodes;
     d.num_tasks = (uint32_t)shape.ntasks;
     d.ntasks_per_node = (uint16_t)shape.tasks_per_node;
@@ -701,16 +668,25 @@ static double slurm_now(void *ctx)
     return clock_wall_s();
 }
 
+static const char *slurm_work_dir(void *ctx)
+{
+    return ((struct sctx *)ctx)->work_dir;
+}
+
 static json_t *slurm_cluster_json(void *ctx)
 {
     const struct sctx *c = ctx;
-    return slurm_nodes_json(c->partition);
+    return slurm_nodes_json(c->set.partition);
 }
 
 const struct backend_ops backend_slurm_ops = {
     .name = "slurm",
     .id_label = "Slurm job",
+    .summary = "a batch job per attempt, ranks under srun --mpi=pmix",
+    .settings = slurm_settings,
+    .config = slurm_config,
     .init = slurm_init_backend,
+    .work_dir = slurm_work_dir,
     .fini = slurm_fini_backend,
     .describe = slurm_describe,
     .start = slurm_start,
