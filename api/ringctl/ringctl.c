@@ -836,7 +836,7 @@ static void usage(FILE *f)
                "  events ID [-f]\n"
                "  logs ID [--rank R] [--stderr | --launcher] [--tail N] [-f]\n"
                "  cluster\n"
-               "  policy [fifo|priority|tiresias|dynamic]   (switching it takes an admin)\n"
+               "  policy [NAME]   (shows the scheduler; switching the policy takes an admin)\n"
                "  token create NAME [--admin] [--user UNIX_USER] [--expires-in N[s|m|h|d] |\n"
                "    --expires-at RFC3339] | "
                "token list | token revoke ID\n"

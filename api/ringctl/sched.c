@@ -12,7 +12,7 @@ int ringctl_policy(int argc, char **argv)
     json_t *info = NULL;
     int rc;
     if (argc > 2) {
-        fprintf(stderr, "usage: ringctl policy [fifo|priority|tiresias|dynamic]\n");
+        fprintf(stderr, "usage: ringctl policy [NAME]   (ringctl policy lists the names)\n");
         return EXIT_USAGE;
     }
     if (argc == 2) {
@@ -29,18 +29,29 @@ int ringctl_policy(int argc, char **argv)
     if (ringctl__json_out()) {
         ringctl__print_json(info);
     } else {
-        json_t *p;
+        json_t *p, *v;
+        const char *name;
         size_t i;
         printf("policy     %s (", json_string_value(json_object_get(info, "policy")));
         json_array_foreach(json_object_get(info, "policies"), i, p)
             printf("%s%s", i ? ", " : "", json_string_value(p));
-        printf(")\nbackend    %s\ninterval   %g s, restart cost %g s until measured, "
-               "hysteresis %g\npasses     %lld (%.2f ms mean, %.2f ms max), %lld resizes, %lld "
-               "preemptions\n",
+        printf(")\nbackend    %s\ninterval   %g s",
                json_string_value(json_object_get(info, "backend")),
-               json_number_value(json_object_get(info, "interval_s")),
-               json_number_value(json_object_get(info, "restart_cost_s")),
-               json_number_value(json_object_get(info, "hysteresis")),
+               json_number_value(json_object_get(info, "interval_s")));
+        /* Only what the active policy reads: "restart_cost_s" shows as "restart cost 10 s". */
+        i = 0;
+        json_object_foreach(json_object_get(info, "settings"), name, v)
+        {
+            char label[64];
+            size_t n = strlen(name);
+            int seconds = n > 2 && strcmp(name + n - 2, "_s") == 0;
+            snprintf(label, sizeof(label), "%.*s", (int)(seconds ? n - 2 : n), name);
+            for (char *c = label; *c; c++)
+                *c = *c == '_' ? ' ' : *c;
+            printf("%s%s %g%s", i++ ? ", " : "; ", label, json_number_value(v),
+                   seconds ? " s" : "");
+        }
+        printf("\npasses     %lld (%.2f ms mean, %.2f ms max), %lld resizes, %lld preemptions\n",
                json_integer_value(json_object_get(info, "passes")),
                json_number_value(json_object_get(info, "pass_ms_mean")),
                json_number_value(json_object_get(info, "pass_ms_max")),

@@ -270,19 +270,30 @@ static json_t *policy_list(void)
     return a;
 }
 
+/* The settings policy reads (policy.h), as they stand in p: {json name: value}. */
+static json_t *policy_settings(const struct policy_ops *policy, const struct policy_params *p)
+{
+    json_t *o = json_object();
+    for (const struct policy_setting *ps = policy->settings; o && ps && ps->s.key; ps++)
+        json_object_set_new(o, ps->json, json_real(policy_setting_value(ps, p)));
+    return o;
+}
+
 static json_t *info(struct scheduler *s)
 {
     const struct policy_params *p = loop_params(s->loop);
     struct loop_stats st;
     loop_stats(s->loop, &st);
-    return json_pack("{s:s, s:o, s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f}", "policy",
+    /* interval_s, restart_cost_s and hysteresis stay for the clients that read them; what
+     * the active policy reads is "settings". */
+    return json_pack("{s:s, s:o, s:s, s:f, s:f, s:f, s:o, s:I, s:I, s:I, s:f, s:f}", "policy",
                      loop_policy(s->loop)->name, "policies", policy_list(), "backend",
                      s->bops->name, "interval_s", p->interval_s, "restart_cost_s",
-                     p->restart_cost_s, "hysteresis", p->hysteresis, "passes",
-                     (json_int_t)st.passes, "resizes", (json_int_t)st.resizes, "preemptions",
-                     (json_int_t)st.preemptions, "pass_ms_mean",
-                     st.passes ? st.pass_time_s / st.passes * 1e3 : 0.0, "pass_ms_max",
-                     st.pass_time_max_s * 1e3);
+                     p->restart_cost_s, "hysteresis", p->hysteresis, "settings",
+                     policy_settings(loop_policy(s->loop), p), "passes", (json_int_t)st.passes,
+                     "resizes", (json_int_t)st.resizes, "preemptions", (json_int_t)st.preemptions,
+                     "pass_ms_mean", st.passes ? st.pass_time_s / st.passes * 1e3 : 0.0,
+                     "pass_ms_max", st.pass_time_max_s * 1e3);
 }
 
 /* Carries out request q (on the scheduler thread, without mu). */

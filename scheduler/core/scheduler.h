@@ -87,9 +87,9 @@ int scheduler_resume(struct scheduler *s, const char *id, struct error *err);
  * NULL when out of memory.
  */
 json_t *scheduler_snapshot(struct scheduler *s, double *age_s);
-/* {"policy", "policies", "backend", "interval_s", "restart_cost_s", "hysteresis", "passes",
- * "resizes", "preemptions", "pass_ms_mean", "pass_ms_max"} as a new reference; *age_s as
- * for scheduler_snapshot. */
+/* {"policy", "policies", "backend", "interval_s", "restart_cost_s", "hysteresis", "settings"
+ * (the active policy's: {name: value}), "passes", "resizes", "preemptions", "pass_ms_mean",
+ * "pass_ms_max"} as a new reference; *age_s as for scheduler_snapshot. */
 json_t *scheduler_info(struct scheduler *s, double *age_s);
 /* Switches the policy at runtime; *info (when not NULL) gets scheduler_info's object after
  * the switch (a new reference). Returns 0, or -1 with errno EINVAL (no such policy), or
