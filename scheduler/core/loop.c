@@ -128,11 +128,6 @@ const struct policy_params *loop_params(const struct loop *l)
     return &l->cfg.params;
 }
 
-void loop_dirty(struct loop *l)
-{
-    l->dirty = 1;
-}
-
 struct loop_job *loop__new_job(struct loop *l, const struct loop_submit *s, struct error *err)
 {
     struct loop_job *j;

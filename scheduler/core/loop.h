@@ -152,8 +152,6 @@ int loop_recover(struct loop *l, const struct loop_submit *s, int number, const 
  */
 int loop_cancel(struct loop *l, const char *id, struct error *err);
 int loop_stop_job(struct loop *l, const char *id, struct error *err);
-/* Something outside the loop changed (a submission it will be told of): pass soon. */
-void loop_dirty(struct loop *l);
 
 /*
  * One turn: reads the backend's events (exits, progress), enforces kill deadlines, starts

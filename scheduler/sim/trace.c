@@ -441,12 +441,6 @@ int trace_max_batch(const struct trace_app *a)
     return a->max_bsz;
 }
 
-int trace_max_replicas(const struct trace_app *a, int batch)
-{
-    int n = (int)floor(batch / a->min_lbsz);
-    return n > 0 ? n : 1;
-}
-
 /* Linear interpolation of (xs, ys) at x, clamped to the ends. */
 static double interp(const double *xs, const double *ys, int n, double x)
 {

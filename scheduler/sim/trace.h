@@ -52,8 +52,6 @@ double trace_step_time_local(const struct trace_app *a, int local, const int *gp
 int trace_epochs(const struct trace_app *a);
 double trace_progress(const struct trace_app *a, int epoch);
 double trace_gain(const struct trace_app *a, int batch, int epoch);
-/* The most GPUs a job at global batch M can use (each needs the smallest local batch). */
-int trace_max_replicas(const struct trace_app *a, int batch);
 /* The smallest measured per-GPU batch, and the largest one used without accumulation. */
 void trace_local_range(const struct trace_app *a, double *min, double *max);
 /* The largest validated global batch. */

@@ -454,13 +454,6 @@ void backend_sim_set_model(void *ctx, const struct sim_model *m)
         s->model = (struct sim_model){default_speed, NULL};
 }
 
-void backend_sim_set_delays(void *ctx, double start_s, double stop_s)
-{
-    struct sim *s = ctx;
-    s->start_s = start_s;
-    s->stop_s = stop_s;
-}
-
 void backend_sim_advance(void *ctx, double t)
 {
     struct sim *s = ctx;

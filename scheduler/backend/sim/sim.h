@@ -43,8 +43,6 @@ struct sim_model {
 
 /* Replaces the model (NULL: the default). */
 void backend_sim_set_model(void *ctx, const struct sim_model *m);
-/* Sets the delays: start_s (start -> first progress), stop_s (SIGTERM -> exit). */
-void backend_sim_set_delays(void *ctx, double start_s, double stop_s);
 /* Moves the clock to t (never backwards). */
 void backend_sim_advance(void *ctx, double t);
 /* The time of the next thing that will happen by itself (a start delay ending, an exit),
