@@ -90,7 +90,7 @@ struct loop_job {
     char reserved_reason[160];
     double last_stop_s;    /* the stop overhead of the attempt that ended last, or -1 */
     int misplaced;         /* the backend placed the attempt itself, and placement is still
-                            * the loop's plan (loop_attempt.c: reconcile) */
+                            * the loop's plan (attempts.c: reconcile) */
     double f_prev, t_prev; /* the attempt's previous report: fraction done, time */
     void *user;            /* the driver's (ringsim: its job model) */
 };

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * loop_attempt.c - the scheduler loop's attempts on the backend: a start (journal first,
- * then the backend), a graceful stop and its kill deadline, an exit and what it means for
- * the job (queued again, a backoff, an end), the progress reports that feed the speed
- * model and the restart cost, and the recovery of attempts a previous ringd left (loop.h,
- * loop_impl.h).
+ * attempts.c - the scheduler loop's attempts on the backend: a start (journal first, then
+ * the backend), a graceful stop and its kill deadline (and the cancel and stop requests
+ * that ask for one), an exit and what it means for the job (queued again, a backoff, an
+ * end), the progress reports that feed the speed model and the restart cost, and the
+ * recovery of attempts a previous ringd left (loop.h, attempts.h). It works on the table
+ * (loop_impl.h) and never calls the pass.
  */
 #include <errno.h>
 #include <signal.h>
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loop_impl.h"
+#include "attempts.h"
 
 /* Backoff after the n-th failure: 2^(n-1) s, at most a minute, as systemd and Kubernetes do. */
 #define BACKOFF_MAX_S 60
@@ -66,7 +67,7 @@ static const char *failure(struct loop *l, struct loop_job *j, double now, char 
     return "FAILED";
 }
 
-/* See loop_impl.h. */
+/* See attempts.h. */
 int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, const char *reason,
                 int journaled)
 {
@@ -231,6 +232,60 @@ void loop__ask_stop(struct loop *l, struct loop_job *j, enum loop_stop why)
     if (l->b->signal(l->bctx, j->backend_id, SIGTERM) < 0 && errno != ESRCH)
         loop__say(l, LOG_LEVEL_WARNING, j->id, "SIGTERM to attempt %d (%s) failed", j->attempt,
                   j->backend_id);
+}
+
+/* ---- requests ---- */
+
+static int end_request(struct loop *l, const char *id, enum loop_stop why, struct error *err)
+{
+    struct loop_job *j = idmap_get(&l->by_id, id, NULL);
+    struct journal_sched sched;
+    const char *verb = why == STOP_CANCEL ? "cancel" : "stop";
+
+    if (j == NULL)
+        return errno = ENOENT, errprintf(err, "job %s is not queued or running", id);
+    if (j->state == LOOP_QUEUED) {
+        const char *state = why == STOP_CANCEL ? "CANCELLED" : "STOPPED";
+        sched = loop__sched_of(j);
+        if (l->jo->transition(l->jctx, j, state, why == STOP_CANCEL ? "cancelled" : "stopped",
+                              why == STOP_CANCEL ? "cancelled while queued"
+                                                 : "stopped while queued",
+                              &sched, err) < 0)
+            return -1;
+        loop__say(l, LOG_LEVEL_INFO, j->id, "%s while queued", verb);
+        loop__drop(l, j);
+        l->dirty = 1;
+        return 0;
+    }
+    if (j->state == LOOP_STOPPING && j->stop == STOP_CANCEL)
+        return errno = EALREADY,
+               errprintf(err, "job %s is being cancelled already; it ends CANCELLED", id);
+    if (j->state == LOOP_STOPPING && j->stop == STOP_USER && why == STOP_USER)
+        return 0; /* asked twice: same outcome */
+    if (l->jo->stopping(l->jctx, j, why == STOP_CANCEL ? "cancelling" : "stopping",
+                        why == STOP_CANCEL
+                            ? "cancel requested: SIGTERM sent; it ends CANCELLED once it exits"
+                            : "stop requested: SIGTERM sent: the workers checkpoint and exit",
+                        err) < 0)
+        return -1;
+    if (j->has_reserved) { /* a resize in flight: it will not restart */
+        placement_clear(&j->reserved);
+        j->has_reserved = 0;
+    }
+    loop__say(l, LOG_LEVEL_INFO, j->id, "%s: SIGTERM to attempt %d (%s)", verb, j->attempt,
+              j->backend_id);
+    loop__ask_stop(l, j, why);
+    return 0;
+}
+
+int loop_cancel(struct loop *l, const char *id, struct error *err)
+{
+    return end_request(l, id, STOP_CANCEL, err);
+}
+
+int loop_stop_job(struct loop *l, const char *id, struct error *err)
+{
+    return end_request(l, id, STOP_USER, err);
 }
 
 /* ---- attempts ending, progress ---- */
