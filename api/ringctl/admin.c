@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ringctl_admin.c - `ringctl admin backup FILE`: ringd's database as of one commit
+ * admin.c - `ringctl admin backup FILE`: ringd's database as of one commit
  * (GET /v1/admin/backup), written to FILE atomically.
  *
  * FILE is whole or untouched: the download goes to a temporary file beside it, which is
@@ -17,10 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "admin.h"
 #include "common/log.h"
 #include "http.h"
-#include "sched.h" /* ringctl.c's output helpers */
+#include "ringctl.h"
 
 /* Where the download goes, and what became of it. */
 struct sink {

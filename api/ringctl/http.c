@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ringctl_http.c - ringctl's side of HTTP: one request with its answer, a problem+json
+ * http.c - ringctl's side of HTTP: one request with its answer, a problem+json
  * answer turned into ringctl's exit status, and a long GET streamed piece by piece (SSE, a
  * log being followed). TLS is verified against the system's CAs or --cacert's, and a
  * token goes in clear text only to loopback.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ringctl_http.h - ringctl's HTTP client (ringctl_http.c), shared by its commands
- * (ringctl.c, ringctl_sched.c), and ringctl's exit statuses.
+ * http.h - ringctl's HTTP client (http.c), shared by its commands
+ * (jobs.c, logs.c, tokens.c, sched.c, admin.c), and ringctl's exit statuses.
  */
 #ifndef RINGCTL_HTTP_H
 #define RINGCTL_HTTP_H

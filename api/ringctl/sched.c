@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ringctl_sched.c - `ringctl policy`, and what `ringctl show` says of sizes and speeds. */
+/* sched.c - ringctl's scheduler views: `ringctl cluster`, `ringctl policy`, and what
+ * `ringctl show` says of sizes and speeds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http.h"
-#include "sched.h"
+#include "ringctl.h"
 
 int ringctl_policy(int argc, char **argv)
 {
@@ -92,4 +93,34 @@ void ringctl_show_scaling(json_t *job)
     if (json_is_number(json_object_get(ro, "start")))
         printf(", start %.2f s", json_number_value(json_object_get(ro, "start")));
     printf(" (mean: stop requested -> every rank exited; start -> first progress)\n");
+}
+
+int ringctl_cluster(void)
+{
+    json_t *c, *n;
+    size_t i;
+    int rc = ringctl__call("GET", "/v1/cluster", NULL, &c);
+    if (rc != 0)
+        return rc;
+    if (ringctl__json_out()) {
+        ringctl__print_json(c);
+        json_decref(c);
+        return 0;
+    }
+    printf("%-20s %6s %6s %5s %s\n", "NODE", "SLOTS", "FREE", "GPUS", "JOBS");
+    json_array_foreach(json_object_get(c, "nodes"), i, n)
+    {
+        json_t *jobs = json_object_get(n, "jobs"), *j;
+        size_t k;
+        printf("%-20s %6lld %6lld %5zu%s", ringctl__str(n, "name"),
+               json_integer_value(json_object_get(n, "slots")),
+               json_integer_value(json_object_get(n, "slots_free")),
+               json_array_size(json_object_get(n, "gpus")),
+               json_is_true(json_object_get(n, "offline")) ? " offline" : "");
+        json_array_foreach(jobs, k, j) printf(" %s(%lld)", ringctl__str(j, "id"),
+                                              json_integer_value(json_object_get(j, "workers")));
+        printf("\n");
+    }
+    json_decref(c);
+    return 0;
 }

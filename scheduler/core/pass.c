@@ -299,15 +299,14 @@ int loop_pass(struct loop *l)
     if (chg == NULL || kind == NULL)
         goto done;
     n = snapshot(l, now);
-    s = (struct policy_snapshot){now, l->cluster, &l->pinned, &l->occupied, l->pj, n,
-                                 l->cfg.params};
+    s = (struct policy_snapshot){now,   l->cluster, &l->pinned,   &l->occupied,
+                                 l->pj, n,          l->cfg.params};
     for (int i = 0; i < n; i++) {
         l->out[i].workers = l->out[i].unchanged = 0;
         l->out[i].reason[0] = '\0';
     }
     if (l->cfg.policy->plan(&s, l->out) < 0) {
-        loop__say(l, LOG_LEVEL_ERROR, NULL, "policy %s failed: out of memory",
-                  l->cfg.policy->name);
+        loop__say(l, LOG_LEVEL_ERROR, NULL, "policy %s failed: out of memory", l->cfg.policy->name);
         goto done;
     }
     if (!valid(l, &s, &l->check))
@@ -415,4 +414,3 @@ double loop_next_wakeup(const struct loop *l)
     }
     return t;
 }
-
