@@ -182,6 +182,91 @@ static void say(void *arg, enum log_level level, const char *job, const char *ms
                 job ? job : "-", msg);
 }
 
+/* Submits the jobs of r's workload from next on that arrive by t. Returns the next one
+ * to come. */
+static int submit_arrivals(struct run *r, struct loop *l, const struct policy_ops *policy, int next,
+                           double t)
+{
+    const struct workload *w = r->w;
+    const struct setup *su = r->su;
+    int nodes = su->nodes, gpn = su->gpn;
+    struct error err;
+
+    while (next < w->n && w->job[next].time <= t) {
+        struct wjob *j = &w->job[next];
+        const struct trace_app *a = w->app[j->app];
+        int local = (j->batch + j->replicas - 1) / j->replicas;
+        char id[32];
+        struct loop_submit s = {
+            .id = id, .gpw = 1, .cpw = 1, .submitted = j->time, .max_restarts = 0};
+        /* dynamic sizes a job from 1 GPU up to its tuned num_replicas at the tuned
+         * global batch; keeping the per-GPU batch instead, up to the largest validated
+         * batch (at most 64 GPUs, as Pollux's simulator). */
+        s.min = s.max = j->replicas;
+        if (policy->elastic) {
+            s.min = 1;
+            if (su->per_gpu_batch) {
+                s.max = trace_max_batch(a) / local;
+                if (s.max > SIM_ELASTIC_MAX)
+                    s.max = SIM_ELASTIC_MAX;
+                if (s.max < j->replicas)
+                    s.max = j->replicas;
+            }
+        }
+        if (s.max > nodes * gpn)
+            s.max = nodes * gpn;
+        if (s.min > s.max)
+            s.min = s.max;
+        snprintf(id, sizeof(id), "w%d", next);
+        if (loop_submit(l, &s, &err) < 0)
+            log_error("%s", err.text);
+        next++;
+    }
+    return next;
+}
+
+/* What a run of policy came to: the --jobs lines, and res (all but the wall time).
+ * first..last: the first arrival and the last event the loop saw. */
+static void summarize(const struct run *r, const struct policy_ops *policy,
+                      const struct loop_stats *st, double first, double last, struct result *res)
+{
+    const struct workload *w = r->w;
+    const struct setup *su = r->su;
+    int nodes = su->nodes, gpn = su->gpn;
+    double *jct;
+
+    if (su->jobs != NULL)
+        for (int i = 0; i < w->n; i++)
+            fprintf(su->jobs, "%s,%s,%s,%d,%d,%.0f,%.1f,%d\n", policy->name, w->job[i].name,
+                    trace_name(w->app[w->job[i].app]), w->job[i].replicas, w->job[i].batch,
+                    w->job[i].time, w->job[i].done ? w->job[i].end - w->job[i].time : -1.0,
+                    w->job[i].attempts);
+    jct = malloc((size_t)w->n * sizeof(double));
+    res->jobs = 0;
+    res->unfinished = w->n - r->finished;
+    if (jct != NULL) {
+        double sum = 0;
+        for (int i = 0; i < w->n; i++) {
+            if (w->job[i].done) {
+                jct[res->jobs++] = w->job[i].end - w->job[i].time;
+                sum += w->job[i].end - w->job[i].time;
+                if (w->job[i].end > last)
+                    last = w->job[i].end;
+            }
+        }
+        qsort(jct, (size_t)res->jobs, sizeof(double), cmp_double);
+        res->avg = res->jobs ? sum / res->jobs : 0;
+        res->p50 = res->jobs ? jct[(res->jobs - 1) / 2] : 0;
+        res->p99 = res->jobs ? jct[(int)ceil(0.99 * res->jobs) - 1] : 0;
+        free(jct);
+    }
+    res->policy = policy->name;
+    res->makespan = last - first;
+    res->util = res->makespan > 0 ? r->gpu_s / ((double)nodes * gpn * res->makespan) : 0;
+    res->restarts = st->starts - r->finished - r->failed;
+    res->passes = st->passes;
+}
+
 /* Replays w under policy; fills res. Returns 0 or -1. */
 static int simulate(struct workload *w, const struct policy_ops *policy, const struct setup *su,
                     struct result *res)
@@ -209,7 +294,7 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
     struct loop *l;
     struct loop_stats st;
     void *sim;
-    double t0 = clock_mono_s(), first = w->job[0].time, last = first, *jct;
+    double t0 = clock_mono_s(), first = w->job[0].time, last = first;
     int next = 0;
 
     policy_params_default(&params);
@@ -242,70 +327,12 @@ static int simulate(struct workload *w, const struct policy_ops *policy, const s
         if (!isfinite(t))
             break; /* nothing will ever happen again: stuck */
         backend_sim_advance(sim, t);
-        while (next < w->n && w->job[next].time <= t) {
-            struct wjob *j = &w->job[next];
-            const struct trace_app *a = w->app[j->app];
-            int local = (j->batch + j->replicas - 1) / j->replicas;
-            char id[32];
-            struct loop_submit s = {
-                .id = id, .gpw = 1, .cpw = 1, .submitted = j->time, .max_restarts = 0};
-            /* dynamic sizes a job from 1 GPU up to its tuned num_replicas at the tuned
-             * global batch; keeping the per-GPU batch instead, up to the largest validated
-             * batch (at most 64 GPUs, as Pollux's simulator). */
-            s.min = s.max = j->replicas;
-            if (policy->elastic) {
-                s.min = 1;
-                if (su->per_gpu_batch) {
-                    s.max = trace_max_batch(a) / local;
-                    if (s.max > SIM_ELASTIC_MAX)
-                        s.max = SIM_ELASTIC_MAX;
-                    if (s.max < j->replicas)
-                        s.max = j->replicas;
-                }
-            }
-            if (s.max > nodes * gpn)
-                s.max = nodes * gpn;
-            if (s.min > s.max)
-                s.min = s.max;
-            snprintf(id, sizeof(id), "w%d", next);
-            if (loop_submit(l, &s, &err) < 0)
-                log_error("%s", err.text);
-            next++;
-        }
+        next = submit_arrivals(&r, l, policy, next, t);
         loop_step(l);
         last = t;
     }
     loop_stats(l, &st);
-    if (su->jobs != NULL)
-        for (int i = 0; i < w->n; i++)
-            fprintf(su->jobs, "%s,%s,%s,%d,%d,%.0f,%.1f,%d\n", policy->name, w->job[i].name,
-                    trace_name(w->app[w->job[i].app]), w->job[i].replicas, w->job[i].batch,
-                    w->job[i].time, w->job[i].done ? w->job[i].end - w->job[i].time : -1.0,
-                    w->job[i].attempts);
-    jct = malloc((size_t)w->n * sizeof(double));
-    res->jobs = 0;
-    res->unfinished = w->n - r.finished;
-    if (jct != NULL) {
-        double sum = 0;
-        for (int i = 0; i < w->n; i++) {
-            if (w->job[i].done) {
-                jct[res->jobs++] = w->job[i].end - w->job[i].time;
-                sum += w->job[i].end - w->job[i].time;
-                if (w->job[i].end > last)
-                    last = w->job[i].end;
-            }
-        }
-        qsort(jct, (size_t)res->jobs, sizeof(double), cmp_double);
-        res->avg = res->jobs ? sum / res->jobs : 0;
-        res->p50 = res->jobs ? jct[(res->jobs - 1) / 2] : 0;
-        res->p99 = res->jobs ? jct[(int)ceil(0.99 * res->jobs) - 1] : 0;
-        free(jct);
-    }
-    res->policy = policy->name;
-    res->makespan = last - first;
-    res->util = res->makespan > 0 ? r.gpu_s / ((double)nodes * gpn * res->makespan) : 0;
-    res->restarts = st.starts - r.finished - r.failed;
-    res->passes = st.passes;
+    summarize(&r, policy, &st, first, last, res);
     res->wall = clock_mono_s() - t0;
     sim_loop_destroy(&sl);
     return 0;
@@ -361,7 +388,16 @@ static int number(const char *flag, const char *v, double lo, double *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* ringsim's command line, as parse_args() reads it. */
+struct args {
+    const char *workload, *traces, *policies, *jobs;
+    double nodes, gpn, synth, seed, load;
+    int json;
+};
+
+/* Reads the command line into a and su (su's nodes and GPUs checked). Returns -1 to go on,
+ * or the exit status to end with (0 after --help or --version). */
+static int parse_args(int argc, char **argv, struct args *a, struct setup *su)
 {
     static const struct option opts[] = {
         {"workload", required_argument, NULL, 'w'},
@@ -383,14 +419,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *workload = NULL, *traces = NULL, *policies = NULL, *jobs = NULL;
-    double nodes = 0, gpn = 0, synth = 0, seed = 1, load = 0.7;
-    struct setup su = {.restart_cost = 30, .interval = 60, .hysteresis = 2};
-    int json = 0, o, rc = 0;
-    struct workload w = {0};
-    char list[256], msg[1024];
-
-    log_init("ringsim", LOG_STYLE_TEXT);
+    int o;
 
     opterr = 0;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -398,53 +427,53 @@ int main(int argc, char **argv)
         const char *flag = NULL;
         switch (o) {
         case 'w':
-            workload = optarg;
+            a->workload = optarg;
             break;
         case 't':
-            traces = optarg;
+            a->traces = optarg;
             break;
         case 'p':
-            policies = optarg;
+            a->policies = optarg;
             break;
         case 'J':
-            jobs = optarg;
+            a->jobs = optarg;
             break;
         case 'b':
             if (strcmp(optarg, "global") != 0 && strcmp(optarg, "per-gpu") != 0) {
                 log_error("--elastic-batch is global or per-gpu, not '%s'", optarg);
                 return EXIT_USAGE;
             }
-            su.per_gpu_batch = strcmp(optarg, "per-gpu") == 0;
+            su->per_gpu_batch = strcmp(optarg, "per-gpu") == 0;
             break;
         case 'n':
-            target = &nodes, lo = 1, flag = "--nodes";
+            target = &a->nodes, lo = 1, flag = "--nodes";
             break;
         case 'g':
-            target = &gpn, lo = 1, flag = "--gpus-per-node";
+            target = &a->gpn, lo = 1, flag = "--gpus-per-node";
             break;
         case 'r':
-            target = &su.restart_cost, lo = 0, flag = "--restart-cost";
+            target = &su->restart_cost, lo = 0, flag = "--restart-cost";
             break;
         case 'i':
-            target = &su.interval, lo = 0.001, flag = "--interval";
+            target = &su->interval, lo = 0.001, flag = "--interval";
             break;
         case 'H':
-            target = &su.hysteresis, lo = 0, flag = "--hysteresis";
+            target = &su->hysteresis, lo = 0, flag = "--hysteresis";
             break;
         case 's':
-            target = &synth, lo = 1, flag = "--synthesize";
+            target = &a->synth, lo = 1, flag = "--synthesize";
             break;
         case 'S':
-            target = &seed, lo = 0, flag = "--seed";
+            target = &a->seed, lo = 0, flag = "--seed";
             break;
         case 'L':
-            target = &load, lo = 0.01, flag = "--load";
+            target = &a->load, lo = 0.01, flag = "--load";
             break;
         case 'v':
-            su.verbose = 1;
+            su->verbose = 1;
             break;
         case 'j':
-            json = 1;
+            a->json = 1;
             break;
         case 'V':
             printf("ringsim %s\n", RING_VERSION_STRING);
@@ -463,76 +492,98 @@ int main(int argc, char **argv)
         log_error("unexpected argument '%s' (see --help)", argv[optind]);
         return EXIT_USAGE;
     }
-    if (traces == NULL || nodes < 1 || gpn < 1) {
+    if (a->traces == NULL || a->nodes < 1 || a->gpn < 1) {
         log_error("--traces, --nodes and --gpus-per-node are required (see "
                   "--help)");
         return EXIT_USAGE;
     }
-    if (nodes * gpn > 1e7 || nodes != floor(nodes) || gpn != floor(gpn)) {
+    if (a->nodes * a->gpn > 1e7 || a->nodes != floor(a->nodes) || a->gpn != floor(a->gpn)) {
         log_error("--nodes and --gpus-per-node are whole numbers, at most 10 "
                   "million GPUs in all");
         return EXIT_USAGE;
     }
-    su.nodes = (int)nodes;
-    su.gpn = (int)gpn;
-    if (synth > 0) {
-        if (workload_synthesize(stdout, traces, (int)synth, su.nodes, su.gpn, (unsigned)seed, load,
-                                msg, sizeof(msg)) < 0) {
+    su->nodes = (int)a->nodes;
+    su->gpn = (int)a->gpn;
+    return -1;
+}
+
+/* One line of results: a JSON object, or a row of the table. */
+static void print_result(const struct result *r, const char *workload, const struct setup *su,
+                         int json)
+{
+    if (json)
+        printf("{\"bench\":\"ringsim\",\"impl\":\"ringsim\",\"policy\":\"%s\",\"workload\":"
+               "\"%s\",\"nodes\":%d,\"gpus_per_node\":%d,\"restart_cost_s\":%g,"
+               "\"interval_s\":%g,\"hysteresis\":%g,\"elastic_batch\":\"%s\",\"jobs\":%d,"
+               "\"unfinished\":%d,\"avg_jct_s\":%.1f,\"p50_jct_s\":%.1f,\"p99_jct_s\":%.1f,"
+               "\"makespan_s\":%.1f,\"gpu_utilization\":%.4f,\"restarts\":%ld,"
+               "\"passes\":%ld,\"wall_s\":%.3f}\n",
+               r->policy, workload, su->nodes, su->gpn, su->restart_cost, su->interval,
+               su->hysteresis, su->per_gpu_batch ? "per-gpu" : "global", r->jobs, r->unfinished,
+               r->avg, r->p50, r->p99, r->makespan, r->util, r->restarts, r->passes, r->wall);
+    else
+        printf("%-10s %6d %12.0f %12.0f %12.0f %12.0f %8.3f %9ld %8.2f\n", r->policy, r->jobs,
+               r->avg, r->p50, r->p99, r->makespan, r->util, r->restarts, r->wall);
+}
+
+int main(int argc, char **argv)
+{
+    struct args a = {.seed = 1, .load = 0.7};
+    struct setup su = {.restart_cost = 30, .interval = 60, .hysteresis = 2};
+    int rc;
+    struct workload w = {0};
+    char list[256], msg[1024];
+
+    log_init("ringsim", LOG_STYLE_TEXT);
+    if ((rc = parse_args(argc, argv, &a, &su)) >= 0)
+        return rc;
+    rc = 0;
+    if (a.synth > 0) {
+        if (workload_synthesize(stdout, a.traces, (int)a.synth, su.nodes, su.gpn, (unsigned)a.seed,
+                                a.load, msg, sizeof(msg)) < 0) {
             rc = exit_status(errno);
             log_error("%s", msg);
             return rc;
         }
         return 0;
     }
-    if (workload == NULL || policies == NULL) {
+    if (a.workload == NULL || a.policies == NULL) {
         log_error("--workload and --policy are required (see --help)");
         return EXIT_USAGE;
     }
-    if (strlen(policies) >= sizeof(list)) {
+    if (strlen(a.policies) >= sizeof(list)) {
         log_error("--policy is too long");
         return EXIT_USAGE;
     }
-    snprintf(list, sizeof(list), "%s", policies);
+    snprintf(list, sizeof(list), "%s", a.policies);
     for (char *p = strtok(list, ","); p; p = strtok(NULL, ",")) {
         if (policy_find(p) == NULL) {
             log_error("no policy '%s'; the policies are %s", p, policy_names());
             return EXIT_USAGE;
         }
     }
-    if (workload_read(workload, traces, &w, msg, sizeof(msg)) < 0) {
+    if (workload_read(a.workload, a.traces, &w, msg, sizeof(msg)) < 0) {
         rc = exit_status(errno);
         log_error("%s", msg);
         workload_free(&w);
         return rc;
     }
-    if (jobs != NULL && (su.jobs = fopen(jobs, "a")) == NULL) {
-        log_error("cannot write --jobs %s: %s", jobs, strerror(errno));
+    if (a.jobs != NULL && (su.jobs = fopen(a.jobs, "a")) == NULL) {
+        log_error("cannot write --jobs %s: %s", a.jobs, strerror(errno));
         workload_free(&w);
         return EXIT_NOINPUT;
     }
-    if (!json)
+    if (!a.json)
         printf("%-10s %6s %12s %12s %12s %12s %8s %9s %8s\n", "policy", "jobs", "avg_jct_s",
                "p50_jct_s", "p99_jct_s", "makespan_s", "gpu_util", "restarts", "wall_s");
-    snprintf(list, sizeof(list), "%s", policies);
+    snprintf(list, sizeof(list), "%s", a.policies);
     for (char *p = strtok(list, ","); p; p = strtok(NULL, ",")) {
         struct result r = {0};
         if (simulate(&w, policy_find(p), &su, &r) < 0) {
             rc = EXIT_DATA;
             break;
         }
-        if (json)
-            printf("{\"bench\":\"ringsim\",\"impl\":\"ringsim\",\"policy\":\"%s\",\"workload\":"
-                   "\"%s\",\"nodes\":%d,\"gpus_per_node\":%d,\"restart_cost_s\":%g,"
-                   "\"interval_s\":%g,\"hysteresis\":%g,\"elastic_batch\":\"%s\",\"jobs\":%d,"
-                   "\"unfinished\":%d,\"avg_jct_s\":%.1f,\"p50_jct_s\":%.1f,\"p99_jct_s\":%.1f,"
-                   "\"makespan_s\":%.1f,\"gpu_utilization\":%.4f,\"restarts\":%ld,"
-                   "\"passes\":%ld,\"wall_s\":%.3f}\n",
-                   r.policy, workload, su.nodes, su.gpn, su.restart_cost, su.interval,
-                   su.hysteresis, su.per_gpu_batch ? "per-gpu" : "global", r.jobs, r.unfinished,
-                   r.avg, r.p50, r.p99, r.makespan, r.util, r.restarts, r.passes, r.wall);
-        else
-            printf("%-10s %6d %12.0f %12.0f %12.0f %12.0f %8.3f %9ld %8.2f\n", r.policy, r.jobs,
-                   r.avg, r.p50, r.p99, r.makespan, r.util, r.restarts, r.wall);
+        print_result(&r, a.workload, &su, a.json);
         fflush(stdout);
         if (r.unfinished > 0) {
             log_error("%s: %d jobs never finished", r.policy, r.unfinished);
