@@ -246,6 +246,142 @@ static int first_token(struct store *st, const char *dir)
     return 0;
 }
 
+/*
+ * Refuses what would be unsafe: no authentication off loopback, tokens in clear text, root
+ * with --no-auth and no default user, a default user that does not exist; and warns when
+ * jobs cannot be kept apart (ringd not root). Returns 0, or EXIT_CONFIG after saying why.
+ */
+static int check_safety(const struct config *c, struct error *err)
+{
+    if (c->no_auth && !loopback(c->listen)) {
+        log_error("--no-auth is only allowed on a loopback address, not %s; drop --no-auth "
+                  "or listen on 127.0.0.1",
+                  c->listen);
+        return EXIT_CONFIG;
+    }
+    if (!c->no_auth && !c->insecure_http && c->tls_cert[0] == '\0' && !loopback(c->listen)) {
+        log_error(
+            "ringd would take bearer tokens in clear text on %s; give --tls-cert and --tls-key, "
+            "listen on loopback behind a TLS proxy, or accept the risk with "
+            "--allow-insecure-http",
+            c->listen);
+        return EXIT_CONFIG;
+    }
+    if (geteuid() == 0 && c->no_auth && c->default_user[0] == '\0') {
+        log_error("ringd runs as root with --no-auth: every local user could run commands as "
+                  "root; set --default-user NAME (the account jobs run as), or run ringd as "
+                  "a normal user");
+        return EXIT_CONFIG;
+    }
+    if (c->default_user[0] != '\0') {
+        struct identity id;
+        if (identity_lookup(c->default_user, &id, err) < 0) {
+            log_error("default_user: %s", err->text);
+            return EXIT_CONFIG;
+        }
+        if (id.uid == 0)
+            log_warning("default_user is root: jobs without a mapped user run as root, with "
+                        "no isolation that root could not undo");
+    }
+    if (geteuid() != 0)
+        log_warning(
+            "ringd runs as uid %u, not root: every job runs as this one user, so the jobs of "
+            "different tokens are not kept apart from one another (only ringd's own data is "
+            "kept from them); run ringd as root to run each token's jobs as its own user",
+            (unsigned)geteuid());
+    return 0;
+}
+
+/* The data directory made absolute, in place: attempts run in their own directories.
+ * Returns 0, or -1 after saying why. */
+static int absolute_data_dir(struct config *c)
+{
+    /* Absolute from here on: attempts run in their own directories. */
+    char abs[PATH_MAX];
+    if (realpath(c->data_dir, abs) == NULL || strlen(abs) >= sizeof(c->data_dir)) {
+        log_error("cannot resolve data directory %s: %s", c->data_dir, strerror(errno));
+        return -1;
+    }
+    memcpy(c->data_dir, abs, strlen(abs) + 1); /* fits: checked above */
+    return 0;
+}
+
+/* Checks the job database at db_path, starts its checkpointer and opens it. Returns 0, or
+ * an exit status after saying why (nothing left open). */
+static int open_database(const char *db_path, struct store **st, struct store_checkpointer **ckpt)
+{
+    struct error err;
+
+    /* Before anything writes to it (a migration, a checkpoint): a corrupt database only gets
+     * worse with use, and jobs read from it would be started wrong or lost. */
+    if (store_check(db_path, &err) < 0) {
+        if (errno == EUCLEAN) {
+            log_error(
+                "the job database %s is corrupt (%s); ringd will not run on it. Move it (with "
+                "any ringd.db-wal) aside for inspection and restore the latest backup "
+                "(ringctl admin backup FILE; see README, Backup and restore)",
+                db_path, err.text);
+            return EXIT_DATAERR;
+        }
+        log_error("cannot check the job database %s: %s", db_path, err.text);
+        return EXIT_SOFTWARE;
+    }
+    if ((*ckpt = store_checkpointer_start(db_path, &err)) == NULL ||
+        store_open(db_path, st, &err) < 0) {
+        store_checkpointer_stop(*ckpt);
+        log_error("cannot open the job database %s: %s", db_path, err.text);
+        return EXIT_SOFTWARE;
+    }
+    return 0;
+}
+
+/* Writes where ringd listens to DATA_DIR/ringd.addr (its path into addr_path, for the
+ * unlink at the end) and says so in the log. */
+static void announce(const struct config *c, int port, char *addr_path, size_t len)
+{
+    char host[300];
+    const char *colon = strrchr(c->listen, ':');
+    int fd;
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - c->listen), c->listen);
+    snprintf(addr_path, len, "%s/ringd.addr", c->data_dir);
+    fd = open(addr_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || dprintf(fd, "%s:%d\n", host, port) < 0)
+        log_warning("cannot write %s: %s", addr_path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    log_info("listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, ringrun %s, "
+             "backend %s, policy %s)",
+             c->tls_cert[0] ? "https" : "http", host, port, c->data_dir, c->slots, c->gpus,
+             c->no_auth ? "off" : "on", c->ringrun, c->backend, c->policy);
+}
+
+/* What the scheduler is given from ringd's configuration c. Its strings point into c, and
+ * db_path and values are filled in by the caller (values: the backend's and the policy's
+ * settings as config_values() gives them). */
+static struct scheduler_config scheduler_settings(const struct config *c, const char *db_path,
+                                                  struct setting_value *values)
+{
+    struct scheduler_config scfg = {
+        .db_path = db_path,
+        .data_dir = c->data_dir,
+        .ringrun = c->ringrun,
+        .mpirun = c->mpirun,
+        .default_user = c->default_user,
+        .no_auth = c->no_auth,
+        .slots = c->slots,
+        .gpus = c->gpus,
+        .kill_grace_s = c->kill_grace_s,
+        .backend = c->backend,
+        .backend_options = c->backend_options[0] ? c->backend_options : NULL,
+        .settings = values,
+        .nsettings = config_values(c, values),
+        .policy = c->policy,
+        .params = c->params,
+    };
+    scfg.params.interval_s = c->sched_interval;
+    return scfg;
+}
+
 int main(int argc, char **argv)
 {
     struct config cfg;
@@ -277,60 +413,9 @@ int main(int argc, char **argv)
             log_error("%s", err.text);
         return rc < 0 ? EXIT_CONFIG : 0;
     }
-    if (cfg.no_auth && !loopback(cfg.listen)) {
-        log_error("--no-auth is only allowed on a loopback address, not %s; drop --no-auth "
-                  "or listen on 127.0.0.1",
-                  cfg.listen);
-        return EXIT_CONFIG;
-    }
-    if (!cfg.no_auth && !cfg.insecure_http && cfg.tls_cert[0] == '\0' && !loopback(cfg.listen)) {
-        log_error(
-            "ringd would take bearer tokens in clear text on %s; give --tls-cert and --tls-key, "
-            "listen on loopback behind a TLS proxy, or accept the risk with "
-            "--allow-insecure-http",
-            cfg.listen);
-        return EXIT_CONFIG;
-    }
-    if (geteuid() == 0 && cfg.no_auth && cfg.default_user[0] == '\0') {
-        log_error("ringd runs as root with --no-auth: every local user could run commands as "
-                  "root; set --default-user NAME (the account jobs run as), or run ringd as "
-                  "a normal user");
-        return EXIT_CONFIG;
-    }
-    if (cfg.default_user[0] != '\0') {
-        struct identity id;
-        if (identity_lookup(cfg.default_user, &id, &err) < 0) {
-            log_error("default_user: %s", err.text);
-            return EXIT_CONFIG;
-        }
-        if (id.uid == 0)
-            log_warning("default_user is root: jobs without a mapped user run as root, with "
-                        "no isolation that root could not undo");
-    }
-    if (geteuid() != 0)
-        log_warning(
-            "ringd runs as uid %u, not root: every job runs as this one user, so the jobs of "
-            "different tokens are not kept apart from one another (only ringd's own data is "
-            "kept from them); run ringd as root to run each token's jobs as its own user",
-            (unsigned)geteuid());
-    scfg = (struct scheduler_config){
-        .db_path = db_path,
-        .data_dir = cfg.data_dir,
-        .ringrun = cfg.ringrun,
-        .mpirun = cfg.mpirun,
-        .default_user = cfg.default_user,
-        .no_auth = cfg.no_auth,
-        .slots = cfg.slots,
-        .gpus = cfg.gpus,
-        .kill_grace_s = cfg.kill_grace_s,
-        .backend = cfg.backend,
-        .backend_options = cfg.backend_options[0] ? cfg.backend_options : NULL,
-        .settings = values,
-        .nsettings = config_values(&cfg, values),
-        .policy = cfg.policy,
-        .params = cfg.params,
-    };
-    scfg.params.interval_s = cfg.sched_interval;
+    if ((rc = check_safety(&cfg, &err)) != 0)
+        return rc;
+    scfg = scheduler_settings(&cfg, db_path, values);
     /* The backend's own settings, before anything is made: a bad one stops ringd here. */
     if (scheduler_config(&scfg, &err) < 0) {
         log_error("%s", err.text);
@@ -338,15 +423,8 @@ int main(int argc, char **argv)
     }
     if (data_dir_private(cfg.data_dir) < 0)
         return EXIT_CONFIG;
-    {
-        /* Absolute from here on: attempts run in their own directories. */
-        char abs[PATH_MAX];
-        if (realpath(cfg.data_dir, abs) == NULL || strlen(abs) >= sizeof(cfg.data_dir)) {
-            log_error("cannot resolve data directory %s: %s", cfg.data_dir, strerror(errno));
-            return EXIT_CONFIG;
-        }
-        memcpy(cfg.data_dir, abs, strlen(abs) + 1); /* fits: checked above */
-    }
+    if (absolute_data_dir(&cfg) < 0)
+        return EXIT_CONFIG;
     if ((lock_fd = lock_data_dir(cfg.data_dir)) < 0)
         return lock_fd == -2 ? EXIT_UNAVAILABLE : EXIT_CONFIG;
     if (auth_init() < 0) {
@@ -355,26 +433,8 @@ int main(int argc, char **argv)
     }
     snprintf(db_path, sizeof(db_path), "%s/ringd.db", cfg.data_dir);
     store_backup_sweep(cfg.data_dir);
-    /* Before anything writes to it (a migration, a checkpoint): a corrupt database only gets
-     * worse with use, and jobs read from it would be started wrong or lost. */
-    if (store_check(db_path, &err) < 0) {
-        if (errno == EUCLEAN) {
-            log_error(
-                "the job database %s is corrupt (%s); ringd will not run on it. Move it (with "
-                "any ringd.db-wal) aside for inspection and restore the latest backup "
-                "(ringctl admin backup FILE; see README, Backup and restore)",
-                db_path, err.text);
-            return EXIT_DATAERR;
-        }
-        log_error("cannot check the job database %s: %s", db_path, err.text);
-        return EXIT_SOFTWARE;
-    }
-    if ((ckpt = store_checkpointer_start(db_path, &err)) == NULL ||
-        store_open(db_path, &st, &err) < 0) {
-        store_checkpointer_stop(ckpt);
-        log_error("cannot open the job database %s: %s", db_path, err.text);
-        return EXIT_SOFTWARE;
-    }
+    if ((rc = open_database(db_path, &st, &ckpt)) != 0)
+        return rc;
     if (!cfg.no_auth && (rc = first_token(st, cfg.data_dir)) != 0) {
         store_close(st);
         store_checkpointer_stop(ckpt);
@@ -417,22 +477,7 @@ int main(int argc, char **argv)
         store_checkpointer_stop(ckpt);
         return errno == EADDRINUSE ? EXIT_UNAVAILABLE : EXIT_CONFIG;
     }
-    {
-        char host[300];
-        const char *colon = strrchr(cfg.listen, ':');
-        int fd;
-        snprintf(host, sizeof(host), "%.*s", (int)(colon - cfg.listen), cfg.listen);
-        snprintf(addr_path, sizeof(addr_path), "%s/ringd.addr", cfg.data_dir);
-        fd = open(addr_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 || dprintf(fd, "%s:%d\n", host, port) < 0)
-            log_warning("cannot write %s: %s", addr_path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        log_info("listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, ringrun %s, "
-                 "backend %s, policy %s)",
-                 cfg.tls_cert[0] ? "https" : "http", host, port, cfg.data_dir, cfg.slots, cfg.gpus,
-                 cfg.no_auth ? "off" : "on", cfg.ringrun, cfg.backend, cfg.policy);
-    }
+    announce(&cfg, port, addr_path, sizeof(addr_path));
     while (sigwait(&set, &sig) != 0)
         ;
     log_info("got signal %d; finishing requests in flight", sig);
