@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -37,6 +36,7 @@
 #include <arpa/inet.h>
 
 #include "auth.h"
+#include "child.h"
 #include "common/log.h"
 #include "hosts.h"
 #include "net.h"
@@ -303,16 +303,11 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
         return -1;
     }
     if (pid == 0) {
-        sigset_t none;
-        int devnull = in >= 0 ? in : open("/dev/null", O_RDONLY);
-        setpgid(0, 0);
-        /* If ringrun dies without a chance to forward anything (SIGKILL, OOM), its ranks
-         * must not live on as orphans holding GPUs and ports. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
+        /* A group of its own, so that signals and kills reach everything the rank starts;
+         * and if ringrun dies without a chance to forward anything (SIGKILL, OOM), its
+         * ranks must not live on as orphans holding GPUs and ports. */
+        if (child_setup(parent, in, out[1], err[1]) < 0)
             _exit(EXIT_OSERR);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
         /* ringrun forwards these to the rank: they must act there, even when ringrun was
          * started with them ignored (a shell script's background command ignores SIGINT),
          * which exec would otherwise pass on. A SIGHUP ignored on purpose (nohup) stays so. */
@@ -320,11 +315,6 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
         signal(SIGTERM, SIG_DFL);
         if (!hup_ignored)
             signal(SIGHUP, SIG_DFL);
-        signal(SIGPIPE, SIG_DFL);
-        if (devnull >= 0)
-            dup2(devnull, STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        dup2(err[1], STDERR_FILENO);
         if (local) {
             for (int i = 0; i < env->n; i++)
                 putenv((char *)env->vars[i]);
@@ -664,27 +654,6 @@ static int supervise(struct job *j)
     }
 }
 
-/* SIGCHLD, SIGINT, SIGTERM (and SIGHUP unless ignored) to a signalfd. Returns it, or -1
- * after saying why. */
-static int signals_to_fd(void)
-{
-    sigset_t mask;
-    int sfd;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    if (!hup_ignored)
-        sigaddset(&mask, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-        (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-        log_error("signalfd: %s", strerror(errno));
-        return -1;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    return sfd;
-}
-
 int main(int argc, char **argv)
 {
     struct opts o = {0};
@@ -754,7 +723,7 @@ int main(int argc, char **argv)
     snprintf(rendezvous, sizeof(rendezvous), "%s:%d", addr, rendezvous_port(j.rdv));
     if (ringrun_verbose)
         log_info("rendezvous at %s; %d ranks on %d hosts", rendezvous, o.np, pl[0].cross_size);
-    if ((j.sfd = signals_to_fd()) < 0)
+    if ((j.sfd = child_signalfd(hup_ignored)) < 0)
         goto out;
     if (spawn_all(&j, rendezvous, secret_env, secret_line) < 0 || supervise(&j) < 0)
         goto out;
