@@ -67,6 +67,64 @@ static const char *failure(struct loop *l, struct loop_job *j, double now, char 
     return "FAILED";
 }
 
+/* j cannot start at its planned place: a node of it went out of service (offline), or
+ * (a bug) what attempts hold overlaps it. It waits for the next pass; journaled: its
+ * STARTING is in the journal, and a QUEUED now follows it. Returns -1. */
+static int place_gone(struct loop *l, struct loop_job *j, int offline, int journaled)
+{
+    struct journal_sched sched;
+    struct error err;
+
+    loop__say(l, offline ? LOG_LEVEL_INFO : LOG_LEVEL_ERROR, j->id,
+              "%s; it waits for the next pass",
+              offline ? "its place is on a node out of service" : "internal: its place is taken");
+    if (journaled) {
+        sched = loop__sched_of(j);
+        l->jo->transition(l->jctx, j, "QUEUED", "requeued",
+                          offline ? "its place went out of service before it could start; "
+                                    "it waits"
+                                  : "its place was taken before it could start; it waits",
+                          &sched, &err);
+    }
+    l->dirty = 1;
+    return -1;
+}
+
+/* Attempt j->attempts of j did not start, for why: the job is queued again, after a
+ * backoff (unreachable: the resource manager could not be reached, which spends no
+ * restart), or FAILED and dropped (then j is freed). */
+static void start_failed(struct loop *l, struct loop_job *j, double now, const char *why,
+                         int unreachable)
+{
+    struct journal_sched sched;
+    struct error err;
+    const char *state;
+    char msg[600];
+    if (j->has_reserved) {
+        placement_clear(&j->reserved);
+        j->has_reserved = 0;
+    }
+    if (unreachable) {
+        /* Not the job's doing: it waits, its attempt number unused, and no restart is spent. */
+        j->attempts--;
+        hold_until(l, j, now + UNREACHABLE_RETRY_S);
+        snprintf(msg, sizeof(msg), "%s; it waits and is tried again in %d s", why,
+                 UNREACHABLE_RETRY_S);
+        state = "QUEUED";
+    } else
+        state = failure(l, j, now, msg, sizeof(msg), why);
+    sched = loop__sched_of(j);
+    loop__say(l, unreachable ? LOG_LEVEL_WARNING : LOG_LEVEL_ERROR, j->id, "%s", msg);
+    if (l->jo->transition(l->jctx, j, state, strcmp(state, "FAILED") ? "retry" : "failed", msg,
+                          &sched, &err) < 0)
+        loop__say(l, LOG_LEVEL_ERROR, j->id, "cannot record the failed start: %s", err.text);
+    j->state = LOOP_QUEUED;
+    j->waiting_since = now;
+    if (strcmp(state, "FAILED") == 0)
+        loop__drop(l, j);
+    l->dirty = 1;
+}
+
 /* See attempts.h. */
 int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, const char *reason,
                 int journaled)
@@ -79,21 +137,8 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
     double now = l->b->now(l->bctx);
     int attempt = j->attempts + 1, offline = placement_offline(l->cluster, p), unreachable = 0;
 
-    if (offline || !usage_fits(&l->used, p, j->cpw)) {
-        loop__say(
-            l, offline ? LOG_LEVEL_INFO : LOG_LEVEL_ERROR, j->id, "%s; it waits for the next pass",
-            offline ? "its place is on a node out of service" : "internal: its place is taken");
-        if (journaled) {
-            sched = loop__sched_of(j);
-            l->jo->transition(l->jctx, j, "QUEUED", "requeued",
-                              offline ? "its place went out of service before it could start; "
-                                        "it waits"
-                                      : "its place was taken before it could start; it waits",
-                              &sched, &err);
-        }
-        l->dirty = 1;
-        return -1;
-    }
+    if (offline || !usage_fits(&l->used, p, j->cpw))
+        return place_gone(l, j, offline, journaled);
     j->attempts = attempt;
     sched = loop__sched_of(j);
     if (!journaled && l->jo->starting(l->jctx, j, attempt, p, reason, &sched, &err) < 0) {
@@ -159,35 +204,10 @@ int loop__start(struct loop *l, struct loop_job *j, const struct placement *p, c
         loop__say(l, LOG_LEVEL_ERROR, j->id, "cannot record attempt %d (%s): %s", attempt, id,
                   err.text);
     return 0;
-failed : {
-    const char *state;
-    char msg[600];
+failed:
     json_decref(spec);
-    if (j->has_reserved) {
-        placement_clear(&j->reserved);
-        j->has_reserved = 0;
-    }
-    if (unreachable) {
-        /* Not the job's doing: it waits, its attempt number unused, and no restart is spent. */
-        j->attempts--;
-        hold_until(l, j, now + UNREACHABLE_RETRY_S);
-        snprintf(msg, sizeof(msg), "%s; it waits and is tried again in %d s", why,
-                 UNREACHABLE_RETRY_S);
-        state = "QUEUED";
-    } else
-        state = failure(l, j, now, msg, sizeof(msg), why);
-    sched = loop__sched_of(j);
-    loop__say(l, unreachable ? LOG_LEVEL_WARNING : LOG_LEVEL_ERROR, j->id, "%s", msg);
-    if (l->jo->transition(l->jctx, j, state, strcmp(state, "FAILED") ? "retry" : "failed", msg,
-                          &sched, &err) < 0)
-        loop__say(l, LOG_LEVEL_ERROR, j->id, "cannot record the failed start: %s", err.text);
-    j->state = LOOP_QUEUED;
-    j->waiting_since = now;
-    if (strcmp(state, "FAILED") == 0)
-        loop__drop(l, j);
-    l->dirty = 1;
+    start_failed(l, j, now, why, unreachable);
     return -1;
-}
 }
 
 int loop__start_reserved(struct loop *l)
@@ -305,12 +325,100 @@ static void program_of(struct loop *l, const struct loop_job *j, char *out, size
     json_decref(spec);
 }
 
+/*
+ * What the end of attempt (of workers workers) of j means, from the event e and why it was
+ * stopped: the job's next state (returned), the event's type into *type and the reason
+ * into reason[len]. stop_s: how long it took to stop once asked (-1: not asked).
+ */
+static const char *outcome(struct loop *l, struct loop_job *j, const struct backend_event *e,
+                           enum loop_stop why, int attempt, int workers, double stop_s,
+                           const char **type, char *reason, size_t len)
+{
+    int status = e->status;
+    /* Slurm's word on an end ringd did not ask for ("Slurm job 42: node failure on n2"). */
+    const char *told = e->reason[0] ? e->reason : NULL;
+    const char *state;
+
+    if (why == STOP_CANCEL) {
+        state = "CANCELLED";
+        *type = "cancelled";
+        snprintf(reason, len, "cancelled by request (attempt %d exited %d)", attempt, status);
+    } else if (e->cancelled && why == STOP_NONE) {
+        /* Someone cancelled it in the resource manager (scancel): the job ends as they
+         * asked, rather than being restarted behind their back. */
+        state = "CANCELLED";
+        *type = "cancelled";
+        snprintf(reason, len, "attempt %d was cancelled outside ringd: %s", attempt,
+                 told ? told : "by its resource manager");
+    } else if (status == 0) {
+        state = "SUCCEEDED";
+        *type = "succeeded";
+        snprintf(reason, len, "every worker exited 0");
+    } else if (why == STOP_USER) {
+        state = "STOPPED";
+        *type = "stopped";
+        if (status == 75)
+            snprintf(reason, len,
+                     "stopped by request after a checkpoint (exit 75, %.1f s after SIGTERM); "
+                     "resume to continue",
+                     stop_s);
+        else
+            snprintf(reason, len,
+                     "stopped by request, but the program exited %d instead of 75: its last "
+                     "checkpoint may be older",
+                     status);
+    } else if (why == STOP_RESIZE || why == STOP_PREEMPT) {
+        state = "QUEUED";
+        *type = why == STOP_RESIZE ? "resized" : "preempted";
+        snprintf(reason, len, "attempt %d (%d worker%s) stopped in %.1f s%s%s%s", attempt, workers,
+                 workers == 1 ? "" : "s", stop_s,
+                 status == 75 ? " after a checkpoint"
+                              : " but exited other than 75 (its last "
+                                "checkpoint may be older)",
+                 why == STOP_RESIZE && j->has_reserved ? "; restarting: " : "; queued again",
+                 why == STOP_RESIZE && j->has_reserved ? j->reserved_reason : "");
+    } else if (e->lost && j->lost < LOST_RETRIES) {
+        /* Not the program's failure: started again at once, no restart spent. */
+        j->lost++;
+        state = "QUEUED";
+        *type = "retry";
+        snprintf(reason, len,
+                 "attempt %d was lost by the resource manager, not the program (%s); started "
+                 "again without spending a restart (%d of %d such)",
+                 attempt, told ? told : "no reason given", j->lost, LOST_RETRIES);
+    } else if (backend_exit_unrunnable(status) != NULL) {
+        /* The program is not there or cannot be executed: every restart would end the same
+         * way a moment later, so the job fails now rather than after max_restarts
+         * backoffs. */
+        char prog[160];
+        program_of(l, j, prog, sizeof(prog));
+        state = "FAILED";
+        *type = "failed";
+        snprintf(reason, len,
+                 "%s: %s (exit %d)%s%s; not restarted, since every attempt would fail alike: "
+                 "see 'ringctl logs %s --launcher'",
+                 backend_exit_unrunnable(status), prog, status, told ? ": " : "", told ? told : "",
+                 j->id);
+    } else {
+        char what[400];
+        if (told != NULL)
+            snprintf(what, sizeof(what), "attempt %d failed (exit status %d): %s", attempt, status,
+                     told);
+        else
+            snprintf(what, sizeof(what),
+                     "attempt %d failed (exit status %d; see 'ringctl logs %s --launcher' and "
+                     "the ranks' logs)",
+                     attempt, status, j->id);
+        state = failure(l, j, e->time, reason, len, what);
+        *type = strcmp(state, "FAILED") ? "retry" : "failed";
+    }
+    return state;
+}
+
 static void attempt_exited(struct loop *l, struct loop_job *j, const struct backend_event *e)
 {
     int status = e->status;
     double t = e->time;
-    /* Slurm's word on an end ringd did not ask for ("Slurm job 42: node failure on n2"). */
-    const char *told = e->reason[0] ? e->reason : NULL;
     struct journal_sched sched;
     struct error err;
     char reason[600];
@@ -331,80 +439,7 @@ static void attempt_exited(struct loop *l, struct loop_job *j, const struct back
     idmap_del(&l->by_backend, j->backend_id);
     j->backend_id[0] = '\0';
     l->stats.exits++;
-    if (why == STOP_CANCEL) {
-        state = "CANCELLED";
-        type = "cancelled";
-        snprintf(reason, sizeof(reason), "cancelled by request (attempt %d exited %d)", attempt,
-                 status);
-    } else if (e->cancelled && why == STOP_NONE) {
-        /* Someone cancelled it in the resource manager (scancel): the job ends as they
-         * asked, rather than being restarted behind their back. */
-        state = "CANCELLED";
-        type = "cancelled";
-        snprintf(reason, sizeof(reason), "attempt %d was cancelled outside ringd: %s", attempt,
-                 told ? told : "by its resource manager");
-    } else if (status == 0) {
-        state = "SUCCEEDED";
-        type = "succeeded";
-        snprintf(reason, sizeof(reason), "every worker exited 0");
-    } else if (why == STOP_USER) {
-        state = "STOPPED";
-        type = "stopped";
-        if (status == 75)
-            snprintf(reason, sizeof(reason),
-                     "stopped by request after a checkpoint (exit 75, %.1f s after SIGTERM); "
-                     "resume to continue",
-                     stop_s);
-        else
-            snprintf(reason, sizeof(reason),
-                     "stopped by request, but the program exited %d instead of 75: its last "
-                     "checkpoint may be older",
-                     status);
-    } else if (why == STOP_RESIZE || why == STOP_PREEMPT) {
-        state = "QUEUED";
-        type = why == STOP_RESIZE ? "resized" : "preempted";
-        snprintf(reason, sizeof(reason), "attempt %d (%d worker%s) stopped in %.1f s%s%s%s",
-                 attempt, workers, workers == 1 ? "" : "s", stop_s,
-                 status == 75 ? " after a checkpoint"
-                              : " but exited other than 75 (its last "
-                                "checkpoint may be older)",
-                 why == STOP_RESIZE && j->has_reserved ? "; restarting: " : "; queued again",
-                 why == STOP_RESIZE && j->has_reserved ? j->reserved_reason : "");
-    } else if (e->lost && j->lost < LOST_RETRIES) {
-        /* Not the program's failure: started again at once, no restart spent. */
-        j->lost++;
-        state = "QUEUED";
-        type = "retry";
-        snprintf(reason, sizeof(reason),
-                 "attempt %d was lost by the resource manager, not the program (%s); started "
-                 "again without spending a restart (%d of %d such)",
-                 attempt, told ? told : "no reason given", j->lost, LOST_RETRIES);
-    } else if (backend_exit_unrunnable(status) != NULL) {
-        /* The program is not there or cannot be executed: every restart would end the same
-         * way a moment later, so the job fails now rather than after max_restarts
-         * backoffs. */
-        char prog[160];
-        program_of(l, j, prog, sizeof(prog));
-        state = "FAILED";
-        type = "failed";
-        snprintf(reason, sizeof(reason),
-                 "%s: %s (exit %d)%s%s; not restarted, since every attempt would fail alike: "
-                 "see 'ringctl logs %s --launcher'",
-                 backend_exit_unrunnable(status), prog, status, told ? ": " : "", told ? told : "",
-                 j->id);
-    } else {
-        char what[400];
-        if (told != NULL)
-            snprintf(what, sizeof(what), "attempt %d failed (exit status %d): %s", attempt, status,
-                     told);
-        else
-            snprintf(what, sizeof(what),
-                     "attempt %d failed (exit status %d; see 'ringctl logs %s --launcher' and "
-                     "the ranks' logs)",
-                     attempt, status, j->id);
-        state = failure(l, j, t, reason, sizeof(reason), what);
-        type = strcmp(state, "FAILED") ? "retry" : "failed";
-    }
+    state = outcome(l, j, e, why, attempt, workers, stop_s, &type, reason, sizeof(reason));
     if (strcmp(state, "QUEUED") != 0 && j->has_reserved) {
         placement_clear(&j->reserved);
         j->has_reserved = 0;
