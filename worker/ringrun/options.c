@@ -79,6 +79,63 @@ enum {
     OPT_HELP,
 };
 
+/* -x NAME[=VALUE]: a variable passed on to every rank. Returns 0, or -1 after saying why. */
+static int add_xvar(struct opts *o, const char *arg)
+{
+    const char **grown;
+    /* ringrun makes the job's secret and passes it privately; a -x would put it (or another
+     * job's) on the remote command line for every user to read. */
+    if (strncmp(arg, "RING_JOB_SECRET", 15) == 0 && (arg[15] == '\0' || arg[15] == '='))
+        return log_error("-x RING_JOB_SECRET: ringrun makes the job's secret itself "
+                         "and never passes it on a command line"),
+               -1;
+    grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return log_error("out of memory"), -1;
+    o->xvars = grown;
+    o->xvars[o->nx++] = arg;
+    return 0;
+}
+
+/*
+ * The hosts the ranks run on, after the options: -H or --hostfile, else the Slurm
+ * allocation ringrun is in (then o->slurm), else this host; and -np from the hosts' slots
+ * when not given. Returns 0, or -1 after saying why.
+ */
+static int choose_hosts(struct opts *o, const char *hosts_spec, const char *hostfile)
+{
+    struct error err;
+
+    if (hosts_spec != NULL && hostfile != NULL)
+        return log_error("give either -H or --hostfile, not both"), -1;
+    if (hosts_spec != NULL && hosts_parse_list(&o->hosts, hosts_spec, &err) < 0)
+        return log_error("-H: %s", err.text), -1;
+    if (hostfile != NULL && hosts_parse_file(&o->hosts, hostfile, &err) < 0)
+        return log_error("--hostfile: %s", err.text), -1;
+    /* Inside an allocation the hosts are Slurm's, unless the user named others. */
+    if (!o->no_slurm && hosts_spec == NULL && hostfile == NULL && slurm_in_allocation()) {
+        if (o->gpus != NULL)
+            return log_error(
+                       "--gpus names this host's GPUs; inside a Slurm allocation the GPUs are "
+                       "Slurm's (use --gpus-per-rank, or --no-slurm)"),
+                   -1;
+        o->slurm = 1;
+        return 0;
+    }
+    if (o->np == 0) {
+        if (o->hosts.count == 0)
+            return log_error("-np N is required"), -1;
+        o->np = hosts_slots(&o->hosts);
+    }
+    if (o->hosts.count == 0) {
+        char spec[32];
+        snprintf(spec, sizeof(spec), "localhost:%d", o->np);
+        if (hosts_parse_list(&o->hosts, spec, &err) < 0)
+            return log_error("%s", err.text), -1;
+    }
+    return 0;
+}
+
 int options_parse(int argc, char **argv, struct opts *o)
 {
     static const struct option longopts[] = {
@@ -101,7 +158,6 @@ int options_parse(int argc, char **argv, struct opts *o)
         {NULL, 0, NULL, 0},
     };
     const char *hosts_spec = NULL, *hostfile = NULL;
-    struct error err;
     int c;
 
     o->grace_s = DEFAULT_GRACE_S;
@@ -161,22 +217,10 @@ int options_parse(int argc, char **argv, struct opts *o)
         case OPT_OVERSUBSCRIBE:
             o->hosts.oversubscribe = 1;
             break;
-        case 'x': {
-            const char **grown;
-            /* ringrun makes the job's secret and passes it privately; a -x would put it
-             * (or another job's) on the remote command line for every user to read. */
-            if (strncmp(optarg, "RING_JOB_SECRET", 15) == 0 &&
-                (optarg[15] == '\0' || optarg[15] == '='))
-                return log_error("-x RING_JOB_SECRET: ringrun makes the job's secret itself "
-                                 "and never passes it on a command line"),
-                       -1;
-            grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
-            if (grown == NULL)
-                return log_error("out of memory"), -1;
-            o->xvars = grown;
-            o->xvars[o->nx++] = optarg;
+        case 'x':
+            if (add_xvar(o, optarg) < 0)
+                return -1;
             break;
-        }
         case 'v':
             o->verbose = 1;
             break;
@@ -197,32 +241,5 @@ int options_parse(int argc, char **argv, struct opts *o)
     if (optind >= argc)
         return log_error("no program given (usage: ringrun -np N program [args...])"), -1;
     o->argv = argv + optind;
-    if (hosts_spec != NULL && hostfile != NULL)
-        return log_error("give either -H or --hostfile, not both"), -1;
-    if (hosts_spec != NULL && hosts_parse_list(&o->hosts, hosts_spec, &err) < 0)
-        return log_error("-H: %s", err.text), -1;
-    if (hostfile != NULL && hosts_parse_file(&o->hosts, hostfile, &err) < 0)
-        return log_error("--hostfile: %s", err.text), -1;
-    /* Inside an allocation the hosts are Slurm's, unless the user named others. */
-    if (!o->no_slurm && hosts_spec == NULL && hostfile == NULL && slurm_in_allocation()) {
-        if (o->gpus != NULL)
-            return log_error(
-                       "--gpus names this host's GPUs; inside a Slurm allocation the GPUs are "
-                       "Slurm's (use --gpus-per-rank, or --no-slurm)"),
-                   -1;
-        o->slurm = 1;
-        return 0;
-    }
-    if (o->np == 0) {
-        if (o->hosts.count == 0)
-            return log_error("-np N is required"), -1;
-        o->np = hosts_slots(&o->hosts);
-    }
-    if (o->hosts.count == 0) {
-        char spec[32];
-        snprintf(spec, sizeof(spec), "localhost:%d", o->np);
-        if (hosts_parse_list(&o->hosts, spec, &err) < 0)
-            return log_error("%s", err.text), -1;
-    }
-    return 0;
+    return choose_hosts(o, hosts_spec, hostfile);
 }
