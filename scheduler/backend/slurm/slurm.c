@@ -298,6 +298,56 @@ static char **command_words(json_t *command, char ***words)
     return *words;
 }
 
+/* What the attempt asks Slurm for: ringd's partition, account, QoS and time limit, the
+ * nodes, tasks and GPUs of shape (tres: where the GPU request is written), and no requeue
+ * (ringd restarts failed attempts itself, with its own backoff and count). */
+static void request_resources(job_desc_msg_t *d, struct sctx *c, const struct slurm_shape *shape,
+                              char *tres, size_t len)
+{
+    if (c->set.partition[0])
+        d->partition = c->set.partition;
+    if (c->set.account[0])
+        d->account = c->set.account;
+    if (c->set.qos[0])
+        d->qos = c->set.qos;
+    if (c->set.time_limit_min > 0)
+        d->time_limit = (uint32_t)c->set.time_limit_min;
+    d->min_nodes = d->max_nodes = (uint32_t)shape->nodes;
+    d->num_tasks = (uint32_t)shape->ntasks;
+    d->ntasks_per_node = (uint16_t)shape->tasks_per_node;
+    d->cpus_per_task = (uint16_t)shape->cpus_per_task;
+    if (shape->gpus_per_node > 0) {
+        slurm_gpu_tres(shape->gpus_per_node, tres, len);
+        d->tres_per_node = tres;
+    }
+    d->requeue = 0;
+    d->kill_on_node_fail = 1;
+}
+
+/* Slurm job job_id, just submitted for an attempt with run_dir, into the jobs c follows;
+ * its id as the loop knows it into id. Returns 0, or -1 with err (ENOMEM: the job is
+ * killed rather than left behind untracked). */
+static int track(struct sctx *c, uint32_t job_id, const char *run_dir, int mpirun, char *id,
+                 size_t idlen, struct error *err)
+{
+    struct sjob *j = calloc(1, sizeof(*j));
+    if (j == NULL) {
+        slurm_kill_job(job_id, SIGKILL, 0);
+        errno = ENOMEM;
+        return errprintf(err, "out of memory");
+    }
+    j->id = job_id;
+    snprintf(j->sid, sizeof(j->sid), "%u", j->id);
+    snprintf(j->run_dir, sizeof(j->run_dir), "%s", run_dir);
+    j->pending = 1;
+    j->mpirun = mpirun;
+    j->next = c->jobs;
+    c->jobs = j;
+    c->dirty = 1;
+    snprintf(id, idlen, "%s", j->sid);
+    return 0;
+}
+
 static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_t idlen,
                        struct error *err)
 {
@@ -316,7 +366,6 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
     char tres[64], out_path[4300], comment[160];
     char **argv = NULL, **env = NULL, **words = NULL, **marked = NULL;
     uint32_t nenv = 0;
-    struct sjob *j = NULL;
     int rc = -1, workers = s->placement->workers;
 
     if (s->run_dir == NULL || s->checkpoint_dir == NULL)
@@ -342,25 +391,7 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
     /* Names the attempt for people reading squeue, and for a restarted ringd. */
     snprintf(comment, sizeof(comment), "ringd job %s attempt %d%s", s->job_id, s->attempt,
              how == SLURM_LAUNCH_MPIRUN ? " mpirun" : "");
-    if (c->set.partition[0])
-        d.partition = c->set.partition;
-    if (c->set.account[0])
-        d.account = c->set.account;
-    if (c->set.qos[0])
-        d.qos = c->set.qos;
-    if (c->set.time_limit_min > 0)
-        d.time_limit = (uint32_t)c->set.time_limit_min;
-    d.min_nodes = d.max_nodes = (uint32_t)shape.nodes;
-    d.num_tasks = (uint32_t)shape.ntasks;
-    d.ntasks_per_node = (uint16_t)shape.tasks_per_node;
-    d.cpus_per_task = (uint16_t)shape.cpus_per_task;
-    if (shape.gpus_per_node > 0) {
-        slurm_gpu_tres(shape.gpus_per_node, tres, sizeof(tres));
-        d.tres_per_node = tres;
-    }
-    /* ringd restarts failed attempts itself, with its own backoff and count. */
-    d.requeue = 0;
-    d.kill_on_node_fail = 1;
+    request_resources(&d, c, &shape, tres, sizeof(tres));
     d.user_id = (uint32_t)who.uid;
     d.group_id = (uint32_t)who.gid;
     d.work_dir = (char *)(wd ? wd : s->run_dir);
@@ -395,21 +426,8 @@ static int slurm_start(void *ctx, const struct backend_start *s, char *id, size_
         errno = slurm_unreachable(e) ? EAGAIN : EIO;
         goto out;
     }
-    if ((j = calloc(1, sizeof(*j))) == NULL) { /* cannot track it: do not leave it behind */
-        slurm_kill_job(resp->job_id, SIGKILL, 0);
-        errno = ENOMEM;
-        errprintf(err, "out of memory");
+    if (track(c, resp->job_id, s->run_dir, how == SLURM_LAUNCH_MPIRUN, id, idlen, err) < 0)
         goto out;
-    }
-    j->id = resp->job_id;
-    snprintf(j->sid, sizeof(j->sid), "%u", j->id);
-    snprintf(j->run_dir, sizeof(j->run_dir), "%s", s->run_dir);
-    j->pending = 1;
-    j->mpirun = how == SLURM_LAUNCH_MPIRUN;
-    j->next = c->jobs;
-    c->jobs = j;
-    c->dirty = 1;
-    snprintf(id, idlen, "%s", j->sid);
     rc = 0;
 out:
     if (resp != NULL)
