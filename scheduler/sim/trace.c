@@ -224,23 +224,17 @@ static int build_pairs(struct trace_app *a, struct meas *all, int n)
     return 0;
 }
 
-struct trace_app *trace_load(const char *dir, const char *name, int epochs, int max_local_bsz,
-                             char *err, size_t errlen)
+/* The batch sizes that path (dir/name, application name's folder) has a validation-B.csv
+ * for, into a->tab. Returns 0, or -1 after writing the error. */
+static int find_tables(struct trace_app *a, const char *dir, const char *name, const char *path,
+                       char *err, size_t errlen)
 {
-    struct trace_app *a = calloc(1, sizeof(*a));
-    struct meas_list pl = {0}, sc = {.scal = 1};
-    char path[4200];
-    DIR *d;
+    DIR *d = opendir(path);
     struct dirent *e;
 
-    if (a == NULL)
-        return fail(err, errlen, "out of memory"), NULL;
-    snprintf(a->name, sizeof(a->name), "%s", name);
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    if ((d = opendir(path)) == NULL) {
-        fail(err, errlen, "no traces for application '%s' in %s: %s", name, dir, strerror(errno));
-        goto error;
-    }
+    if (d == NULL)
+        return fail(err, errlen, "no traces for application '%s' in %s: %s", name, dir,
+                    strerror(errno));
     while ((e = readdir(d)) != NULL) {
         int b;
         char tail[8];
@@ -249,7 +243,7 @@ struct trace_app *trace_load(const char *dir, const char *name, int epochs, int 
             struct table *grown = realloc(a->tab, (size_t)(a->ntab + 1) * sizeof(*grown));
             if (grown == NULL) {
                 closedir(d);
-                goto oom;
+                return fail(err, errlen, "out of memory");
             }
             a->tab = grown;
             memset(&a->tab[a->ntab], 0, sizeof(a->tab[0]));
@@ -257,13 +251,22 @@ struct trace_app *trace_load(const char *dir, const char *name, int epochs, int 
         }
     }
     closedir(d);
-    if (a->ntab == 0) {
-        fail(err, errlen, "%s has no validation-B.csv", path);
-        goto error;
-    }
+    if (a->ntab == 0)
+        return fail(err, errlen, "%s has no validation-B.csv", path);
+    return 0;
+}
+
+/* Application name's validation tables from dir, in batch order (a->batches); path
+ * (pathlen bytes) holds dir/name, and is used for the tables' paths. Returns 0, or -1 after
+ * writing the error. */
+static int read_tables(struct trace_app *a, const char *dir, const char *name, char *path,
+                       size_t pathlen, char *err, size_t errlen)
+{
+    if (find_tables(a, dir, name, path, err, errlen) < 0)
+        return -1;
     a->batches = malloc((size_t)a->ntab * sizeof(int));
     if (a->batches == NULL)
-        goto oom;
+        return fail(err, errlen, "out of memory");
     for (int i = 0; i < a->ntab; i++)
         a->batches[i] = a->tab[i].batch;
     qsort(a->batches, (size_t)a->ntab, sizeof(int), cmp_int);
@@ -275,14 +278,28 @@ struct trace_app *trace_load(const char *dir, const char *name, int epochs, int 
                 a->tab[k] = t;
             }
         }
-        snprintf(path, sizeof(path), "%s/%s/validation-%d.csv", dir, name, a->tab[i].batch);
+        snprintf(path, pathlen, "%s/%s/validation-%d.csv", dir, name, a->tab[i].batch);
         if (read_csv(path, table_row, &a->tab[i], err, errlen) < 0)
-            goto error;
-        if (a->tab[i].rows == 0) {
-            fail(err, errlen, "%s has no rows", path);
-            goto error;
-        }
+            return -1;
+        if (a->tab[i].rows == 0)
+            return fail(err, errlen, "%s has no rows", path);
     }
+    return 0;
+}
+
+struct trace_app *trace_load(const char *dir, const char *name, int epochs, int max_local_bsz,
+                             char *err, size_t errlen)
+{
+    struct trace_app *a = calloc(1, sizeof(*a));
+    struct meas_list pl = {0}, sc = {.scal = 1};
+    char path[4200];
+
+    if (a == NULL)
+        return fail(err, errlen, "out of memory"), NULL;
+    snprintf(a->name, sizeof(a->name), "%s", name);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (read_tables(a, dir, name, path, sizeof(path), err, errlen) < 0)
+        goto error;
     a->init_bsz = a->batches[0];
     a->max_bsz = a->batches[a->ntab - 1];
     a->epochs = a->tab[0].rows;
