@@ -40,6 +40,7 @@ bench: build
 	@bench/torch/run.sh --build $(BUILD)
 	@bench/rest/run.sh --build $(BUILD)
 	@bench/slurm/run.sh --build $(BUILD)
+	@bench/dashboard/run.sh --build $(BUILD)
 	@$(BUILD)/bench/sched/bench_sched
 
 # The libFuzzer harnesses (tests/fuzz/), built by clang with ASan and UBSan in their own

@@ -85,8 +85,9 @@ struct api_response {
      * A stream to start instead of a body (status 200): the handler checked the request
      * and the caller's right to the job; the server runs the stream.
      */
-    enum { API_STREAM_NONE, API_STREAM_EVENTS, API_STREAM_LOGS } stream;
-    char stream_job[64];
+    enum { API_STREAM_NONE, API_STREAM_EVENTS, API_STREAM_LOGS, API_STREAM_ALL_EVENTS } stream;
+    char stream_job[64];   /* events of one job, logs; "" for every job's events */
+    int64_t stream_owner;  /* every job's events: whose (a principal, or STORE_ANYONE) */
     long long stream_from; /* events: after this event id; logs: from this byte */
     int stream_rank;       /* logs */
     char stream_which[16]; /* logs: "stdout", "stderr" or "launcher" */
@@ -140,6 +141,15 @@ json_t *api_problem(struct api_response *resp, int status, const char *kind, con
  * The prediction is speed.h's model fitted to the observations.
  */
 json_t *api_job_scaling(json_t *attempts, json_t *spec, const char *state);
+
+/*
+ * The cluster's usage between from and to (Unix seconds) as a step series (routes_views.c),
+ * a new reference or NULL when out of memory, from the attempts that ran then
+ * (store_attempts_since; borrowed): [{"t", "gpus", "slots", "workers"}], one point at from,
+ * one at each instant the usage changed, and one at to. An attempt's end and its
+ * successor's start at the same instant make one step.
+ */
+json_t *api_cluster_usage(json_t *attempts, double from, double to);
 
 /* The OpenAPI 3.1 document (static text). */
 const char *api_openapi(void);

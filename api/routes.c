@@ -35,8 +35,8 @@ static const struct api__route routes[] = {
     {NULL, NULL, NULL},
 };
 
-/* Every route, jobs first (routes_jobs.c). */
-static const struct api__route *const tables[] = {api__job_routes, routes, NULL};
+/* Every route, jobs first (routes_jobs.c), then the views over many jobs (routes_views.c). */
+static const struct api__route *const tables[] = {api__job_routes, api__view_routes, routes, NULL};
 
 /*
  * Matches path against pattern segment by segment; a "{}" segment matches any non-empty
@@ -503,9 +503,13 @@ static void readyz(const struct api_config *cfg, const struct api_request *req, 
 static void openapi(const struct api_config *cfg, const struct api_request *req, const char *param,
                     struct api_response *resp)
 {
-    /* Static text, checked to be JSON by a unit test: served as it is. */
+    /* Static text, checked by tests/contract: served as it is. */
     resp->json_text = strdup(api_openapi());
-    resp->status = resp->json_text ? 200 : 503;
+    if (resp->json_text == NULL)
+        api_problem(resp, 503, "busy", "Service Unavailable", req->path,
+                    "out of memory; retry shortly");
+    else
+        resp->status = 200;
 }
 
 /* GET /v1/scheduler: the policy, the other policies, the backend and the loop's figures

@@ -20,8 +20,15 @@ struct api__route {
     api__handler *fn;
 };
 
-/* routes_jobs.c's table, ended by a NULL method. */
+/* routes_jobs.c's and routes_views.c's tables, each ended by a NULL method. */
 extern const struct api__route api__job_routes[];
+extern const struct api__route api__view_routes[];
+
+/*
+ * A non-negative decimal integer at most max, all of s; 0 and the value in *out, or -1.
+ * "abc", "1.5", "-1", "" and anything past max (or past long long) are refused.
+ */
+int api__parse_count(const char *s, long long max, long long *out);
 
 /* 503 when the database is busy (retry), else 500, with err's text. */
 void api__store_problem(struct api_response *resp, const char *path, const struct error *err);

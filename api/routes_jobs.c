@@ -451,11 +451,7 @@ static void job_delete(const struct api_config *cfg, const struct api_request *r
     resp->status = 204;
 }
 
-/*
- * A non-negative decimal integer at most max, all of s; 0 and the value in *out, or -1.
- * "abc", "1.5", "-1", "" and anything past max (or past long long) are refused.
- */
-static int parse_count(const char *s, long long max, long long *out)
+int api__parse_count(const char *s, long long max, long long *out)
 {
     char *end;
     long long v;
@@ -531,12 +527,12 @@ static void job_events(const struct api_config *cfg, const struct api_request *r
     long long from = 0;
     int stream = accept != NULL && strstr(accept, "text/event-stream") != NULL;
 
-    if (after != NULL && parse_count(after, INT64_MAX, &from) < 0) {
+    if (after != NULL && api__parse_count(after, INT64_MAX, &from) < 0) {
         api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
                     "after must be an event id (a non-negative integer), not '%.64s'", after);
         return;
     }
-    if (stream && last != NULL && parse_count(last, INT64_MAX, &from) < 0) {
+    if (stream && last != NULL && api__parse_count(last, INT64_MAX, &from) < 0) {
         api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
                     "Last-Event-ID must be an event id (a non-negative integer), not '%.64s'",
                     last);
@@ -585,9 +581,9 @@ static void job_logs(const struct api_config *cfg, const struct api_request *req
 
     if (stream == NULL)
         stream = "stdout";
-    if ((rank_s && parse_count(rank_s, RANK_MAX, &rank) < 0) ||
-        (tail_s && parse_count(tail_s, INT32_MAX, &tail) < 0) ||
-        (off_s && parse_count(off_s, INT64_MAX, &offset) < 0) ||
+    if ((rank_s && api__parse_count(rank_s, RANK_MAX, &rank) < 0) ||
+        (tail_s && api__parse_count(tail_s, INT32_MAX, &tail) < 0) ||
+        (off_s && api__parse_count(off_s, INT64_MAX, &offset) < 0) ||
         (follow_s && strcmp(follow_s, "0") && strcmp(follow_s, "1")) ||
         (strcmp(stream, "stdout") && strcmp(stream, "stderr") && strcmp(stream, "launcher"))) {
         api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
@@ -691,17 +687,18 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     const char *state = req->query(req->conn, "state"), *label = req->query(req->conn, "label");
     const char *owner = req->query(req->conn, "owner");
     const char *owner_id = req->query(req->conn, "owner_id");
+    const char *order = req->query(req->conn, "order");
     char key[128] = "", *end;
     const char *value = NULL;
     long size = PAGE_SIZE_DEFAULT;
     long long cursor = 0;
-    int64_t next;
+    int64_t next, newest;
     char *jobs;
     struct error err;
     struct store_filter filter = {.owner_id = STORE_ANYONE};
     long long principal;
 
-    if (owner_id != NULL && parse_count(owner_id, INT64_MAX, &principal) < 0) {
+    if (owner_id != NULL && api__parse_count(owner_id, INT64_MAX, &principal) < 0) {
         api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
                     "owner_id must be a principal's id (a non-negative integer), not '%.64s'",
                     owner_id);
@@ -709,9 +706,15 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     }
     if (owner_id != NULL)
         filter.owner_id = principal;
+    if (order != NULL && strcmp(order, "oldest") != 0 && strcmp(order, "newest") != 0) {
+        api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
+                    "order must be oldest (the default) or newest, not '%.64s'", order);
+        return;
+    }
+    filter.newest_first = order != NULL && strcmp(order, "newest") == 0;
     if (ps != NULL) {
         long long v;
-        if (parse_count(ps, PAGE_SIZE_MAX, &v) < 0 || v < 1) {
+        if (api__parse_count(ps, PAGE_SIZE_MAX, &v) < 0 || v < 1) {
             api_problem(resp, 400, "bad-parameter", "Bad Request", req->path,
                         "page_size must be an integer in [1, %d], not '%s'", PAGE_SIZE_MAX, ps);
             return;
@@ -758,25 +761,30 @@ static void job_list(const struct api_config *cfg, const struct api_request *req
     filter.state = state;
     filter.label_key = value ? key : NULL;
     filter.label_value = value;
-    if (store_job_list(req->store, &filter, cursor, (int)size, cfg->ckpt_prefix, &jobs, &next,
+    /*
+     * The newest event first, then the jobs: the page reflects every event up to it (and
+     * maybe some after), so a client that follows GET /v1/events after it, as a dashboard
+     * does, misses no change (a list, then a watch from where it was taken).
+     */
+    if (store_events_newest(req->store, &newest, &err) < 0 ||
+        store_job_list(req->store, &filter, cursor, (int)size, cfg->ckpt_prefix, &jobs, &next,
                        &err) < 0) {
         api__store_problem(resp, req->path, &err);
         return;
     }
-    /* {"jobs":[...],"next_page_token":"..."} around the rendered array */
+    /* {"jobs":[...],"next_page_token":"...","last_event_id":N} around the rendered array */
     {
-        size_t n = strlen(jobs);
-        char tail[64], *text = malloc(n + sizeof(tail) + 16);
+        size_t n = strlen(jobs), used;
+        char tail[96], *text = malloc(n + sizeof(tail) + 16);
         if (text == NULL) {
             free(jobs);
             api_problem(resp, 503, "busy", "Service Unavailable", req->path, "out of memory");
             return;
         }
-        if (next > 0)
-            snprintf(tail, sizeof(tail), ",\"next_page_token\":\"%llx\"}",
-                     (unsigned long long)next);
-        else
-            snprintf(tail, sizeof(tail), "}");
+        used = next > 0 ? (size_t)snprintf(tail, sizeof(tail), ",\"next_page_token\":\"%llx\"",
+                                           (unsigned long long)next)
+                        : 0;
+        snprintf(tail + used, sizeof(tail) - used, ",\"last_event_id\":%lld}", (long long)newest);
         memcpy(text, "{\"jobs\":", 8);
         memcpy(text + 8, jobs, n);
         memcpy(text + 8 + n, tail, strlen(tail) + 1);

@@ -10,7 +10,8 @@ set -eu
 # libsodium for token hashing, libcurl and libyaml for ringctl). Tests: Check (unit suites), curl (drives
 # ringd), iproute2 (network namespaces), procps (pgrep/pkill), jq (checks JSON output),
 # python3 (raw HTTP in the hostile-input suite), python3-prometheus-client (its parser checks
-# /metrics), openssl (certificates for the TLS test), util-linux (setpriv: ringd as another
+# /metrics), python3-jsonschema (the contract tests check the API's responses and JobSpecs
+# against api/openapi.json), openssl (certificates for the TLS test), util-linux (setpriv: ringd as another
 # user in the isolation test).
 # bench/: Open MPI (the collectives' peer), libgloo-dev (Gloo, bench/allreduce's other peer;
 # build-essential brings its C++ compiler) and wrk (HTTP load). Slurm from Debian: slurmctld,
@@ -23,16 +24,20 @@ set -eu
 # scikit-learn (the digits data set of the PyTorch example), pytest, and setuptools, pip and
 # venv (the packaging test installs the package offline). Fuzzing (make fuzz): clang with
 # libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes; only a Recommends of clang)
-# and llvm (llvm-symbolizer, for readable stacks in its reports).
+# and llvm (llvm-symbolizer, for readable stacks in its reports). The dashboard's browser
+# tests and bench/dashboard: Chromium, its WebDriver (chromium-driver) and Selenium for
+# Debian's python3, with a font for the screenshots (fonts-dejavu-core; Chromium only
+# recommends fonts, and a fresh machine may have none).
 PACKAGES="build-essential cmake pkg-config check
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev libyaml-dev curl
-iproute2 procps jq python3 python3-prometheus-client openssl util-linux
+iproute2 procps jq python3 python3-prometheus-client python3-jsonschema openssl util-linux
 openmpi-bin libopenmpi-dev libgloo-dev wrk
 slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurm-wlm-basic-plugins
 libpmix-dev libslurm-dev
 clang-format clang libclang-rt-14-dev llvm
 python3 python3-numpy python3-torch python3-torchvision python3-sklearn python3-pytest
-python3-setuptools python3-pip python3-venv"
+python3-setuptools python3-pip python3-venv
+chromium chromium-driver python3-selenium fonts-dejavu-core"
 
 missing=""
 for p in $PACKAGES; do

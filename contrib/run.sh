@@ -47,7 +47,7 @@ done
 echo "job $job: $state"
 cat <<EOT
 
-ringd keeps serving until Ctrl-C. Try:
+ringd keeps serving until Ctrl-C. Open the dashboard at $url/ (no token: auth is off), or try:
   curl -s $url/v1/jobs | jq .
   curl -s $url/v1/jobs/$job | jq '{state, attempts, progress}'
   curl -s -H 'Content-Type: application/json' \\

@@ -65,13 +65,17 @@ static const char SQL_JOB_RENDER[] =
     " (SELECT run_dir FROM attempts WHERE job_id = j.id ORDER BY number DESC LIMIT 1)"
     " FROM jobs j WHERE j.id = ?1 AND (?2 IS NULL OR j.principal = ?2)";
 /* ?7: the owner's principal (NULL: anyone's), ?2 the owner's name (NULL: any) */
-static const char SQL_JOB_LIST[] =
-    "SELECT " JOB_COLUMNS ", j.seq FROM jobs j"
-    " WHERE j.seq > ?1 AND (?7 IS NULL OR j.principal = ?7) AND (?2 IS NULL OR j.owner = ?2)"
-    " AND (?3 IS NULL OR j.state = ?3)"
-    " AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(j.spec, '$.labels')"
+#define JOB_LIST_MATCH                                                                             \
+    " AND (?7 IS NULL OR j.principal = ?7) AND (?2 IS NULL OR j.owner = ?2)"                       \
+    " AND (?3 IS NULL OR j.state = ?3)"                                                            \
+    " AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(j.spec, '$.labels')"                      \
     "  WHERE key = ?4 AND value = ?5))"
-    " ORDER BY j.seq LIMIT ?6";
+static const char SQL_JOB_LIST[] = "SELECT " JOB_COLUMNS ", j.seq FROM jobs j"
+                                   " WHERE j.seq > ?1" JOB_LIST_MATCH " ORDER BY j.seq LIMIT ?6";
+/* Newest first (a dashboard's view): the cursor is the last job shown, 0 the newest. */
+static const char SQL_JOB_LIST_DESC[] =
+    "SELECT " JOB_COLUMNS ", j.seq FROM jobs j"
+    " WHERE (?1 = 0 OR j.seq < ?1)" JOB_LIST_MATCH " ORDER BY j.seq DESC LIMIT ?6";
 /* ?7: when it expires, in Unix seconds (NULL: never), stored as UTC text like created_at. */
 static const char SQL_TOKEN_INSERT[] =
     "INSERT INTO tokens (id, name, hash, admin, created_at, unix_user, expires_at, principal)"
@@ -130,6 +134,23 @@ static const char SQL_ATTEMPT_PLACED[] =
 static const char SQL_EVENTS_OF[] =
     "SELECT id, time, type, state, message FROM events WHERE job_id = ?1 AND id > ?2"
     " ORDER BY id LIMIT ?3";
+/* Every job's events (GET /v1/events), ?3 the owner's principal (NULL: anyone's), up to ?2:
+ * the newest event when the read began (see store_events_all). */
+static const char SQL_EVENTS_ALL[] =
+    "SELECT e.id, e.time, e.type, e.state, e.message, e.job_id FROM events e"
+    " JOIN jobs j ON j.id = e.job_id WHERE e.id > ?1 AND e.id <= ?2"
+    " AND (?3 IS NULL OR j.principal = ?3) ORDER BY e.id LIMIT ?4";
+static const char SQL_EVENTS_NEWEST[] = "SELECT coalesce(max(id), 0) FROM events";
+/* Attempts running at some time after ?1 (Unix seconds), for the cluster's usage: their
+ * times as Unix seconds, and the workers, GPUs and slots they held. */
+#define UNIX_S(t) "(julianday(" t ") - 2440587.5) * 86400.0"
+static const char SQL_ATTEMPTS_SINCE[] = "SELECT " UNIX_S("a.started_at") ", " UNIX_S(
+    "a.ended_at") ", a.world_size,"
+                  " a.world_size * j.gpus_per_worker, a.world_size * j.cpus_per_worker"
+                  " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+                  " WHERE a.ended_at IS NULL OR a.ended_at > strftime('%Y-%m-%dT%H:%M:%fZ', ?1, "
+                  "'unixepoch')"
+                  " ORDER BY a.started_at";
 static const char SQL_JOB_DELETE[] = "DELETE FROM jobs WHERE id = ?1";
 static const char SQL_IDEM_DELETE[] = "DELETE FROM idempotency WHERE job_id = ?1";
 /* /metrics: the rows that migration 9's triggers keep, a fixed number whatever the jobs. */
@@ -152,6 +173,7 @@ static const char *const sql_text[S_COUNT] = {
     [S_IDEM_INSERT] = SQL_IDEM_INSERT,
     [S_JOB_GET] = SQL_JOB_GET,
     [S_JOB_LIST] = SQL_JOB_LIST,
+    [S_JOB_LIST_DESC] = SQL_JOB_LIST_DESC,
     [S_JOB_RENDER] = SQL_JOB_RENDER,
     [S_TOKEN_INSERT] = SQL_TOKEN_INSERT,
     [S_TOKEN_FIND] = SQL_TOKEN_FIND,
@@ -171,6 +193,9 @@ static const char *const sql_text[S_COUNT] = {
     [S_ATTEMPT_PLACED] = SQL_ATTEMPT_PLACED,
     [S_ATTEMPTS_OF] = SQL_ATTEMPTS_OF,
     [S_EVENTS_OF] = SQL_EVENTS_OF,
+    [S_EVENTS_ALL] = SQL_EVENTS_ALL,
+    [S_EVENTS_NEWEST] = SQL_EVENTS_NEWEST,
+    [S_ATTEMPTS_SINCE] = SQL_ATTEMPTS_SINCE,
     [S_JOB_DELETE] = SQL_JOB_DELETE,
     [S_IDEM_DELETE] = SQL_IDEM_DELETE,
     [S_STATE_COUNTS] = SQL_STATE_COUNTS,

@@ -98,12 +98,14 @@ struct store_filter {
     const char *owner; /* the owner's name: every principal that had it */
     const char *state;
     const char *label_key, *label_value; /* one label key=value */
+    int newest_first; /* 1: the newest job first, each page going on with older ones */
 };
 
 /*
- * Jobs matching f in creation order after cursor (0 = from the start), at most limit, as a
- * JSON array text (malloc'ed) of the objects store_job_render gives, without attempts.
- * *next is the cursor for the next page or 0 when there is none.
+ * Jobs matching f in creation order after cursor (0 = from the start; with f->newest_first,
+ * in the reverse order, 0 being the newest), at most limit, as a JSON array text (malloc'ed)
+ * of the objects store_job_render gives, without attempts. *next is the cursor for the next
+ * page or 0 when there is none.
  */
 int store_job_list(struct store *st, const struct store_filter *f, int64_t cursor, int limit,
                    const char *ckpt_prefix, char **out, int64_t *next, struct error *err);
@@ -249,6 +251,25 @@ int store_attempts(struct store *st, const char *id, json_t **out, struct error 
  * of {id, time, type, state?, message?}. */
 int store_events(struct store *st, const char *id, int64_t after, int limit, json_t **out,
                  struct error *err);
+/*
+ * Events of every job of owner (STORE_ANYONE: of anyone's) after event id after, oldest
+ * first, at most limit, as a new array of {id, job_id, time, type, state?, message?}.
+ * *upto gets where the next call goes on from: the last event returned or, when fewer than
+ * limit came, the newest event (anyone's) there was at the call. So a caller whose jobs are
+ * quiet while others' are busy moves on past the others' events instead of reading them
+ * again at every call.
+ */
+int store_events_all(struct store *st, int64_t owner, int64_t after, int limit, json_t **out,
+                     int64_t *upto, struct error *err);
+/* The newest event's id (anyone's; 0 when there is none) into *id. */
+int store_events_newest(struct store *st, int64_t *id, struct error *err);
+/*
+ * The attempts that ran at some time after since (Unix seconds): those still running and
+ * those that ended after it, by start time, as a new array of {start_s, end_s (null while
+ * running), workers, gpus, slots} (times in Unix seconds; gpus and slots all its workers
+ * held together).
+ */
+int store_attempts_since(struct store *st, double since, json_t **out, struct error *err);
 /* Removes a job with its attempts, events and idempotency keys. */
 int store_job_delete(struct store *st, const char *id, struct error *err);
 /*

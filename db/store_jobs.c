@@ -369,7 +369,7 @@ int store_job_render(struct store *st, const char *id, int64_t owner, const char
 int store_job_list(struct store *st, const struct store_filter *f, int64_t cursor, int limit,
                    const char *ckpt_prefix, char **out, int64_t *next, struct error *err)
 {
-    sqlite3_stmt *s = st->stmt[S_JOB_LIST];
+    sqlite3_stmt *s = st->stmt[f->newest_first ? S_JOB_LIST_DESC : S_JOB_LIST];
     struct text t = {.ok = 1};
     char *prefix_q = json_quote(ckpt_prefix);
     int64_t last = 0;

@@ -256,6 +256,90 @@ int store_events(struct store *st, const char *id, int64_t after, int limit, jso
     return 0;
 }
 
+int store_events_newest(struct store *st, int64_t *id, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_EVENTS_NEWEST];
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *id = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW ? 0 : store__fail(st, rc, err, "newest event");
+}
+
+int store_events_all(struct store *st, int64_t owner, int64_t after, int limit, json_t **out,
+                     int64_t *upto, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_EVENTS_ALL];
+    json_t *arr;
+    int64_t newest, last = after;
+    int rc, n = 0;
+
+    /* The bound first: an event committed after it waits for the next call, which starts
+     * past the bound, so none is skipped. */
+    if (store_events_newest(st, &newest, err) < 0)
+        return -1;
+    if ((arr = json_array()) == NULL)
+        return errno = ENOMEM, errprintf(err, "out of memory");
+    sqlite3_bind_int64(s, 1, after);
+    sqlite3_bind_int64(s, 2, newest);
+    if (owner != STORE_ANYONE)
+        sqlite3_bind_int64(s, 3, owner);
+    sqlite3_bind_int(s, 4, limit);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *e = json_pack("{s:I, s:s, s:s, s:s}", "id", (json_int_t)sqlite3_column_int64(s, 0),
+                              "job_id", store__col(s, 5), "time", store__col(s, 1), "type",
+                              store__col(s, 2));
+        if (e != NULL && sqlite3_column_type(s, 3) != SQLITE_NULL)
+            json_object_set_new(e, "state", json_string(store__col(s, 3)));
+        if (e != NULL && sqlite3_column_type(s, 4) != SQLITE_NULL)
+            json_object_set_new(e, "message", json_string(store__col(s, 4)));
+        last = sqlite3_column_int64(s, 0);
+        n++;
+        if (e == NULL || json_array_append_new(arr, e) < 0) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store__fail(st, rc, err, "events");
+    }
+    *upto = n < limit && newest > after ? newest : last;
+    *out = arr;
+    return 0;
+}
+
+int store_attempts_since(struct store *st, double since, json_t **out, struct error *err)
+{
+    sqlite3_stmt *s = st->stmt[S_ATTEMPTS_SINCE];
+    json_t *arr = json_array();
+    int rc = SQLITE_NOMEM;
+
+    sqlite3_bind_double(s, 1, since);
+    while (arr != NULL && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *a = json_pack(
+            "{s:f, s:o, s:i, s:i, s:i}", "start_s", sqlite3_column_double(s, 0), "end_s",
+            sqlite3_column_type(s, 1) == SQLITE_NULL ? json_null()
+                                                     : json_real(sqlite3_column_double(s, 1)),
+            "workers", sqlite3_column_int(s, 2), "gpus", sqlite3_column_int(s, 3), "slots",
+            sqlite3_column_int(s, 4));
+        if (a == NULL || json_array_append_new(arr, a) < 0) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return store__fail(st, rc, err, "attempts");
+    }
+    *out = arr;
+    return 0;
+}
+
 int store_job_delete(struct store *st, const char *id, struct error *err)
 {
     sqlite3_stmt *s;

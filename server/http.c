@@ -22,7 +22,9 @@
 #include "edge.h"
 #include "http.h"
 #include "metrics.h"
+#include "record.h"
 #include "sse.h"
+#include "web.h"
 
 /* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
  * argument lists and environments while bounding what one request can make us hold. */
@@ -38,6 +40,7 @@ struct http {
     pthread_key_t store_key;
     struct sse *sse;
     struct committer *committer;
+    struct record *rec; /* RINGD_RECORD_RESPONSES (record.h); NULL: off */
 };
 
 /*
@@ -47,6 +50,7 @@ struct http {
 #define RAW_URI_KEEP (EDGE_URI_MAX + 2) /* enough to tell that a target is too long */
 
 struct req {
+    struct http *h;
     char raw_uri[RAW_URI_KEEP];
     int started; /* on_request has seen the headers */
     char *body;
@@ -252,8 +256,7 @@ static enum MHD_Result send_text(struct MHD_Connection *c, char *text)
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            "text/plain; version=0.0.4; charset=utf-8");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, METRICS_CONTENT_TYPE);
     ret = MHD_queue_response(c, 200, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -263,9 +266,25 @@ static enum MHD_Result send_text(struct MHD_Connection *c, char *text)
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     struct req *rq = calloc(1, sizeof(*rq));
-    if (rq != NULL)
+    if (rq != NULL) {
+        rq->h = cls;
         snprintf(rq->raw_uri, sizeof(rq->raw_uri), "%s", uri ? uri : "");
+    }
     return rq;
+}
+
+/* Adds what send_json is about to send to the record of responses (record.h), when on. */
+static void record_answer(struct req *rq, const char *method, const struct api_response *r)
+{
+    int text = r->json_text != NULL || r->body != NULL;
+    const char *type = r->problem ? "application/problem+json" : "application/json";
+    if (rq->h->rec == NULL)
+        return;
+    if (r->file)
+        record_response(rq->h->rec, method, rq->raw_uri, r, r->file_type, "file");
+    else
+        record_response(rq->h->rec, method, rq->raw_uri, r, text ? type : NULL,
+                        text ? "json" : "empty");
 }
 
 /* Answers resp (and frees what it holds), counting and logging it. */
@@ -275,6 +294,7 @@ static enum MHD_Result answer(struct MHD_Connection *c, struct req *rq, const ch
     enum MHD_Result ret;
     metrics_count_request(resp->status);
     log_line(method, rq->raw_uri, resp->status, owner);
+    record_answer(rq, method, resp);
     ret = send_json(c, resp, close);
     api_response_release(resp);
     return ret;
@@ -312,11 +332,13 @@ static enum MHD_Result metrics(struct MHD_Connection *c, struct req *rq, struct 
         api_problem(&resp, 405, "method-not-allowed", "Method Not Allowed", "/metrics",
                     "/metrics only answers GET");
         snprintf(resp.allow, sizeof(resp.allow), "GET");
-    } else if ((text = metrics_render(st, &err)) != NULL) {
+    } else if ((text = metrics_render(st, rq->h->api->sched, &err)) != NULL) {
         if (reading)
             store_read_end(st);
         metrics_count_request(200);
         log_line(method, rq->raw_uri, 200, "-");
+        resp.status = 200;
+        record_response(rq->h->rec, method, rq->raw_uri, &resp, METRICS_CONTENT_TYPE, "text");
         return send_text(c, text);
     } else {
         api_problem(&resp, 503, "busy", "Service Unavailable", "/metrics", "metrics: %s", err.text);
@@ -356,12 +378,50 @@ static enum MHD_Result start_stream(struct http *h, struct MHD_Connection *c, st
     }
     metrics_count_request(200);
     log_line(method, rq->raw_uri, 200, who->owner);
+    record_response(h->rec, method, rq->raw_uri, resp,
+                    resp->stream == API_STREAM_LOGS ? SSE_LOG_TYPE : SSE_EVENTS_TYPE, "stream");
     if (resp->stream == API_STREAM_EVENTS)
         ret = sse_respond(h->sse, c, &sa, resp->stream_job, resp->stream_from, stream_store, h);
+    else if (resp->stream == API_STREAM_ALL_EVENTS)
+        ret =
+            sse_respond_all(h->sse, c, &sa, resp->stream_owner, resp->stream_from, stream_store, h);
     else
         ret = sse_follow_log(h->sse, c, &sa, resp->stream_job, resp->stream_rank,
                              resp->stream_which, resp->stream_from, stream_store, h);
     sodium_memzero(sa.header, sizeof(sa.header));
+    return ret;
+}
+
+/* GET / and /ui/...: the dashboard's assets, for any caller (they hold no data). */
+static enum MHD_Result web(struct MHD_Connection *c, struct req *rq, const char *method,
+                           const char *url)
+{
+    const struct web_asset *a = web_find(url);
+    struct api_response resp = {0};
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+    int status;
+
+    if (a == NULL) {
+        api_problem(&resp, 404, "not-found", "Not Found", url,
+                    "the dashboard has no file %s; it starts at /", url);
+        return answer(c, rq, method, "-", &resp, 0);
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        api_problem(&resp, 405, "method-not-allowed", "Method Not Allowed", a->path,
+                    "%s is not allowed on %s, the dashboard; use GET", method, a->path);
+        snprintf(resp.allow, sizeof(resp.allow), "GET, HEAD");
+        return answer(c, rq, method, "-", &resp, 0);
+    }
+    if ((r = web_response(a, header(c, MHD_HTTP_HEADER_IF_NONE_MATCH), &status)) == NULL)
+        return MHD_NO;
+    metrics_count_request(status);
+    log_line(method, rq->raw_uri, status, "-");
+    resp.status = status;
+    record_response(rq->h->rec, method, rq->raw_uri, &resp, status == 200 ? a->type : NULL,
+                    "file");
+    ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
     return ret;
 }
 
@@ -378,7 +438,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     int reading = 0;
 
     if (rq == NULL) { /* on_uri could not allocate */
-        if ((rq = on_uri(NULL, url, c)) == NULL)
+        if ((rq = on_uri(h, url, c)) == NULL)
             return MHD_NO;
         *con_cls = rq;
     }
@@ -405,6 +465,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                     "the request body is over %d bytes; send a smaller JobSpec", BODY_MAX);
         return answer(c, rq, method, "-", &resp, 0);
     }
+    if (!rq->queued && (strcmp(url, "/") == 0 || strncmp(url, "/ui/", 4) == 0))
+        return web(c, rq, method, url);
     req.store = thread_store(h, &err);
     if (req.store != NULL && rq->queued) {
         /* back from the committer: answer with the stored job */
@@ -514,6 +576,7 @@ static void http_free(struct http *h)
     committer_stop(h->committer);
     sse_stop(h->sse);
     sse_free(h->sse);
+    record_close(h->rec);
     if (h->key_made)
         pthread_key_delete(h->store_key);
     if (h->tls_key != NULL)
@@ -566,6 +629,8 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
         goto error;
     }
     h->key_made = 1;
+    if (record_open(&h->rec, err) < 0)
+        goto error;
     if ((h->committer = committer_start(h->db_path, on_committed, err)) == NULL)
         goto error;
     if ((h->sse = sse_start(cfg->streams_per_token)) == NULL) {

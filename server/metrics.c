@@ -3,8 +3,10 @@
  * metrics.c - Prometheus text exposition. Job counts, counters and histograms come from
  * rows of the store that triggers keep (store_metrics): a scrape reads a fixed number of
  * rows whatever the number of jobs, the counters survive restarts, and deleting a job
- * never takes a count back. Request counts live in memory since the process started, as
- * a counter may (Prometheus reads the restart as a reset).
+ * never takes a count back. Each node's slots and GPUs, and the policy, are what the
+ * scheduler thread kept at the end of its last turn (scheduler_usage): a few ints per node,
+ * read without waiting for the thread. Request counts live in memory since the process
+ * started, as a counter may (Prometheus reads the restart as a reset).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -37,6 +39,91 @@ static const struct {
      "From an attempt's start until rank 0's first progress report."},
 };
 
+/* s as a label value: '\\', '"' and newlines escaped, as the text format wants. */
+static void label(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fputc('\\', f);
+        if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* One gauge per node of the cluster: name, help, and node n's value from get. */
+static void node_gauge(FILE *f, const struct cluster *c, const struct scheduler_node_use *use,
+                       const char *name, const char *help,
+                       int (*get)(const struct cluster_node *, const struct scheduler_node_use *))
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    for (int n = 0; n < c->nnodes; n++) {
+        fprintf(f, "%s{node=\"", name);
+        label(f, c->node[n].name);
+        fprintf(f, "\"} %d\n", get(&c->node[n], &use[n]));
+    }
+}
+
+static int slots(const struct cluster_node *n, const struct scheduler_node_use *u)
+{
+    return n->slots;
+}
+static int slots_allocated(const struct cluster_node *n, const struct scheduler_node_use *u)
+{
+    return n->slots - u->slots_free;
+}
+static int gpus(const struct cluster_node *n, const struct scheduler_node_use *u)
+{
+    return n->gpus;
+}
+static int gpus_allocated(const struct cluster_node *n, const struct scheduler_node_use *u)
+{
+    return n->gpus - u->gpus_free;
+}
+static int offline(const struct cluster_node *n, const struct scheduler_node_use *u)
+{
+    return u->offline != 0;
+}
+
+/* The scheduler's gauges: each node's slots and GPUs, held or not, and the policy. Returns 0,
+ * or -1 (ENOMEM). */
+static int scheduler_gauges(FILE *f, struct scheduler *sched)
+{
+    const struct cluster *c = scheduler_cluster(sched);
+    struct scheduler_node_use *use = calloc((size_t)c->nnodes + 1, sizeof(*use));
+    char policy[32];
+    double age;
+
+    if (use == NULL)
+        return -1;
+    age = scheduler_usage(sched, use, policy, sizeof(policy));
+    node_gauge(f, c, use, "ringd_node_slots", "Worker slots (CPUs) of the node.", slots);
+    node_gauge(f, c, use, "ringd_node_slots_allocated",
+               "Slots of the node that attempts hold (cpus_per_worker per worker).",
+               slots_allocated);
+    node_gauge(f, c, use, "ringd_node_gpus", "GPUs of the node.", gpus);
+    node_gauge(f, c, use, "ringd_node_gpus_allocated", "GPUs of the node that attempts hold.",
+               gpus_allocated);
+    node_gauge(f, c, use, "ringd_node_offline",
+               "1 when the backend took the node out of service (nothing new is placed there).",
+               offline);
+    fprintf(f,
+            "# HELP ringd_scheduler_info The scheduling policy now (PUT /v1/scheduler changes it) "
+            "and the backend.\n# TYPE ringd_scheduler_info gauge\n"
+            "ringd_scheduler_info{policy=\"%s\",backend=\"%s\"} 1\n",
+            policy, scheduler_backend(sched));
+    fprintf(f,
+            "# HELP ringd_scheduler_view_age_seconds Seconds since the scheduler thread last "
+            "finished a turn, when the node gauges were taken; it grows while a backend call "
+            "holds the thread (slurmctld unreachable).\n"
+            "# TYPE ringd_scheduler_view_age_seconds gauge\nringd_scheduler_view_age_seconds "
+            "%.3f\n",
+            age);
+    free(use);
+    return 0;
+}
+
 /* One stored histogram h ({"count", "sum", "buckets": [[le, n], ...]}) as name. */
 static void histogram(FILE *f, const char *name, json_t *h)
 {
@@ -52,7 +139,7 @@ static void histogram(FILE *f, const char *name, json_t *h)
             json_real_value(json_object_get(h, "sum")), name, count);
 }
 
-char *metrics_render(struct store *st, struct error *err)
+char *metrics_render(struct store *st, struct scheduler *sched, struct error *err)
 {
     static const char *const states[] = {"QUEUED",  "STARTING",  "RUNNING", "STOPPING",
                                          "STOPPED", "SUCCEEDED", "FAILED",  "CANCELLED"};
@@ -91,6 +178,16 @@ char *metrics_render(struct store *st, struct error *err)
         else
             fprintf(f, "%s %lld\n", stored[i].name, (long long)json_integer_value(v));
     }
+    if (sched != NULL && scheduler_gauges(f, sched) < 0) {
+        fclose(f);
+        free(text);
+        json_decref(m);
+        return errno = ENOMEM, errprintf(err, "out of memory"), NULL;
+    }
+    fprintf(f,
+            "# HELP ringd_build_info The build of ringd that answers.\n# TYPE ringd_build_info "
+            "gauge\nringd_build_info{version=\"%s\"} 1\n",
+            RING_VERSION_STRING);
     fprintf(f, "# HELP ringd_http_requests_total Requests answered, by status code.\n"
                "# TYPE ringd_http_requests_total counter\n");
     for (int code = 100; code < 600; code++) {

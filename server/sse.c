@@ -26,7 +26,9 @@
 
 struct stream {
     struct sse *owner;
-    int log; /* 1: follow a rank's log file; 0: job events */
+    int log;       /* 1: follow a rank's log file; 0: job events */
+    int all;       /* events of every job of scope's, not of job id's */
+    int64_t scope; /* all: whose jobs (a principal, or STORE_ANYONE) */
     int rank;
     char which[16]; /* stdout, stderr or launcher */
     char *run_dir;  /* log: the latest attempt's (malloc'ed), NULL before it has one */
@@ -211,7 +213,10 @@ static int lapsed_event(struct stream *st, const char *kind, const struct error 
     json_t *p;
     int n;
     snprintf(type, sizeof(type), "urn:ringmaster:problem:%s", kind);
-    snprintf(instance, sizeof(instance), "/v1/jobs/%s/events", st->id);
+    if (st->all)
+        snprintf(instance, sizeof(instance), "/v1/events");
+    else
+        snprintf(instance, sizeof(instance), "/v1/jobs/%s/events", st->id);
     p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", "Unauthorized", "status", 401,
                   "detail", why->text, "instance", instance);
     data = p ? json_dumps(p, JSON_COMPACT) : NULL;
@@ -237,20 +242,29 @@ static int fill(struct stream *st)
     struct error err;
     size_t i;
     int ended = 0;
+    int64_t upto = 0;
     FILE *f;
 
-    /*
-     * The state first, then the events. A job that was terminal before the events were read
-     * has every event in them (a transition commits with its event), so an empty read then
-     * is the end. Read the other way round, an event committed between the two reads (the
-     * job's last) was never sent, and the stream ended without it.
-     */
-    if (store == NULL || store_job_get(store, st->id, STORE_ANYONE, &job, &err) < 0)
+    if (store == NULL)
         return -1;
-    ended = terminal(json_string_value(json_object_get(job, "state")));
-    json_decref(job);
-    if (store_events(store, st->id, st->after, 100, &events, &err) < 0)
-        return -1;
+    if (st->all) {
+        /* Every job's events: a stream that ends only with its client, its token or ringd. */
+        if (store_events_all(store, st->scope, st->after, 100, &events, &upto, &err) < 0)
+            return -1;
+    } else {
+        /*
+         * The state first, then the events. A job that was terminal before the events were
+         * read has every event in them (a transition commits with its event), so an empty
+         * read then is the end. Read the other way round, an event committed between the two
+         * reads (the job's last) was never sent, and the stream ended without it.
+         */
+        if (store_job_get(store, st->id, STORE_ANYONE, &job, &err) < 0)
+            return -1;
+        ended = terminal(json_string_value(json_object_get(job, "state")));
+        json_decref(job);
+        if (store_events(store, st->id, st->after, 100, &events, &err) < 0)
+            return -1;
+    }
     free(st->pending);
     st->pending = NULL;
     st->len = st->off = 0;
@@ -267,6 +281,8 @@ static int fill(struct stream *st)
                 json_string_value(json_object_get(e, "type")), data ? data : "{}");
         free(data);
     }
+    if (st->all) /* past the events of jobs that are not the caller's, too */
+        st->after = upto;
     /* Finished once the job is terminal and every event has been read. */
     if (json_array_size(events) == 0)
         st->finished = ended;
@@ -514,7 +530,29 @@ enum MHD_Result sse_respond(struct sse *s, struct MHD_Connection *c, const struc
     struct stream *st = stream_new(s, who);
     if (st == NULL)
         return MHD_NO;
-    return queue_stream(s, c, st, id, after, "text/event-stream", open_store, arg);
+    return queue_stream(s, c, st, id, after, SSE_EVENTS_TYPE, open_store, arg);
+}
+
+enum MHD_Result sse_respond_all(struct sse *s, struct MHD_Connection *c, const struct sse_auth *who,
+                                int64_t scope, long long after,
+                                struct store *(*open_store)(void *arg), void *arg)
+{
+    struct stream *st = stream_new(s, who);
+    int n;
+    if (st == NULL)
+        return MHD_NO;
+    st->all = 1;
+    st->scope = scope;
+    /* Where the stream starts, as an id without data: a client that reconnects with it as
+     * Last-Event-ID misses nothing, even when no event came meanwhile. */
+    n = asprintf(&st->pending, "id: %lld\n\n", after);
+    if (n < 0) {
+        st->pending = NULL;
+        release(st);
+        return MHD_NO;
+    }
+    st->len = (size_t)n;
+    return queue_stream(s, c, st, "", after, SSE_EVENTS_TYPE, open_store, arg);
 }
 
 enum MHD_Result sse_follow_log(struct sse *s, struct MHD_Connection *c, const struct sse_auth *who,
@@ -544,5 +582,5 @@ enum MHD_Result sse_follow_log(struct sse *s, struct MHD_Connection *c, const st
         json_decref(attempts);
     }
     open_log(st);
-    return queue_stream(s, c, st, id, offset, "text/plain; charset=utf-8", open_store, arg);
+    return queue_stream(s, c, st, id, offset, SSE_LOG_TYPE, open_store, arg);
 }

@@ -16,7 +16,8 @@
  * for a revocation by other means, and at its expiry. It then ends: an event stream with a
  * last event whose type is the problem ("unauthorized" or "token-expired") and whose data
  * is the problem's JSON, a log with the end of its body. One token may hold at most
- * sse_start's per_token streams at once.
+ * sse_start's per_token streams at once. GET /v1/events is one event stream of every job a
+ * token may see (sse_respond_all), so that a dashboard holds one stream, not one per job.
  */
 #ifndef RINGD_SSE_H
 #define RINGD_SSE_H
@@ -28,6 +29,10 @@
 #include "db/store.h"
 
 struct sse;
+
+/* The media types of the two streams (what the record of responses says they sent). */
+#define SSE_EVENTS_TYPE "text/event-stream"
+#define SSE_LOG_TYPE    "text/plain; charset=utf-8"
 
 /* Whom a stream serves, as its request's token check found. */
 struct sse_auth {
@@ -59,6 +64,17 @@ int sse_reserve(struct sse *s, const char *token);
 enum MHD_Result sse_respond(struct sse *s, struct MHD_Connection *c, const struct sse_auth *who,
                             const char *id, long long after, struct store *(*open_store)(void *arg),
                             void *arg);
+
+/*
+ * Queues a stream of the events of every job of scope's (a principal, or STORE_ANYONE for
+ * all; the caller checked who may see them) after event after, for who as sse_respond
+ * does: GET /v1/events. Its events' data carry their job_id; it opens with "id: <after>"
+ * and no data (the position, for Last-Event-ID), and ends only when its client goes, its
+ * token stops working or ringd stops.
+ */
+enum MHD_Result sse_respond_all(struct sse *s, struct MHD_Connection *c, const struct sse_auth *who,
+                                int64_t scope, long long after,
+                                struct store *(*open_store)(void *arg), void *arg);
 
 /*
  * Queues a log follower (GET /v1/jobs/{id}/logs?follow=1): the rank's stdout or stderr in

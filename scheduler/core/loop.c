@@ -109,6 +109,12 @@ const struct cluster *loop_cluster(const struct loop *l)
     return l->cluster;
 }
 
+void loop_node_free(const struct loop *l, int n, int *slots_free, int *gpus_free)
+{
+    *slots_free = l->used.slots_free[n];
+    *gpus_free = l->used.gpus_free[n];
+}
+
 const struct policy_ops *loop_policy(const struct loop *l)
 {
     return l->cfg.policy;

@@ -130,6 +130,8 @@ void loop_destroy(struct loop *l);
 
 /* The cluster the backend described (borrowed for the loop's lifetime). */
 const struct cluster *loop_cluster(const struct loop *l);
+/* The slots and GPUs of node n that no attempt holds now. */
+void loop_node_free(const struct loop *l, int n, int *slots_free, int *gpus_free);
 /* The policy now, and a change of it (takes effect at the next pass, which it causes). */
 const struct policy_ops *loop_policy(const struct loop *l);
 void loop_set_policy(struct loop *l, const struct policy_ops *p);

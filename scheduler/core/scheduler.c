@@ -78,6 +78,10 @@ struct scheduler {
     int64_t last_seq;                         /* the newest submission the loop was told of */
     pthread_mutex_t pub_mu;
     struct published snapshot, info; /* under pub_mu */
+    /* under pub_mu: what scheduler_usage reads, kept at the end of every turn */
+    struct scheduler_node_use *use; /* per node */
+    char use_policy[32];
+    double use_at;
 };
 
 /* Keeps what the thread just said (v, borrowed) for readers it will not answer in time. */
@@ -105,6 +109,21 @@ static json_t *published(struct scheduler *s, struct published *p, double *age_s
     }
     pthread_mutex_unlock(&s->pub_mu);
     return v;
+}
+
+/* Keeps what each node's attempts hold, and the policy, for scheduler_usage: a few ints per
+ * node, so that /metrics never asks the thread nor walks the jobs. */
+static void publish_usage(struct scheduler *s)
+{
+    const struct cluster *c = loop_cluster(s->loop);
+    pthread_mutex_lock(&s->pub_mu);
+    for (int n = 0; n < c->nnodes; n++) {
+        loop_node_free(s->loop, n, &s->use[n].slots_free, &s->use[n].gpus_free);
+        s->use[n].offline = c->node[n].offline;
+    }
+    snprintf(s->use_policy, sizeof(s->use_policy), "%s", loop_policy(s->loop)->name);
+    s->use_at = clock_mono_s();
+    pthread_mutex_unlock(&s->pub_mu);
 }
 
 /* The loop's view of a job from its store record (store_jobs_active's object). */
@@ -394,6 +413,7 @@ static void *main_loop(void *arg)
             absorb(s);
         serve_requests(s);
         loop_step(s->loop);
+        publish_usage(s);
     }
     return NULL;
 }
@@ -501,8 +521,17 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
         pthread_condattr_destroy(&ca);
     }
     s->requests_end = &s->requests;
+    s->use = calloc((size_t)loop_cluster(s->loop)->nnodes + 1, sizeof(*s->use));
+    if (s->use == NULL) {
+        loop_destroy(s->loop);
+        store_close(s->journal.st);
+        s->bops->fini(s->bctx);
+        free(s);
+        return errno = ENOMEM, errprintf(err, "out of memory"), NULL;
+    }
     recover(s);
     absorb(s);
+    publish_usage(s);
     /* Something to show before the thread first answers (a backend call may hold it). */
     {
         json_t *v = loop_describe(s->loop);
@@ -513,6 +542,7 @@ struct scheduler *scheduler_start(const struct scheduler_config *cfg, struct err
         json_decref(v);
     }
     if (pthread_create(&s->thread, NULL, main_loop, s) != 0) {
+        free(s->use);
         loop_destroy(s->loop);
         store_close(s->journal.st);
         s->bops->fini(s->bctx);
@@ -543,6 +573,7 @@ void scheduler_stop(struct scheduler *s)
     store_close(s->journal.st);
     free(s->snapshot.text);
     free(s->info.text);
+    free(s->use);
     pthread_mutex_destroy(&s->pub_mu);
     free(s);
 }
@@ -665,6 +696,18 @@ int scheduler_set_policy(struct scheduler *s, const char *name, json_t **info, s
         return errno = EINVAL,
                errprintf(err, "no policy '%.40s'; the policies are %s", name, policy_names());
     return ask(s, ACT_POLICY, name, info, err);
+}
+
+double scheduler_usage(struct scheduler *s, struct scheduler_node_use *use, char *policy,
+                       size_t len)
+{
+    double age;
+    pthread_mutex_lock(&s->pub_mu);
+    memcpy(use, s->use, (size_t)loop_cluster(s->loop)->nnodes * sizeof(*use));
+    snprintf(policy, len, "%s", s->use_policy);
+    age = clock_mono_s() - s->use_at;
+    pthread_mutex_unlock(&s->pub_mu);
+    return age;
 }
 
 const struct cluster *scheduler_cluster(const struct scheduler *s)

@@ -95,6 +95,18 @@ json_t *scheduler_info(struct scheduler *s, double *age_s);
  * the switch (a new reference). Returns 0, or -1 with errno EINVAL (no such policy), or
  * ETIMEDOUT / EINPROGRESS. */
 int scheduler_set_policy(struct scheduler *s, const char *name, json_t **info, struct error *err);
+/*
+ * What GET /metrics shows of the scheduler: what each node's attempts hold, and the policy,
+ * as the thread saw them at the end of its last turn (it takes one at least every tick, but
+ * not while a backend call holds it). Never waits for the thread, and costs O(nodes)
+ * whatever the number of jobs. use gets scheduler_cluster(s)->nnodes entries, policy (len
+ * bytes) the policy's name. Returns how many seconds ago the thread saw them.
+ */
+struct scheduler_node_use {
+    int slots_free, gpus_free, offline;
+};
+double scheduler_usage(struct scheduler *s, struct scheduler_node_use *use, char *policy,
+                       size_t len);
 /* The cluster, the backend's name, and where runs/ and checkpoints/ live (the backend's
  * work directory, else the data directory): fixed at start, safe to read from any thread. */
 const struct cluster *scheduler_cluster(const struct scheduler *s);

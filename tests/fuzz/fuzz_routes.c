@@ -21,9 +21,10 @@
  *     fixture's ids (nothing cut, folded or aliased), a job read is that job, a JSON
  *     body parses;
  *   - a stream describes the job of the path, a rank in [0, 65535], stdout, stderr or
- *     launcher and a non-negative position;
+ *     launcher and a non-negative position; GET /v1/events's, every job of the caller's;
  *   - stream and plain reads refuse the same parameters: logs with follow=1 and without,
- *     events with Accept: text/event-stream and without, both 400 or neither.
+ *     a job's events and every job's (/v1/events) with Accept: text/event-stream and
+ *     without, both 400 or neither.
  * /v1/cluster, /v1/scheduler and POST /v1/jobs/{id}/resume are not sent: their handlers ask
  * the scheduler thread, which this harness does not run (the unit and integration tests
  * cover them). With no scheduler, the fixture has no active job (cancel and stop answer
@@ -463,7 +464,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(strcmp(json_string_value(json_object_get(got, "id")), seg) == 0);
         json_decref(got);
     }
-    if (r.stream != API_STREAM_NONE) {
+    if (r.stream == API_STREAM_ALL_EVENTS) { /* GET /v1/events: every job, the caller's scope */
+        FUZZ_CHECK(r.status == 200 && r.stream_from >= 0 && r.stream_job[0] == '\0');
+        FUZZ_CHECK(r.stream_owner == (req.admin ? STORE_ANYONE : req.principal));
+    } else if (r.stream != API_STREAM_NONE) {
         FUZZ_CHECK(r.status == 200 && r.stream_from >= 0);
         FUZZ_CHECK(id_segment(path, seg, sizeof(seg)) && strcmp(seg, r.stream_job) == 0);
         if (r.stream == API_STREAM_LOGS)
@@ -475,7 +479,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     release(&r);
 
     /* The same parameters, streaming and not: both refused, or neither. */
-    if (!changed && strcmp(method, "GET") == 0 && id_segment(path, seg, sizeof(seg))) {
+    if (!changed && strcmp(method, "GET") == 0 &&
+        (id_segment(path, seg, sizeof(seg)) || strcmp(path, "/v1/events") == 0)) {
         size_t pl = strlen(path);
         const char *key = NULL, *on = NULL;
         if (pl > 5 && strcmp(path + pl - 5, "/logs") == 0)

@@ -41,6 +41,15 @@ for np in 2 4; do
 done
 ok "join with uneven steps: neutral contributions, average over working ranks, last rank"
 
+for np in 2 3; do
+    run -np $np "$ENGINE_CHECK" join-cached
+    expect_in out "engine_check join-cached: ok"
+    RING_JOIN_BROADCAST=0 run -np $np "$ENGINE_CHECK" join-cached
+    expect_in out "engine_check join-cached: ok"
+done
+ok "cached allgathers and broadcasts from a joined root fail with RING_EJOINED, not run"
+ok "RING_JOIN_BROADCAST=0 refuses every broadcast while ranks have joined, as Horovod does"
+
 run -np 4 "$ENGINE_CHECK" psets
 expect_in out "engine_check psets: ok"
 ok "process sets: two disjoint sets and an overlapping one at once"

@@ -291,6 +291,47 @@ static void mode_join(void)
     }
 }
 
+/*
+ * Join after the cache knows a collective that cannot run with a joined rank: each rank in
+ * turn joins while the others call an allgather (and a broadcast from the joined rank)
+ * that earlier rounds cached. Every working rank gets RING_EJOINED, and the joined rank,
+ * which holds no tensor, must not let the cache run them (it crashed reading the missing
+ * tensor, found by Horovod's test_horovod_join_allgather). A broadcast from a working root
+ * runs, or with RING_JOIN_BROADCAST=0 fails with RING_EJOINED too.
+ */
+static void mode_join_cached(void)
+{
+    const char *jb = getenv("RING_JOIN_BROADCAST");
+    int refused = jb != NULL && strcmp(jb, "0") == 0;
+    for (int first = 0; first < size; first++) {
+        int working = first == 0 ? 1 : 0;
+        int32_t mine[2] = {rank, rank}, all[64], b = rank;
+        int last;
+        /* everybody: cache the allgather and the broadcasts from every root */
+        OK(ring_allgather(mine, 2, all, RING_INT32), "allgather, all working");
+        for (int root = 0; root < size; root++)
+            OK(ring_broadcast(&b, 1, RING_INT32, root), "broadcast, all working");
+        if (rank == first) {
+            last = ring_join();
+        } else {
+            int rc = ring_allgather(mine, 2, all, RING_INT32);
+            CHECK(rc == RING_EJOINED, "allgather while rank %d joined: %s, want RING_EJOINED",
+                  first, ring_err_name(rc));
+            rc = ring_broadcast(&b, 1, RING_INT32, first);
+            CHECK(rc == RING_EJOINED, "broadcast from joined rank %d: %s, want RING_EJOINED", first,
+                  ring_err_name(rc));
+            b = rank;
+            rc = ring_broadcast(&b, 1, RING_INT32, working);
+            CHECK(rc == (refused ? RING_EJOINED : 0), "broadcast from working rank %d: %s", working,
+                  ring_err_name(rc));
+            CHECK(refused || b == working, "broadcast from working rank %d gave %d", working,
+                  (int)b);
+            last = ring_join();
+        }
+        CHECK(last >= 0 && last != first, "join returned %d with rank %d first", last, first);
+    }
+}
+
 /* ---- process sets ---- */
 
 static void mode_psets(void)
@@ -856,6 +897,8 @@ int main(int argc, char **argv)
         mode_stall(1);
     else if (strcmp(mode, "join") == 0)
         mode_join();
+    else if (strcmp(mode, "join-cached") == 0)
+        mode_join_cached();
     else if (strcmp(mode, "psets") == 0)
         mode_psets();
     else if (strcmp(mode, "timeline") == 0)

@@ -4,9 +4,26 @@ set -euo pipefail
 
 : "${RINGRUN:?RINGRUN must name the ringrun binary (ctest sets it)}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringtest.XXXXXX")
+# The contract test (tests/contract): with RING_CONTRACT_RECORDS set (ctest sets it), every
+# ringd a script starts appends each response it sends to a file there
+# (RINGD_RECORD_RESPONSES, server/record.h), and tests/contract/check_responses.py checks
+# them all against api/openapi.json once the suites have run. A ringd that runs as another
+# user (RINGD_AS) cannot reach the build folder: it records into its data directory, which
+# its jobs never see, and ringd_stop, ringd_crash and lib_exit move the record over.
+if [ -n "${RING_CONTRACT_RECORDS:-}" ]; then
+    mkdir -p "$RING_CONTRACT_RECORDS"
+    export RINGD_RECORD_RESPONSES="$RING_CONTRACT_RECORDS/$(basename "$0" .sh).$$.jsonl"
+fi
+ringd_record=
+record_collect() {
+    [ -n "$ringd_record" ] && [ -f "$ringd_record" ] || return 0
+    cat "$ringd_record" >>"$RINGD_RECORD_RESPONSES" && rm -f "$ringd_record"
+}
+
 # A script that sets its own EXIT trap calls lib_exit from it.
 lib_exit() {
     [ -z "${ringd_pid:-}" ] || kill -9 "$ringd_pid" 2>/dev/null || true
+    record_collect || true
     rm -rf "$WORK"
 }
 trap lib_exit EXIT
@@ -109,6 +126,11 @@ ringd_start() {
     if [ -n "${RINGD_AS:-}" ]; then
         chown "$RINGD_AS" "$data"
         cmd=(setpriv --reuid="$RINGD_AS" --regid="$(id -g "$RINGD_AS")" --clear-groups "${cmd[@]}")
+        if [ -n "${RINGD_RECORD_RESPONSES:-}" ]; then
+            record_collect
+            ringd_record=$data/contract-record.jsonl
+            cmd=(env RINGD_RECORD_RESPONSES="$ringd_record" "${cmd[@]}")
+        fi
     fi
     "${cmd[@]}" >>"$WORK/ringd.log" 2>&1 &
     ringd_pid=$!
@@ -125,6 +147,7 @@ ringd_stop() {
     kill -TERM "$ringd_pid"
     wait "$ringd_pid" || rc=$?
     ringd_pid=
+    record_collect
     [ "$rc" = 0 ] || fail "ringd exited $rc after SIGTERM (under ASan: a leak?)"
 }
 
@@ -133,6 +156,7 @@ ringd_crash() {
     kill -9 "$ringd_pid"
     wait "$ringd_pid" 2>/dev/null || true
     ringd_pid=
+    record_collect
 }
 
 summary() {

@@ -3,7 +3,9 @@
 # /metrics is Prometheus' text format (checked by Prometheus' own Python parser), and its
 # counters and histograms never go down: not when a job is deleted (its attempts and events
 # go with it) and not when ringd restarts. Prometheus reads a counter that went down as a
-# reset, and every rate over it would jump. Needs python3-prometheus-client (contrib/deps.sh).
+# reset, and every rate over it would jump. Its gauges say what each node's attempts hold,
+# which policy schedules (following PUT /v1/scheduler), and which build answers. Needs
+# python3-prometheus-client (contrib/deps.sh).
 . "$(dirname "$0")/lib.sh"
 : "${RINGD:?}"
 PY=/usr/bin/python3 # Debian's python3-prometheus-client imports only in Debian's own python3
@@ -11,7 +13,7 @@ $PY -c 'import prometheus_client.parser' 2>/dev/null ||
     skip "python3-prometheus-client is not installed (contrib/deps.sh installs it)"
 
 DATA=$WORK/data
-export RINGD_SLOTS=2
+export RINGD_SLOTS=2 RINGD_GPUS=2
 trap 'pkill -9 -f "$WORK" 2>/dev/null || true; lib_exit' EXIT
 
 submit() { curl -s -H 'Content-Type: application/json' -d "$1" "$URL/v1/jobs" | jq -r .id; }
@@ -51,6 +53,15 @@ sys.exit(1 if bad else 0)
 PY
 }
 value() { sed -n "s/^$1 //p" "$2"; } # value SAMPLE FILE
+# node_value METRIC FILE: METRIC's sample for the one node of this ringd
+node_value() { sed -n "s/^$1{node=\"[^\"]*\"} //p" "$2"; }
+# expect_nodes FILE SLOTS SLOTS_ALLOCATED GPUS GPUS_ALLOCATED: the node gauges in FILE
+expect_nodes() {
+    local got
+    got="$(node_value ringd_node_slots "$1") $(node_value ringd_node_slots_allocated "$1")"
+    got="$got $(node_value ringd_node_gpus "$1") $(node_value ringd_node_gpus_allocated "$1")"
+    [ "$got" = "$2 $3 $4 $5" ] || { cat "$1" >&2; fail "node gauges are '$got', want '$2 $3 $4 $5'"; }
+}
 
 ringd_start "$DATA" --no-auth
 # One job that reports progress (a start overhead) and is cancelled (a stop overhead), one
@@ -86,5 +97,40 @@ scrape "$WORK/m3"
 # Requests are counted in memory since the process started (a reset Prometheus expects).
 never_down "$WORK/m2" "$WORK/m3" '^ringd_http_requests_total$'
 ok "the stored counters and histograms survive a restart"
+
+# What the node's attempts hold: a job of one worker with 2 slots and a GPU, then a second
+# that cannot fit beside it and waits (QUEUED); the gauges follow the scheduler's turns.
+expect_nodes "$WORK/m3" 2 0 2 0
+grep -q "^ringd_node_offline{node=\"[^\"]*\"} 0$" "$WORK/m3" || fail "no ringd_node_offline 0"
+c=$(submit '{"name":"c","command":["/bin/sleep","60"],"cpus_per_worker":2,"gpus_per_worker":1}')
+d=$(submit '{"name":"d","command":["/bin/true"]}')
+wait_job "$c" '.state == "RUNNING"'
+wait_for 30 "the node gauges to show job c" \
+    'scrape "$WORK/m4"; [ "$(node_value ringd_node_gpus_allocated "$WORK/m4")" = 1 ]'
+expect_nodes "$WORK/m4" 2 2 2 1
+[ "$(value 'ringd_jobs{state="QUEUED"}' "$WORK/m4")" = 1 ] || fail "ringd_jobs QUEUED is not 1 (job d waits)"
+[ "$(value 'ringd_jobs{state="RUNNING"}' "$WORK/m4")" = 1 ] || fail "ringd_jobs RUNNING is not 1"
+ok "the node gauges count the slots and GPUs an attempt holds, and the queued job waits"
+curl -sf -o /dev/null -X POST "$URL/v1/jobs/$c/cancel" || fail "cancel failed"
+wait_job "$d" '.state == "SUCCEEDED"'
+wait_for 30 "the node gauges to be free again" \
+    'scrape "$WORK/m5"; [ "$(node_value ringd_node_slots_allocated "$WORK/m5")" = 0 ]'
+expect_nodes "$WORK/m5" 2 0 2 0
+ok "once the jobs end, nothing is allocated"
+
+# The policy label follows a change at runtime; the build is this binary's.
+[ "$(value 'ringd_scheduler_info{policy="fifo",backend="local"}' "$WORK/m5")" = 1 ] ||
+    { grep ringd_scheduler_info "$WORK/m5" >&2; fail "no ringd_scheduler_info for fifo on local"; }
+curl -sf -o /dev/null -X PUT -H 'Content-Type: application/json' -d '{"policy":"dynamic"}' \
+    "$URL/v1/scheduler" || fail "PUT /v1/scheduler failed"
+wait_for 30 "ringd_scheduler_info to say dynamic" \
+    'scrape "$WORK/m6"; [ "$(value "ringd_scheduler_info{policy=\"dynamic\",backend=\"local\"}" "$WORK/m6")" = 1 ]'
+[ "$(grep -c '^ringd_scheduler_info{' "$WORK/m6")" = 1 ] || fail "more than one ringd_scheduler_info sample"
+version=$("$RINGD" --version | awk '{print $2}')
+[ "$(value "ringd_build_info{version=\"$version\"}" "$WORK/m6")" = 1 ] ||
+    { grep build_info "$WORK/m6" >&2; fail "no ringd_build_info for version $version"; }
+age=$(value ringd_scheduler_view_age_seconds "$WORK/m6")
+awk -v a="$age" 'BEGIN { exit !(a >= 0 && a < 5) }' || fail "ringd_scheduler_view_age_seconds is '$age'"
+ok "ringd_scheduler_info names the policy now and ringd_build_info the version"
 ringd_stop
 summary

@@ -62,7 +62,12 @@ ok "a ringmaster.torch job runs on 4 workers and reports progress in the C train
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/v1/jobs/$id/stop")
 [ "$code" = 202 ] || fail "stop answered $code"
 wait_state "$id" STOPPED 60
-job "$id" | jq -e '.attempts[0].exit_status == 75' >/dev/null || { job "$id" | jq . >&2; fail "the stopped attempt did not exit 75"; }
+job "$id" | jq -e '.attempts[0].exit_status == 75' >/dev/null || {
+    # Which rank ended first and how says whether ringrun, ringd or a rank cut the stop short.
+    job "$id" | jq . >&2
+    tail -n 30 "$run/ringrun.log" "$run"/rank.*/stderr >&2 2>/dev/null
+    fail "the stopped attempt did not exit 75"
+}
 [ -f "$DATA/checkpoints/$id/checkpoint.pt" ] || fail "no checkpoint in the job's RING_CHECKPOINT_DIR"
 ok "stop: every rank agrees, rank 0 checkpoints, the attempt exits 75"
 

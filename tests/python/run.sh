@@ -3,14 +3,16 @@
 # Runs one pytest suite for ctest: run.sh NP FILE [PYTEST ARGS...]. NP 0 runs pytest as one
 # plain process; otherwise every one of NP ranks that $RINGRUN starts runs the suite.
 # Exits 77 (ctest's skip) when Debian's python3 lacks numpy, pytest or (for the torch
-# suites) torch: contrib/deps.sh installs them.
+# suites) torch: contrib/deps.sh installs them. The REST client's suite needs pytest only.
 set -euo pipefail
 np=$1 file=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3 # Debian's python3-torch imports only in Debian's own python3
 need="numpy, pytest"
-case $file in *torch* | *examples*)
+case $file in
+test_client*) need="pytest" ;;
+*torch* | *examples*)
     need="$need, torch, sklearn"
     if [ -n "${RING_TEST_NO_TORCH:-}" ]; then
         echo "SKIP: torch aborts on its own C++ exceptions under the AddressSanitizer runtime that an"

@@ -77,7 +77,7 @@ def test_bad_environment_is_an_error_with_its_reason():
 
 
 def test_finding_libring(tmp_path):
-    r = run("import ringmaster", env={"RING_LIBRARY": str(tmp_path / "nope.so")})
+    r = run("import ringmaster; ringmaster.init()", env={"RING_LIBRARY": str(tmp_path / "nope.so")})
     assert r.returncode != 0 and "RING_LIBRARY=%s does not load" % (tmp_path / "nope.so") in r.stderr
     # A copy of the package with libring.so.0 next to it loads that one.
     import ringmaster
@@ -90,7 +90,7 @@ def test_finding_libring(tmp_path):
     assert r.stdout.strip() == str(pkg / "libring.so.0"), r.stderr
     # Without it, and outside a checkout, the message says what to do.
     os.remove(pkg / "libring.so.0")
-    r = run("import ringmaster", env=dict(env, LD_LIBRARY_PATH=""), cwd=str(tmp_path))
+    r = run("import ringmaster; ringmaster.init()", env=dict(env, LD_LIBRARY_PATH=""), cwd=str(tmp_path))
     if r.returncode != 0:  # unless libring is installed system-wide
         assert "cannot find libring.so" in r.stderr and "RING_LIBRARY" in r.stderr
 

@@ -12,7 +12,8 @@ from conftest import world
 
 RANK, SIZE = world()
 
-DTYPES = ["uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+DTYPES = ["uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+INTS = ("uint8", "int8", "int16", "uint16", "int32", "int64")
 OPS = ["sum", "average", "min", "max", "product"]
 
 
@@ -45,7 +46,7 @@ def reference(dtype, op, n=7):
     s = np.stack(vals)
     out = {"sum": s.sum(0), "min": s.min(0), "max": s.max(0), "product": s.prod(0),
            "average": s.sum(0) / SIZE}[op]
-    if op == "average" and dtype in ("uint8", "int8", "int32", "int64"):
+    if op == "average" and dtype in INTS:
         out = np.trunc(out)  # libring: integer scaling truncates toward zero
     return out
 
@@ -185,7 +186,7 @@ def test_allgather_other_dims_must_agree(rm):
     if SIZE == 1:
         pytest.skip("needs two ranks")
     x = np.zeros((1, 2 + RANK % 2))
-    with pytest.raises(ValueError, match="dimensions after the first differ"):
+    with pytest.raises(rm.RingError, match="RING_EMISMATCH: .*dimensions after the first differ"):
         rm.allgather(x, name="ag.bad")
 
 
@@ -305,6 +306,15 @@ def test_barrier_and_join(rm):
     assert rm.join() == SIZE - 1
 
 
+def test_remove_process_set(rm):
+    """Before test_process_sets, which registers the same ranks at np 1."""
+    ps = rm.add_process_set([SIZE - 1])
+    assert rm.remove_process_set(ps) and ps.process_set_id is None
+    assert not rm.remove_process_set(ps)
+    with pytest.raises(ValueError, match="not registered"):
+        rm.allreduce(np.ones(1), process_set=ps)
+
+
 def test_process_sets(rm):
     evens = rm.add_process_set(list(range(0, SIZE, 2)))
     assert evens.included() == (RANK % 2 == 0)
@@ -355,6 +365,38 @@ def test_process_sets(rm):
         rm.allreduce(np.ones(1), process_set=rm.ProcessSet([0]))
 
 
+def test_bool_arrays(rm):
+    """OR for sum and max, AND for product and min; no average."""
+    x = np.array([RANK == 0, True, False])
+    np.testing.assert_array_equal(rm.allreduce(x, op=rm.Sum), [True, True, False])
+    np.testing.assert_array_equal(rm.allreduce(x, op=rm.Min, name="np.bool.min"), [SIZE == 1, True, False])
+    np.testing.assert_array_equal(rm.allgather(x[:1]), [r == 0 for r in range(SIZE)])
+    with pytest.raises(ValueError, match="bool"):
+        rm.allreduce(x, op=rm.Average)
+
+
+def test_grouped_allgather_and_reducescatter(rm):
+    xs = [np.full((RANK + 1, 2), RANK, np.int16), np.arange(3, dtype=np.float32) + RANK]
+    outs = rm.grouped_allgather(xs)
+    np.testing.assert_array_equal(outs[0][:, 0], np.repeat(np.arange(SIZE), np.arange(1, SIZE + 1)))
+    np.testing.assert_array_equal(outs[1], np.concatenate([np.arange(3) + r for r in range(SIZE)]))
+    outs = rm.synchronize(rm.grouped_allgather_async(xs, name="np.gag"))
+    assert outs[0].dtype == np.int16 and outs[1].shape == (3 * SIZE,)
+    ys = [np.ones((2 * SIZE + 1, 3)), np.full(SIZE, float(RANK))]
+    for got, y in zip(rm.grouped_reducescatter(ys, op=rm.Sum), ys):
+        np.testing.assert_array_equal(got, rm.reducescatter(y, op=rm.Sum))
+    got = rm.synchronize(rm.grouped_reducescatter_async(ys, op=rm.Average, name="np.grs"))
+    np.testing.assert_allclose(got[1], rm.reducescatter(ys[1]))
+
+
+def test_adasum_and_shapes(rm):
+    v = np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(rm.allreduce(v, op=rm.Adasum), v, rtol=1e-12)
+    if SIZE > 1:
+        with pytest.raises(rm.RingError, match="different shapes"):
+            rm.allreduce(np.ones((2, 3) if RANK == 0 else (3, 2)), name="np.shapes")
+
+
 def test_process_set_lists_must_agree(rm):
     if SIZE == 1:
         pytest.skip("needs two ranks")
@@ -397,7 +439,9 @@ def test_errors_carry_libring_message(rm):
         if RANK != 0:
             h = rm.allreduce_async(np.ones(2), name="twice")
         assert rm.synchronize(h).tolist() == [1.0, 1.0]
-    with pytest.raises(TypeError, match="bool is not supported"):
+    with pytest.raises(TypeError, match="complex64 is not supported"):
+        rm.allreduce(np.ones(2, dtype=np.complex64))
+    with pytest.raises(ValueError, match="invalid op average .* for bool"):
         rm.allreduce(np.ones(2, dtype=bool))
     with pytest.raises(TypeError, match="numpy array"):
         rm.allreduce([1.0, 2.0])
@@ -405,8 +449,8 @@ def test_errors_carry_libring_message(rm):
         rm.allreduce(np.ones(2, np.float32), dtype="bfloat16")
     with pytest.raises(ValueError, match="unknown op"):
         rm.allreduce(np.ones(2), op="mean")
-    with pytest.raises(ValueError, match="Adasum"):
-        rm.allreduce(np.ones(2), op=rm.Adasum)
+    with pytest.raises(ValueError, match="ADASUM float dtypes only"):
+        rm.allreduce(np.ones(2, np.int32), op=rm.Adasum)
     ro = np.ones(2)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="writable"):

@@ -55,13 +55,28 @@ def test_cmake_install(tmp_path):
     assert os.access(tmp_path / "bin" / "ringrun", os.X_OK) and (tmp_path / "include" / "ring.h").exists()
 
 
-@pytest.mark.parametrize("module,missing", [("ringmaster", "numpy"), ("ringmaster.torch", "numpy")])
-def test_a_python_without_debians_packages_says_which_python(module, missing):
+@pytest.mark.parametrize("code,missing", [("import ringmaster; ringmaster.init()", "numpy"),
+                                          ("from ringmaster import allreduce", "numpy"),
+                                          ("import ringmaster.torch", "torch")])
+def test_a_python_without_debians_packages_says_which_python(code, missing):
     """A python3 that does not see Debian's dist-packages (the pyenv one first on PATH, here
-    `-S`) cannot import numpy or torch: the error must say to use /usr/bin/python3, not only
-    'No module named numpy' once per rank."""
-    r = subprocess.run([sys.executable, "-S", "-c", "import " + module], env=clean_env(PYTHONPATH=SRC),
+    `-S`) cannot import numpy or torch: the first use of the worker side must say to use
+    /usr/bin/python3, not only 'No module named numpy' once per rank."""
+    r = subprocess.run([sys.executable, "-S", "-c", code], env=clean_env(PYTHONPATH=SRC),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "No module named '%s'" % missing in r.stderr, r.stderr
     assert "/usr/bin/python3" in r.stderr, r.stderr
+
+
+def test_the_rest_client_needs_neither_numpy_nor_libring():
+    """ringmaster.client runs where only the standard library is (-S: no dist-packages) and
+    no libring.so can be found: importing it loads nothing of the worker side."""
+    code = ("import sys, ringmaster, ringmaster.client as c; "
+            "print(c.Client('127.0.0.1:9').url, 'numpy' in sys.modules, 'ringmaster._library' in sys.modules, "
+            "'allreduce' in dir(ringmaster))")
+    r = subprocess.run([sys.executable, "-S", "-c", code],
+                       env=clean_env(PYTHONPATH=SRC, RING_LIBRARY="/nonexistent/libring.so"),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["http://127.0.0.1:9", "False", "False", "True"]

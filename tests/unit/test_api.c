@@ -452,6 +452,87 @@ START_TEST(reducescatter_in_place_single_rank)
 }
 END_TEST
 
+/* The new dtypes and Adasum in a world of one: what is refused, and what one rank gets. */
+START_TEST(new_dtypes_and_adasum_arguments)
+{
+    uint8_t flags[3] = {1, 0, 1};
+    int16_t s16[2] = {-3, 4};
+    uint16_t u16[2] = {65535, 2};
+    float f[3] = {1, -2, 4}, g[3];
+    int32_t i[2] = {1, 2};
+
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_int_eq(ring_allreduce(RING_IN_PLACE, flags, 3, RING_BOOL, RING_SUM), 0);
+    ck_assert(flags[0] == 1 && flags[1] == 0);
+    ck_assert_int_eq(ring_allreduce(RING_IN_PLACE, flags, 3, RING_BOOL, RING_AVERAGE), RING_EINVAL);
+    ck_assert(strstr(ring_last_error(), "bool") != NULL);
+    ck_assert_int_eq(ring_allreduce_scaled(RING_IN_PLACE, flags, 3, RING_BOOL, RING_SUM, 2, 1),
+                     RING_EINVAL);
+    ck_assert_int_eq(ring_allreduce(RING_IN_PLACE, s16, 2, RING_INT16, RING_AVERAGE), 0);
+    ck_assert_int_eq(s16[0], -3);
+    ck_assert_int_eq(ring_broadcast(u16, 2, RING_UINT16, 0), 0);
+    ck_assert_int_eq(u16[0], 65535);
+    /* one rank's Adasum is its own vector, scaled */
+    ck_assert_int_eq(ring_allreduce_scaled(f, g, 3, RING_FLOAT32, RING_ADASUM, 2.0, 0.25), 0);
+    ck_assert(g[0] == 0.5f && g[1] == -1.0f && g[2] == 2.0f);
+    ck_assert_int_eq(ring_allreduce(RING_IN_PLACE, i, 2, RING_INT32, RING_ADASUM), RING_EINVAL);
+    ck_assert(strstr(ring_last_error(), "ADASUM float") != NULL);
+    ck_assert_int_eq(ring_reducescatter(f, g, 3, RING_FLOAT32, RING_ADASUM), RING_EINVAL);
+    ck_assert(strstr(ring_last_error(), "allreduce only") != NULL);
+    ring_finalize();
+}
+END_TEST
+
+/* A declared shape is validated, and taken by the next submission only. */
+START_TEST(shape_declarations)
+{
+    int64_t dims[2] = {2, 3}, bad[1] = {-1};
+    float x[6] = {0};
+
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_int_eq(ring_shape_next(2, dims), 0);
+    ck_assert_int_eq(ring_shape_next(-1, dims), RING_EINVAL);
+    ck_assert_int_eq(ring_shape_next(65, dims), RING_EINVAL);
+    ck_assert_int_eq(ring_shape_next(1, bad), RING_EINVAL);
+    ck_assert_int_eq(ring_shape_next(2, NULL), RING_EINVAL);
+    ck_assert_int_eq(ring_shape_next(0, NULL), 0); /* a scalar */
+    ck_assert_int_eq(ring_allreduce(RING_IN_PLACE, x, 6, RING_FLOAT32, RING_SUM), 0);
+    ck_assert_int_eq(ring_allreduce(RING_IN_PLACE, x, 6, RING_FLOAT32, RING_SUM), 0);
+    ring_finalize();
+}
+END_TEST
+
+/* Removing a process set: the world and unknown sets are refused, a removed set's id stays
+ * invalid, and a set with an operation in flight cannot go. */
+START_TEST(process_set_remove)
+{
+    int me = 0;
+    ring_process_set_t ps, ps2;
+    float x = 1;
+    ring_handle_t *h;
+
+    ck_assert_int_eq(ring_process_set_remove(1), RING_ENOTINIT);
+    ck_assert_int_eq(ring_init(), 0);
+    ck_assert_int_eq(ring_process_set_create(&me, 1, &ps), 0);
+    ck_assert_int_eq(ring_process_set_size(ps), 1);
+    ck_assert_int_eq(ring_process_set_remove(RING_GLOBAL), RING_EINVAL);
+    ck_assert(strstr(ring_last_error(), "global") != NULL);
+    ck_assert_int_eq(ring_process_set_remove(ps + 7), RING_EINVAL);
+    ck_assert(strstr(ring_last_error(), "no process set") != NULL);
+    ck_assert_int_eq(ring_process_set_remove(ps), 0);
+    ck_assert_int_eq(ring_process_set_size(ps), -1);
+    ck_assert_int_eq(ring_process_set_rank(ps), -1);
+    ck_assert_int_eq(ring_allreduce_async("x", &x, &x, 1, RING_FLOAT32, RING_SUM, 1, 1, ps, &h),
+                     RING_EINVAL);
+    ck_assert_int_eq(ring_process_set_remove(ps), RING_EINVAL); /* twice */
+    /* a new set gets a new id */
+    ck_assert_int_eq(ring_process_set_create(&me, 1, &ps2), 0);
+    ck_assert_int_ne(ps2, ps);
+    ck_assert_int_eq(ring_process_set_size(ps2), 1);
+    ring_finalize();
+}
+END_TEST
+
 /* count x dtype size that no buffer can hold is refused at every public entry. */
 START_TEST(counts_that_overflow_are_refused)
 {
@@ -517,6 +598,9 @@ int main(void)
         version_matches_the_header,
         reducescatter_in_place_single_rank,
         counts_that_overflow_are_refused,
+        new_dtypes_and_adasum_arguments,
+        process_set_remove,
+        shape_declarations,
         NULL,
     };
     return unit_main("api", tests, 10);

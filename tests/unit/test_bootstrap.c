@@ -4,10 +4,13 @@
  * and the rendezvous implementation's allgather and barrier among real processes that meet
  * at ringrun's real rendezvous server (world.h).
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "unit.h"
 #include "bootstrap.h"
@@ -184,6 +187,80 @@ START_TEST(another_jobs_secret_is_refused)
 }
 END_TEST
 
+/* The rank of a_rank_pushed_out_before_it_spoke_dials_again: a world of one. */
+static int lone_rank(int port, const char *hex)
+{
+    struct ring__bootstrap *b;
+    char v[64];
+
+    setenv("RING_RANK", "0", 1);
+    setenv("RING_LOCAL_RANK", "0", 1);
+    setenv("RING_SIZE", "1", 1);
+    setenv("RING_LOCAL_SIZE", "1", 1);
+    snprintf(v, sizeof(v), "127.0.0.1:%d", port);
+    setenv("RING_RENDEZVOUS", v, 1);
+    setenv(RING__SECRET_ENV, hex, 1);
+    if (ring__bootstrap_open(10000, &b) != 0) {
+        fprintf(stderr, "%s\n", ring_last_error());
+        return 10;
+    }
+    if (b->ops->barrier(b) != 0)
+        return 11;
+    ring__bootstrap_close(b);
+    return 0;
+}
+
+/*
+ * A rendezvous that closes a rank's first connection before the handshake, as one flooded
+ * with connections that prove nothing may (ringrun's rendezvous.c): the rank dials again
+ * and gets in. The port first listens on a plain socket that hangs up on the rank, then
+ * ringrun's rendezvous takes it over.
+ */
+START_TEST(a_rank_pushed_out_before_it_spoke_dials_again)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    char hex[RING__KEY_HEX + 1];
+    struct rendezvous *rdv;
+    struct ring__key key;
+    struct error err;
+    int lfd, fd, port, status;
+    pid_t pid;
+
+    ck_assert_int_eq(ring__key_generate(&key), 0);
+    ring__key_hex(&key, hex);
+    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(lfd, 0);
+    /* The hung-up connection lingers in TIME_WAIT: the rendezvous binds the port anyway. */
+    ck_assert_int_eq(setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &(int){1}, sizeof(int)), 0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(lfd, 8), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    port = ntohs(sa.sin_port);
+    fflush(NULL);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(lfd); /* or the port would listen on after the parent closed it */
+        _exit(lone_rank(port, hex));
+    }
+    fd = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    close(lfd);
+    rdv = rendezvous_create("127.0.0.1", port, &key, 1, &err);
+    ck_assert_msg(rdv != NULL, "rendezvous: %s", err.text);
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        struct pollfd pfd[128];
+        int n = rendezvous_pollfds(rdv, pfd, 128);
+        if (poll(pfd, (nfds_t)n, 10) >= 0)
+            rendezvous_handle(rdv, pfd, n);
+    }
+    rendezvous_destroy(rdv);
+    ck_assert_msg(world_exit_code(status) == 0, "rank 0: status %#x", status);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {
@@ -193,6 +270,7 @@ int main(void)
         rendezvous_allgather_and_barrier,
         rendezvous_names_the_missing_rank,
         another_jobs_secret_is_refused,
+        a_rank_pushed_out_before_it_spoke_dials_again,
         NULL,
     };
     return unit_main("bootstrap", tests, 30);

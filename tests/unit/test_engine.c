@@ -87,6 +87,19 @@ START_TEST(validate_every_mismatch_kind)
     b.root = 1;
     ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
     ck_assert_str_eq(msg, "broadcast 'grad/w1': rank 0 named root 0, rank 1 root 1");
+    /* the same count in another declared shape (ring_shape_next), or in none */
+    a = req("grad/w1", RING__ALLREDUCE, RING_FLOAT32, 8);
+    b = a;
+    a.shape = 0x1234;
+    b.shape = 0x4321;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    ck_assert_str_eq(msg,
+                     "allreduce 'grad/w1': rank 0 and rank 1 sent 8 elements in different shapes");
+    ck_assert(!ring__request_same(&a, &b)); /* nor does the cache take one for the other */
+    b.shape = 0;
+    ck_assert_int_eq(validate2(&a, &b, msg), RING_EMISMATCH);
+    b.shape = a.shape;
+    ck_assert_int_eq(validate2(&a, &b, msg), 0);
 }
 END_TEST
 
@@ -380,6 +393,7 @@ START_TEST(wire_format_round_trip)
     in.req.ncounts = 3;
     in.req.prescale = 0.25;
     in.req.root = -1;
+    in.req.shape = 0xfedcba9876543210ull;
     in.error = RING_EMISMATCH;
     in.message = "ranks disagree";
     ring__put_response(&b, &in);
@@ -594,6 +608,12 @@ START_TEST(process_set_registry)
     ck_assert_int_eq(ring__psets_add(&p, out, 2, 4, 2), RING_EINVAL);
     ck_assert_int_eq(ring__psets_add(&p, ok, 0, 4, 2), RING_EINVAL);
     ck_assert_ptr_null(ring__psets_get(&p, 7));
+    /* removal: the id stays taken, and the world cannot go */
+    ck_assert_int_eq(ring__psets_remove(&p, 1), 0);
+    ck_assert_ptr_null(ring__psets_get(&p, 1));
+    ck_assert_int_eq(ring__psets_remove(&p, 1), RING_EINVAL);
+    ck_assert_int_eq(ring__psets_remove(&p, 0), RING_EINVAL);
+    ck_assert_int_eq(ring__psets_add(&p, ok, 3, 4, 2), 2);
     ring__psets_free(&p);
 }
 END_TEST

@@ -140,6 +140,37 @@ START_TEST(scale_truncates_and_saturates)
 }
 END_TEST
 
+START_TEST(average_divides)
+{
+    /* AVERAGE's factor 1/n divides: 142 * (float)(1/3) is 47.33334, not 142 / 3 = 47.33333.
+     * Every whole sum from -600 to 600, over 3 and 7 ranks, in both float types, alone and
+     * fused into the last reduction; a factor that is no reciprocal still multiplies. */
+    static const int ranks[] = {3, 7};
+    int differs = 0;
+
+    for (int k = 0; k < 2; k++) {
+        int n = ranks[k];
+        for (int v = -600; v <= 600; v++) {
+            float f = (float)v, half = f / 2, out;
+            double d = v, dout;
+            differs += f * (float)(1.0 / n) != f / (float)n;
+            ring__scale(&out, &f, 1, RING_FLOAT32, 1.0 / n);
+            ck_assert_msg(out == f / (float)n, "%d / %d: %.9g", v, n, out);
+            ring__reduce_scale(&out, &half, &half, 1, RING_FLOAT32, RING_AVERAGE, 1.0 / n);
+            ck_assert_msg(out == f / (float)n, "%d / %d fused: %.9g", v, n, out);
+            ring__scale(&dout, &d, 1, RING_FLOAT64, 1.0 / n);
+            ck_assert(dout == d / n);
+            ring__reduce_scale(&dout, &d, &(double){0}, 1, RING_FLOAT64, RING_SUM, 1.0 / n);
+            ck_assert(dout == d / n);
+        }
+    }
+    ck_assert_msg(differs > 0, "no value tells a division from a product: the test proves nothing");
+    float x = 142, y;
+    ring__scale(&y, &x, 1, RING_FLOAT32, 0.3);
+    ck_assert(y == x * 0.3f);
+}
+END_TEST
+
 START_TEST(op_validation)
 {
     ck_assert(ring__op_valid(RING_FLOAT32, RING_SUM, 0.5, 2.0));
@@ -150,6 +181,178 @@ START_TEST(op_validation)
     ck_assert(!ring__op_valid(RING_FLOAT32, RING_OP_COUNT, 1.0, 1.0));
     ck_assert(!ring__op_valid(RING_FLOAT32, RING_SUM, NAN, 1.0));
     ck_assert(!ring__op_valid(RING_FLOAT32, RING_SUM, 1.0, INFINITY));
+}
+END_TEST
+
+START_TEST(new_dtypes_table)
+{
+    ck_assert_uint_eq(ring_dtype_size(RING_INT16), 2);
+    ck_assert_uint_eq(ring_dtype_size(RING_UINT16), 2);
+    ck_assert_uint_eq(ring_dtype_size(RING_BOOL), 1);
+    ck_assert_str_eq(ring_dtype_name(RING_INT16), "int16");
+    ck_assert_str_eq(ring_dtype_name(RING_UINT16), "uint16");
+    ck_assert_str_eq(ring_dtype_name(RING_BOOL), "bool");
+    ck_assert_str_eq(ring_op_name(RING_ADASUM), "adasum");
+    /* the values of the older dtypes did not move (bindings hard-code them) */
+    ck_assert_int_eq(RING_FLOAT64, 7);
+    ck_assert_int_eq(RING_INT16, 8);
+    ck_assert_int_eq(RING_PRODUCT, 4);
+    ck_assert_int_eq(RING_ADASUM, 5);
+    ck_assert(ring__dtype_is_float(RING_BFLOAT16) && !ring__dtype_is_float(RING_INT16));
+}
+END_TEST
+
+START_TEST(int16_kernels_wrap_compare_and_saturate)
+{
+    int16_t a[3] = {INT16_MAX, -300, 7}, b[3] = {1, 200, -9}, d[3];
+    uint16_t ua[3] = {65530, 300, 2}, ub[3] = {10, 200, 40000}, ud[3];
+
+    ring__reduce(d, a, b, 3, RING_INT16, RING_SUM);
+    ck_assert_int_eq(d[0], INT16_MIN); /* wraps */
+    ck_assert_int_eq(d[1], -100);
+    ring__reduce(d, a, b, 3, RING_INT16, RING_MIN);
+    ck_assert_int_eq(d[1], -300);
+    ck_assert_int_eq(d[2], -9);
+    ring__reduce(d, a, b, 3, RING_INT16, RING_PRODUCT);
+    ck_assert_int_eq(d[2], -63);
+    ring__reduce(ud, ua, ub, 3, RING_UINT16, RING_SUM);
+    ck_assert_uint_eq(ud[0], 4); /* 65540 wraps */
+    ring__reduce(ud, ua, ub, 3, RING_UINT16, RING_MAX);
+    ck_assert_uint_eq(ud[2], 40000); /* compared unsigned: 40000 is no negative number */
+    ring__reduce(ud, ua, ub, 3, RING_UINT16, RING_MIN);
+    ck_assert_uint_eq(ud[1], 200);
+    ring__scale(a, a, 3, RING_INT16, 2.0);
+    ck_assert_int_eq(a[0], INT16_MAX);
+    ck_assert_int_eq(a[1], -600);
+    ring__scale(ua, ua, 3, RING_UINT16, -1.0);
+    ck_assert_uint_eq(ua[0], 0); /* saturates at the bottom too */
+    ring__scale(ub, ub, 3, RING_UINT16, 0.25);
+    ck_assert_uint_eq(ub[0], 2); /* 2.5 truncates */
+}
+END_TEST
+
+/* Booleans stay 0 or 1: SUM and MAX are OR, PRODUCT and MIN are AND. */
+START_TEST(bool_kernels_are_or_and_and)
+{
+    uint8_t a[4] = {0, 0, 1, 1}, b[4] = {0, 1, 0, 1}, d[4];
+    static const uint8_t or_[4] = {0, 1, 1, 1}, and_[4] = {0, 0, 0, 1};
+
+    ring__reduce(d, a, b, 4, RING_BOOL, RING_SUM);
+    ck_assert(memcmp(d, or_, 4) == 0);
+    ring__reduce(d, a, b, 4, RING_BOOL, RING_MAX);
+    ck_assert(memcmp(d, or_, 4) == 0);
+    ring__reduce(d, a, b, 4, RING_BOOL, RING_PRODUCT);
+    ck_assert(memcmp(d, and_, 4) == 0);
+    ring__reduce(d, a, b, 4, RING_BOOL, RING_MIN);
+    ck_assert(memcmp(d, and_, 4) == 0);
+    memcpy(d, a, 4);
+    ring__reduce(d, d, d, 4, RING_BOOL, RING_SUM); /* x OR x: still 0 or 1, not 2 */
+    ck_assert(memcmp(d, a, 4) == 0);
+}
+END_TEST
+
+/* v in dtype t at buf (integers saturate; booleans are v != 0). */
+static void put_value(void *buf, ring_dtype_t t, double v)
+{
+    char one[8];
+    if (t == RING_BOOL) {
+        *(uint8_t *)buf = v != 0;
+        return;
+    }
+    ring__neutral(one, 1, t, RING_PRODUCT); /* 1 in t */
+    ring__scale(buf, one, 1, t, v);
+}
+
+/* What a joined rank contributes leaves every other value as it is, for every dtype and
+ * element-wise op, including the extremes of each type. */
+START_TEST(neutral_leaves_every_value_alone)
+{
+    static const double samples[] = {0, 1, -1, 3, -7, 100, 127, -128, 255, 32767, -32768, 65535};
+    static const ring_op_t ops[] = {RING_SUM, RING_PRODUCT, RING_MIN, RING_MAX};
+    char x[8], n[8], d[8];
+    int16_t i16;
+    uint16_t u16;
+
+    for (int t = 0; t < RING_DTYPE_COUNT; t++) {
+        size_t es = ring_dtype_size((ring_dtype_t)t);
+        for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+            ring__neutral(n, 1, (ring_dtype_t)t, ops[o]);
+            for (size_t k = 0; k < sizeof(samples) / sizeof(samples[0]); k++) {
+                put_value(x, (ring_dtype_t)t, samples[k]);
+                ring__reduce(d, x, n, 1, (ring_dtype_t)t, ops[o]);
+                ck_assert_msg(memcmp(d, x, es) == 0, "dtype %s op %s value %g",
+                              ring_dtype_name((ring_dtype_t)t), ring_op_name(ops[o]), samples[k]);
+            }
+        }
+    }
+    ring__neutral(&i16, 1, RING_INT16, RING_MIN);
+    ck_assert_int_eq(i16, INT16_MAX);
+    ring__neutral(&i16, 1, RING_INT16, RING_MAX);
+    ck_assert_int_eq(i16, INT16_MIN);
+    ring__neutral(&u16, 1, RING_UINT16, RING_MIN);
+    ck_assert_uint_eq(u16, UINT16_MAX);
+    ring__neutral(&u16, 1, RING_UINT16, RING_MAX);
+    ck_assert_uint_eq(u16, 0);
+    ring__neutral(x, 1, RING_BOOL, RING_MIN);
+    ck_assert_uint_eq((uint8_t)x[0], 1);
+    ring__neutral(x, 1, RING_BOOL, RING_SUM);
+    ck_assert_uint_eq((uint8_t)x[0], 0);
+}
+END_TEST
+
+START_TEST(op_validation_new_types)
+{
+    ck_assert(ring__op_valid(RING_BOOL, RING_SUM, 1.0, 1.0));
+    ck_assert(ring__op_valid(RING_BOOL, RING_MIN, 1.0, 1.0));
+    ck_assert(!ring__op_valid(RING_BOOL, RING_AVERAGE, 1.0, 1.0));
+    ck_assert(!ring__op_valid(RING_BOOL, RING_SUM, 2.0, 1.0));
+    ck_assert(ring__op_valid(RING_INT16, RING_AVERAGE, 0.5, 1.0));
+    ck_assert(ring__op_valid(RING_UINT16, RING_PRODUCT, 1.0, 1.0));
+    for (int t = 0; t < RING_DTYPE_COUNT; t++)
+        ck_assert_int_eq(ring__op_valid((ring_dtype_t)t, RING_ADASUM, 0.5, 2.0),
+                         ring__dtype_is_float((ring_dtype_t)t));
+}
+END_TEST
+
+/* Adasum's pairwise combination: orthogonal vectors add, equal ones stay, a zero vector
+ * keeps its partner, and the coefficients are 1 - a.b / 2|x|^2. */
+START_TEST(adasum_kernels)
+{
+    static const ring_dtype_t ts[] = {RING_FLOAT16, RING_BFLOAT16, RING_FLOAT32, RING_FLOAT64};
+    static const double va[4] = {1, 0, 2, 0}, vb[4] = {0, 3, 0, -1};
+    for (size_t k = 0; k < sizeof(ts) / sizeof(ts[0]); k++) {
+        ring_dtype_t t = ts[k];
+        size_t es = ring_dtype_size(t);
+        char a[32], b[32], z[32], s[32];
+        double p[3];
+        for (int i = 0; i < 4; i++) { /* small integers: exact in every float dtype */
+            put_value(a + i * es, t, va[i]);
+            put_value(b + i * es, t, vb[i]);
+            put_value(z + i * es, t, 0);
+        }
+        ring__adasum_partials(a, b, 4, t, p);
+        ck_assert(p[0] == 0 && p[1] == 5 && p[2] == 10);
+        /* orthogonal: both coefficients 1, so the sum */
+        ck_assert(ring__adasum_coeff(p[0], p[1]) == 1.0 && ring__adasum_coeff(p[0], p[2]) == 1.0);
+        memcpy(s, a, sizeof(s));
+        ring__adasum_combine(s, b, 4, t, 1.0, 1.0);
+        ring__adasum_partials(s, s, 4, t, p);
+        ck_assert(p[1] == 15); /* |(1, 3, 2, -1)|^2 */
+        /* equal: a.a / 2|a|^2 = 1/2 each, so a (+) a = a */
+        ring__adasum_partials(a, a, 4, t, p);
+        ck_assert(ring__adasum_coeff(p[0], p[1]) == 0.5);
+        memcpy(s, a, sizeof(s));
+        ring__adasum_combine(s, a, 4, t, 0.5, 0.5);
+        ck_assert(memcmp(s, a, 4 * es) == 0);
+        /* zero: its own coefficient is 1 whatever the dot product, its partner's 1 - 0 */
+        ring__adasum_partials(z, b, 4, t, p);
+        ck_assert(p[0] == 0 && p[1] == 0);
+        ck_assert(ring__adasum_coeff(p[0], p[1]) == 1.0 && ring__adasum_coeff(p[0], p[2]) == 1.0);
+    }
+    /* parallel, b = 2a: a.b = 2|a|^2, so a's coefficient is 0 and b's 3/4: (+) = 1.5 a */
+    ck_assert(ring__adasum_coeff(2.0, 1.0) == 0.0);
+    ck_assert(ring__adasum_coeff(2.0, 4.0) == 0.75);
+    ck_assert(ring__adasum_coeff(5.0, 1e-310) == 1.0); /* an underflowed norm counts as zero */
 }
 END_TEST
 
@@ -214,7 +417,14 @@ int main(void)
         int_kernels_wrap_and_compare,
         float_kernels_alias_and_half_precision,
         scale_truncates_and_saturates,
+        average_divides,
         op_validation,
+        new_dtypes_table,
+        int16_kernels_wrap_compare_and_saturate,
+        bool_kernels_are_or_and_and,
+        neutral_leaves_every_value_alone,
+        op_validation_new_types,
+        adasum_kernels,
         reduce_scale_matches_two_passes,
         NULL,
     };

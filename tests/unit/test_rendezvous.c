@@ -23,19 +23,20 @@ static atomic_int stop;
 static pthread_t thread;
 static char port[16];
 
+/* The loop ringrun runs, less its ranks: a poll that times out is handled too. */
 static void *serve(void *arg)
 {
     struct pollfd pfd[256];
     while (!atomic_load(&stop)) {
-        int n = rendezvous_pollfds(server, pfd, 256);
-        if (poll(pfd, (nfds_t)n, 20) > 0)
+        int n = rendezvous_pollfds(server, pfd, 256), t = rendezvous_timeout(server);
+        if (poll(pfd, (nfds_t)n, t >= 0 && t < 20 ? t : 20) >= 0)
             rendezvous_handle(server, pfd, n);
     }
     return NULL;
 }
 
-/* A server for a world of size ranks, with a fresh secret in key. */
-static void start_size(int size)
+/* A server for a world of size ranks, with a fresh secret in key, not serving yet. */
+static void create(int size)
 {
     struct error err;
     ck_assert_int_eq(ring__key_generate(&key), 0);
@@ -43,8 +44,19 @@ static void start_size(int size)
     ck_assert_ptr_nonnull(server);
     ck_assert_int_le(rendezvous_max_pollfds(server), 256);
     snprintf(port, sizeof(port), "%d", rendezvous_port(server));
+}
+
+/* Serves from here on, in a thread. */
+static void run(void)
+{
     atomic_store(&stop, 0);
     ck_assert_int_eq(pthread_create(&thread, NULL, serve, NULL), 0);
+}
+
+static void start_size(int size)
+{
+    create(size);
+    run();
 }
 
 static void start(void)
@@ -86,6 +98,36 @@ static void say(int fd, const char *line, char *out, size_t cap)
 {
     ck_assert_int_eq(ring__net_write_all(fd, line, strlen(line), ring__now_ms() + 1000), 0);
     ck_assert_int_eq(ring__net_read_line(fd, out, cap, ring__now_ms() + 2000), 0);
+}
+
+/* Says HELLO on fd with client nonce cn, as a rank does the moment it connects. */
+static void hello(int fd, const unsigned char *cn)
+{
+    char line[128], hex[2 * RING__NONCE_BYTES + 1];
+    ring__hex_encode(cn, RING__NONCE_BYTES, hex);
+    snprintf(line, sizeof(line), "HELLO %s\n", hex);
+    ck_assert_int_eq(ring__net_write_all(fd, line, strlen(line), ring__now_ms() + 1000), 0);
+}
+
+/* Reads the server's CHAL on fd, which said HELLO with cn, checks it, and proves the secret. */
+static void prove(int fd, const unsigned char *cn, int size)
+{
+    unsigned char sn[RING__NONCE_BYTES], mac[RING__MAC_BYTES];
+    char line[RING_RDV_LINE_MAX], hex[2 * RING__MAC_BYTES + 1];
+    struct ring__auth_transcript t;
+
+    ck_assert_int_eq(ring__net_read_line(fd, line, sizeof(line), ring__now_ms() + 5000), 0);
+    ck_assert_msg(strncmp(line, "CHAL ", 5) == 0, "HELLO got '%s'", line);
+    ck_assert_int_eq(ring__hex_decode(line + 6 + 2 * RING__NONCE_BYTES, mac, sizeof(mac)), 0);
+    line[5 + 2 * RING__NONCE_BYTES] = '\0';
+    ck_assert_int_eq(ring__hex_decode(line + 5, sn, sizeof(sn)), 0);
+    ring__rdv_transcript(&t, size, cn, sn);
+    ck_assert(ring__auth_check(&key, RING__ROLE_ACCEPTOR, &t, mac));
+    ring__auth_mac(&key, RING__ROLE_DIALER, &t, mac);
+    ring__hex_encode(mac, sizeof(mac), hex);
+    snprintf(line, sizeof(line), "AUTH %s\n", hex);
+    say(fd, line, line, sizeof(line));
+    ck_assert_str_eq(line, "OK");
 }
 
 /* The server closed fd. */
@@ -277,6 +319,73 @@ START_TEST(silent_callers_do_not_lock_ranks_out)
 }
 END_TEST
 
+/*
+ * A flood of connections that prove nothing, queued behind a rank that said HELLO before
+ * the server looked: closed at once (closed) or held silent. However many, the rank's HELLO
+ * is answered and its proof accepted; the flood does not push it out.
+ */
+static void flood_behind_a_rank(int closed)
+{
+    unsigned char cn[RING__NONCE_BYTES] = {42};
+    int silent[300], a;
+    char v[16];
+    create(4);
+    a = raw_client();
+    hello(a, cn);
+    for (int i = 0; i < 300; i++) {
+        silent[i] = raw_client();
+        if (closed)
+            close(silent[i]);
+    }
+    run();
+    prove(a, cn, 4);
+    ck_assert_int_eq(ring__rdv_set(a, "x", "1", ring__now_ms() + 2000), 0);
+    ck_assert_int_eq(ring__rdv_get(a, "x", v, sizeof(v), ring__now_ms() + 2000), 0);
+    for (int i = 0; !closed && i < 300; i++)
+        close(silent[i]);
+    close(a);
+    finish();
+}
+
+START_TEST(closed_callers_do_not_push_out_a_rank)
+{
+    flood_behind_a_rank(1);
+}
+END_TEST
+
+START_TEST(silent_callers_do_not_push_out_a_rank)
+{
+    flood_behind_a_rank(0);
+}
+END_TEST
+
+/*
+ * A world larger than the table of unproven clients (64) whose ranks all dial and say HELLO
+ * before the server looks: the latecomers wait in the backlog while the first prove the
+ * secret, and none is pushed out.
+ */
+START_TEST(a_world_that_dials_at_once_gets_in)
+{
+    enum { SIZE = 90 };
+    unsigned char cn[SIZE][RING__NONCE_BYTES];
+    int fd[SIZE];
+    create(SIZE);
+    for (int i = 0; i < SIZE; i++) {
+        memset(cn[i], i + 1, sizeof(cn[i]));
+        fd[i] = raw_client();
+        hello(fd[i], cn[i]);
+    }
+    run();
+    for (int i = 0; i < SIZE; i++)
+        prove(fd[i], cn[i], SIZE);
+    for (int i = 0; i < SIZE; i++)
+        close(fd[i]);
+    finish_thread();
+    ck_assert_int_eq(rendezvous_refused(server), 0);
+    rendezvous_destroy(server);
+}
+END_TEST
+
 START_TEST(get_waits_for_set)
 {
     char v[64];
@@ -377,6 +486,9 @@ int main(void)
         a_wrong_secret_is_refused_both_ways,
         a_proof_cannot_be_replayed_or_reflected,
         silent_callers_do_not_lock_ranks_out,
+        closed_callers_do_not_push_out_a_rank,
+        silent_callers_do_not_push_out_a_rank,
+        a_world_that_dials_at_once_gets_in,
         get_waits_for_set,
         malformed_requests_get_an_error,
         overlong_line_is_refused,

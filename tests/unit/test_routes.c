@@ -363,6 +363,147 @@ START_TEST(a_valid_stream_request_describes_the_stream)
 }
 END_TEST
 
+/*
+ * GET /v1/events: an admin's pages hold every job's events, a user's only their own; a
+ * stream starts at the newest event unless told where, for the caller's scope; bad
+ * parameters are refused whether streamed or not.
+ */
+START_TEST(every_jobs_events_for_whom_may_see_them)
+{
+    struct api_response r;
+    struct fake page = {.query = {{"after", "0"}, {"limit", "1000"}}};
+    struct fake sse = {.header = {{"Accept", "text/event-stream"}}};
+    struct fake resume = {.header = {{"Accept", "text/event-stream"}, {"Last-Event-ID", "1"}}};
+    static const char *const bad[][2] = {
+        {"after", "x"}, {"limit", "0"}, {"limit", "1001"}, {"after", "-1"}};
+    char a[64];
+    json_t *ev;
+
+    snprintf(a, sizeof(a), "%s", submit("alice"));
+    submit("bob");
+    handle("GET", "/v1/events", NULL, &page, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    ev = json_object_get(r.body, "events");
+    ck_assert_int_eq(json_array_size(ev), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.body, "next_after")), 2);
+    release(&r);
+    handle("GET", "/v1/events", NULL, &page, "alice", &r);
+    ev = json_object_get(r.body, "events");
+    ck_assert_int_eq(json_array_size(ev), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 0), "job_id")), a);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.body, "next_after")), 2);
+    release(&r);
+
+    handle("GET", "/v1/events", NULL, &sse, "alice", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.stream, API_STREAM_ALL_EVENTS);
+    ck_assert_int_eq(r.stream_from, 2); /* the newest, not the first */
+    ck_assert_int_eq(r.stream_owner, principal_named("alice"));
+    release(&r);
+    handle("GET", "/v1/events", NULL, &resume, NULL, &r);
+    ck_assert_int_eq(r.stream, API_STREAM_ALL_EVENTS);
+    ck_assert_int_eq(r.stream_from, 1);
+    ck_assert_int_eq(r.stream_owner, STORE_ANYONE);
+    release(&r);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct fake q = {.query = {{bad[i][0], bad[i][1]}}};
+        struct fake qs = {.query = {{bad[i][0], bad[i][1]}},
+                          .header = {{"Accept", "text/event-stream"}}};
+        handle("GET", "/v1/events", NULL, &q, NULL, &r);
+        ck_assert_msg(r.status == 400, "%s=%s: %d", bad[i][0], bad[i][1], r.status);
+        ck_assert_str_eq(problem_type(&r), "urn:ringmaster:problem:bad-parameter");
+        release(&r);
+        handle("GET", "/v1/events", NULL, &qs, NULL, &r);
+        ck_assert_msg(r.status == 400 && r.stream == API_STREAM_NONE, "stream %s=%s: %d", bad[i][0],
+                      bad[i][1], r.status);
+        release(&r);
+    }
+}
+END_TEST
+
+/* GET /v1/jobs?order=newest lists the newest first; another order is refused. */
+START_TEST(jobs_newest_first)
+{
+    struct api_response r;
+    struct fake newest = {.query = {{"order", "newest"}, {"page_size", "1"}}};
+    struct fake wrong = {.query = {{"order", "random"}}};
+    char second[64];
+    json_t *page;
+    json_error_t jerr;
+
+    submit("alice");
+    snprintf(second, sizeof(second), "%s", submit("alice"));
+    handle("GET", "/v1/jobs", NULL, &newest, "alice", &r);
+    ck_assert_int_eq(r.status, 200);
+    page = json_loads(r.json_text, 0, &jerr);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(page, "jobs"), 0), "id")),
+        second);
+    ck_assert_ptr_nonnull(json_object_get(page, "next_page_token"));
+    /* where a watch of GET /v1/events goes on from: the two submissions' events */
+    ck_assert_int_eq(json_integer_value(json_object_get(page, "last_event_id")), 2);
+    json_decref(page);
+    release(&r);
+    handle("GET", "/v1/jobs", NULL, &wrong, "alice", &r);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_str_eq(problem_type(&r), "urn:ringmaster:problem:bad-parameter");
+    release(&r);
+}
+END_TEST
+
+/* The usage series: a point at each end of the window, a step at each start and end inside
+ * it, one step for an end and a start at the same instant, nothing from outside it. */
+START_TEST(usage_is_a_step_series)
+{
+    json_error_t jerr;
+    json_t *attempts =
+        json_loads("["
+                   "{\"start_s\":50,\"end_s\":150,\"workers\":4,\"gpus\":4,\"slots\":4},"
+                   "{\"start_s\":150,\"end_s\":null,\"workers\":2,\"gpus\":2,\"slots\":2},"
+                   "{\"start_s\":120,\"end_s\":130,\"workers\":1,\"gpus\":0,\"slots\":1},"
+                   "{\"start_s\":10,\"end_s\":90,\"workers\":8,\"gpus\":8,\"slots\":8},"
+                   "{\"start_s\":500,\"end_s\":null,\"workers\":9,\"gpus\":9,\"slots\":9}]",
+                   0, &jerr);
+    /* window [100, 200]: 4 at 100; +1 at 120; -1 at 130; -4 +2 at 150; 2 at 200 */
+    static const long want[][2] = {{100, 4}, {120, 5}, {130, 4}, {150, 2}, {200, 2}};
+    json_t *p = api_cluster_usage(attempts, 100, 200), *pt;
+    size_t i;
+    ck_assert_ptr_nonnull(attempts);
+    ck_assert_int_eq(json_array_size(p), 5);
+    json_array_foreach(p, i, pt)
+    {
+        ck_assert_int_eq(json_integer_value(json_object_get(pt, "workers")), want[i][1]);
+        ck_assert_int_eq(json_integer_value(json_object_get(pt, "gpus")),
+                         want[i][1] - (i == 1)); /* the one-worker attempt holds no GPU */
+    }
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(p, 0), "t")),
+                     "1970-01-01T00:01:40.000Z");
+    json_decref(p);
+    json_decref(attempts);
+}
+END_TEST
+
+START_TEST(usage_window_is_checked)
+{
+    struct api_response r;
+    static const char *const bad[] = {"59", "2592001", "x", ""};
+    struct fake ok = {.query = {{"window", "600"}}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct fake q = {.query = {{"window", bad[i]}}};
+        handle("GET", "/v1/cluster/usage", NULL, &q, "alice", &r);
+        ck_assert_msg(r.status == 400, "window=%s: %d", bad[i], r.status);
+        release(&r);
+    }
+    handle("GET", "/v1/cluster/usage", NULL, &ok, "alice", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.body, "window_s")), 600);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(r.body, "capacity"), "slots")), 4);
+    ck_assert_int_eq(json_array_size(json_object_get(r.body, "points")), 2); /* idle: flat */
+    release(&r);
+}
+END_TEST
+
 START_TEST(token_requests_are_checked)
 {
     static const char *const bad[] = {
@@ -595,6 +736,10 @@ int main(void)
                             logs_are_served_from_the_file,
                             a_tail_across_blocks,
                             a_huge_log_is_never_read_whole,
+                            every_jobs_events_for_whom_may_see_them,
+                            jobs_newest_first,
+                            usage_is_a_step_series,
+                            usage_window_is_checked,
                             NULL};
     return unit_main_fixture("routes", tests, 30, setup, teardown);
 }

@@ -4,9 +4,11 @@
  * test_store_migrations.c; what both share in store_world.c. */
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -71,7 +73,8 @@ START_TEST(paging_and_filters)
     json_t *page, *job;
     int64_t next;
     int created, seen = 0;
-    struct store_filter all = {.owner_id = STORE_ANYONE}, odd = {U, "u", "QUEUED", "team", "odd"},
+    struct store_filter all = {.owner_id = STORE_ANYONE},
+                        odd = {U, "u", "QUEUED", "team", "odd", 0},
                         nobody = {.owner_id = STORE_ANYONE, .owner = "nobody"},
                         other = {.owner_id = BOB};
     for (int i = 0; i < 7; i++) {
@@ -548,6 +551,151 @@ START_TEST(metrics_survive_delete)
 }
 END_TEST
 
+/* Newest first: every job once, in reverse creation order, page after page; filters too. */
+START_TEST(paging_newest_first)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *page, *job;
+    char ids[7][32];
+    int64_t next = 0;
+    int created, seen = 0;
+    struct store_filter all = {.owner_id = STORE_ANYONE, .newest_first = 1},
+                        odd = {.owner_id = U,
+                               .label_key = "team",
+                               .label_value = "odd",
+                               .newest_first = 1};
+    for (int i = 0; i < 7; i++) {
+        json_t *s = spec("j", i % 2 ? "odd" : "even");
+        ck_assert_int_eq(store_job_create(st, U, "u", s, NULL, "h", &job, &created, &err), 0);
+        snprintf(ids[i], sizeof(ids[i]), "%s", json_string_value(json_object_get(job, "id")));
+        json_decref(job);
+        json_decref(s);
+    }
+    do {
+        page = list(st, &all, next, 3, &next);
+        for (size_t i = 0; i < json_array_size(page); i++, seen++)
+            ck_assert_str_eq(json_string_value(json_object_get(json_array_get(page, i), "id")),
+                             ids[6 - seen]);
+        json_decref(page);
+    } while (next != 0);
+    ck_assert_int_eq(seen, 7);
+    page = list(st, &odd, 0, 2, &next); /* jobs 5 and 3, then 1 */
+    ck_assert_int_eq(json_array_size(page), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(page, 0), "id")), ids[5]);
+    json_decref(page);
+    page = list(st, &odd, next, 2, &next);
+    ck_assert_int_eq(json_array_size(page), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(page, 0), "id")), ids[1]);
+    ck_assert_int_eq(next, 0);
+    json_decref(page);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
+/*
+ * Every job's events: all of them for an admin, in order, each with its job; only a
+ * principal's own for a user. A user whose jobs are quiet moves on past others' events (upto),
+ * and a page that is full goes on from its last event.
+ */
+START_TEST(events_of_every_job)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *job, *ev, *s = spec("e", "t");
+    char a[32], b[32];
+    int64_t upto, newest, mine;
+    int created;
+
+    ck_assert_int_eq(store_events_newest(st, &newest, &err), 0);
+    ck_assert_int_eq(newest, 0);
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err), 0);
+    snprintf(a, sizeof(a), "%s", json_string_value(json_object_get(job, "id")));
+    json_decref(job);
+    ck_assert_int_eq(store_job_create(st, BOB, "bob", s, NULL, "h", &job, &created, &err), 0);
+    snprintf(b, sizeof(b), "%s", json_string_value(json_object_get(job, "id")));
+    json_decref(job);
+    json_decref(s);
+    ck_assert_int_eq(store_job_transition(st, b, "CANCELLED", "cancelled", "by bob", NULL, &err),
+                     0);
+    ck_assert_int_eq(store_events_newest(st, &newest, &err), 0);
+    ck_assert_int_eq(newest, 3);
+
+    ck_assert_int_eq(store_events_all(st, STORE_ANYONE, 0, 100, &ev, &upto, &err), 0);
+    ck_assert_int_eq(json_array_size(ev), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 0), "job_id")), a);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 2), "job_id")), b);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 2), "state")),
+                     "CANCELLED");
+    ck_assert_int_eq(upto, 3);
+    json_decref(ev);
+
+    ck_assert_int_eq(store_events_all(st, ALICE, 0, 100, &ev, &upto, &err), 0);
+    ck_assert_int_eq(json_array_size(ev), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 0), "job_id")), a);
+    ck_assert_int_eq(upto, 3); /* past bob's two */
+    json_decref(ev);
+    ck_assert_int_eq(store_events_all(st, ALICE, upto, 100, &ev, &mine, &err), 0);
+    ck_assert_int_eq(json_array_size(ev), 0);
+    ck_assert_int_eq(mine, 3);
+    json_decref(ev);
+
+    ck_assert_int_eq(store_events_all(st, STORE_ANYONE, 0, 2, &ev, &upto, &err), 0);
+    ck_assert_int_eq(json_array_size(ev), 2);
+    ck_assert_int_eq(upto, 2); /* a full page: on from its last */
+    json_decref(ev);
+    ck_assert_int_eq(store_events_all(st, BOB, upto, 2, &ev, &upto, &err), 0);
+    ck_assert_int_eq(json_array_size(ev), 1);
+    ck_assert_int_eq(upto, 3);
+    json_decref(ev);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
+/* The attempts behind the cluster's usage: those running, and those that ended after the
+ * window's start, with what they held. */
+START_TEST(attempts_since_a_time)
+{
+    struct store *st = open_fresh();
+    struct error err;
+    json_t *job, *got,
+        *s = json_pack("{s:s, s:[s], s:i, s:i}", "name", "u", "command", "/bin/true",
+                       "gpus_per_worker", 2, "cpus_per_worker", 3);
+    struct store_attempt at = {1, 2, "n1:2", "0,1,2,3", "7", "/run/1", "process group"};
+    struct store_sched sc = {1, 0, 0, 0};
+    const char *id;
+    int created;
+    double now = (double)time(NULL);
+
+    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err), 0);
+    id = json_string_value(json_object_get(job, "id"));
+    ck_assert_int_eq(store_attempt_start(st, id, &at, &sc, &err), 0);
+    ck_assert_int_eq(store_attempts_since(st, now - 60, &got, &err), 0);
+    ck_assert_int_eq(json_array_size(got), 1);
+    ck_assert(json_is_null(json_object_get(json_array_get(got, 0), "end_s")));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(got, 0), "workers")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(got, 0), "gpus")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(got, 0), "slots")), 6);
+    ck_assert(fabs(json_real_value(json_object_get(json_array_get(got, 0), "start_s")) - now) < 5);
+    json_decref(got);
+    ck_assert_int_eq(
+        store_attempt_end(st, id, 1, 0, -1, "exit 0", "SUCCEEDED", "succeeded", &sc, &err), 0);
+    ck_assert_int_eq(store_attempts_since(st, now - 60, &got, &err), 0);
+    ck_assert_int_eq(json_array_size(got), 1); /* ended within the window */
+    ck_assert(json_is_real(json_object_get(json_array_get(got, 0), "end_s")));
+    json_decref(got);
+    ck_assert_int_eq(store_attempts_since(st, now + 60, &got, &err), 0);
+    ck_assert_int_eq(json_array_size(got), 0); /* ended before it */
+    json_decref(got);
+    json_decref(job);
+    json_decref(s);
+    store_close(st);
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *tests[] = {create_get_and_owner_scoping,
@@ -560,6 +708,9 @@ int main(void)
                             the_last_admin_token_stays,
                             check_finds_corruption,
                             metrics_survive_delete,
+                            paging_newest_first,
+                            events_of_every_job,
+                            attempts_since_a_time,
                             NULL};
     return unit_main("store", tests, 30);
 }

@@ -82,7 +82,7 @@ static inline void world_run(int np, int (*fn)(int rank, void *arg), void *arg,
     while (left > 0) {
         struct pollfd pfd[160]; /* rendezvous_max_pollfds of WORLD_MAX ranks, and more */
         int n = rendezvous_pollfds(rdv, pfd, 160);
-        if (poll(pfd, (nfds_t)n, 10) > 0)
+        if (poll(pfd, (nfds_t)n, 10) >= 0) /* a timeout too (rendezvous.h) */
             rendezvous_handle(rdv, pfd, n);
         for (int r = 0; r < np; r++) {
             if (pids[r] > 0 && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {

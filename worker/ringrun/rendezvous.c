@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,22 +28,45 @@
 
 /*
  * Limits, so that no caller can make ringrun hold unbounded memory or descriptors:
- * - clients still proving the secret: RDV_PENDING_MAX; a new one past it pushes out the
- *   oldest (a rank proves it in one round trip, so the oldest is the likeliest stuck);
+ * - clients still proving the secret: RDV_PENDING_MAX. Anyone who can reach the port can
+ *   connect far faster than ranks do (one local process makes 10 000 to 50 000 connections
+ *   a second, closing each at once or holding it and saying nothing), so a slot is not
+ *   first come, first served, and a flood that proves nothing must not push out a rank that
+ *   is proving the secret (tests/integration/rendezvous_flood.sh):
+ *   - a round serves what clients sent before it accepts newcomers, and serves each
+ *     newcomer as it accepts it: a rank's HELLO, sent the moment it connects, is usually
+ *     there already, and a connection its peer closed is reaped before it takes a slot;
+ *   - a newcomer to a full table pushes out, oldest first, an unproven client that said
+ *     nothing through a whole poll, else one whose challenge went unanswered for
+ *     RDV_PROVE_MS (a rank answers within a round trip; a second covers a loaded host and
+ *     a slow network). So a flood that says nothing cannot push out a rank whose HELLO was
+ *     read; one pushed out before it spoke dials again (bootstrap_rendezvous.c);
+ *   - failing both, newcomers wait in the listen backlog (RDV_BACKLOG, the kernel's usual
+ *     somaxconn) until a client proves the secret or leaves, or the oldest challenge grows
+ *     stale (rendezvous_timeout); the listener is left out of the poll meanwhile;
+ *   - a round accepts at most RDV_ACCEPT_ROUND, so that a flood faster than the server
+ *     cannot keep it from the clients it holds.
+ *   A silent client is not given time, as a challenged one is: a flood that held its
+ *   connections would then shut the door for as long, with a few dozen descriptors.
  * - clients that proved it: two per rank (a rank holds one connection for its life, and
- *   for a moment two while it initializes again) plus RDV_SPARE;
+ *   for a moment two while it initializes again) plus RDV_SPARE; they are never pushed out;
  * - keys: RDV_KEYS_PER_RANK per rank. A ring_init publishes one key per 120 bytes of its
  *   address blob (bootstrap_rendezvous.c; the blob is 80 bytes today, so one key), and a
  *   barrier one more: 256 leave room for a hundred re-initialisations with larger blobs.
  */
 #define RDV_PENDING_MAX   64
+#define RDV_PROVE_MS      1000
 #define RDV_SPARE         8
 #define RDV_KEYS_PER_RANK 256
+#define RDV_BACKLOG       4096
+#define RDV_ACCEPT_ROUND  RDV_PENDING_MAX
 
 struct client {
     int fd;
-    int hello;  /* said HELLO: the nonces below are set */
-    int authed; /* proved the secret */
+    int hello;       /* said HELLO: the nonces below are set */
+    int authed;      /* proved the secret */
+    int polled;      /* was in a poll since it was accepted: if it had sent anything, poll said */
+    int64_t chal_ms; /* when the server answered HELLO (ring__now_ms) */
     unsigned char client_nonce[RING__NONCE_BYTES], server_nonce[RING__NONCE_BYTES];
     size_t len;
     char buf[RING_RDV_LINE_MAX + 1];
@@ -115,7 +139,7 @@ struct rendezvous *rendezvous_create(const char *bind_addr, int port, const stru
         errno = e;
         return NULL;
     }
-    if (listen(r->lfd, 4096) < 0 || getsockname(r->lfd, (struct sockaddr *)&sa, &len) < 0)
+    if (listen(r->lfd, RDV_BACKLOG) < 0 || getsockname(r->lfd, (struct sockaddr *)&sa, &len) < 0)
         goto error;
     r->port = ntohs(sa.sin_port);
     return r;
@@ -163,10 +187,55 @@ int rendezvous_max_pollfds(const struct rendezvous *r)
     return 1 + RDV_PENDING_MAX + r->max_authed;
 }
 
+static int pending(const struct rendezvous *r)
+{
+    return r->nclients - r->nauthed;
+}
+
+/*
+ * The client a newcomer to a full table may push out (see the limits above), or -1: the
+ * oldest unproven client that said nothing through a poll, else the oldest whose challenge
+ * is RDV_PROVE_MS old. any_silent counts every silent client, polled or not: the caller's
+ * next poll covers them all.
+ */
+static int victim(const struct rendezvous *r, int any_silent, int64_t now)
+{
+    int stale = -1;
+    for (int i = 0; i < r->nclients; i++) {
+        const struct client *c = &r->clients[i];
+        if (c->authed)
+            continue;
+        if (!c->hello && (c->polled || any_silent))
+            return i;
+        if (c->hello && stale < 0 && now - c->chal_ms >= RDV_PROVE_MS)
+            stale = i;
+    }
+    return stale;
+}
+
+int rendezvous_timeout(const struct rendezvous *r)
+{
+    int64_t now = ring__now_ms(), first = -1, left;
+    /* Only while the listener is out of the poll: all pending clients are in their grace. */
+    if (pending(r) < RDV_PENDING_MAX || victim(r, 1, now) >= 0)
+        return -1;
+    for (int i = 0; i < r->nclients; i++) {
+        const struct client *c = &r->clients[i];
+        if (!c->authed && c->hello && (first < 0 || c->chal_ms < first))
+            first = c->chal_ms;
+    }
+    if (first < 0)
+        return -1;
+    left = first + RDV_PROVE_MS - now;
+    return left < 0 ? 0 : (int)left;
+}
+
 int rendezvous_pollfds(const struct rendezvous *r, struct pollfd *pfd, int max)
 {
     int n = 0;
-    if (n < max && r->lfd >= 0)
+    /* A full table that nobody can leave yet: newcomers wait in the backlog, unpolled. */
+    if (n < max && r->lfd >= 0 &&
+        (pending(r) < RDV_PENDING_MAX || victim(r, 1, ring__now_ms()) >= 0))
         pfd[n++] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
     for (int i = 0; i < r->nclients && n < max; i++)
         pfd[n++] = (struct pollfd){.fd = r->clients[i].fd, .events = POLLIN};
@@ -262,6 +331,7 @@ static int authenticate(struct rendezvous *r, struct client *c, const struct rin
         ring__hex_encode(c->server_nonce, sizeof(c->server_nonce), nonce);
         ring__hex_encode(mac, sizeof(mac), hex);
         snprintf(line, sizeof(line), "CHAL %s %s\n", nonce, hex);
+        c->chal_ms = ring__now_ms();
         return reply(c, line);
     }
     if (q->verb != RING__RDV_AUTH || !c->hello)
@@ -316,32 +386,18 @@ static int execute(struct rendezvous *r, int i, char *line)
 
 int rendezvous_adopt(struct rendezvous *r, int fd)
 {
-    /* The oldest that has not proved the secret makes room; failing that, nobody can. */
-    if (r->nclients - r->nauthed >= RDV_PENDING_MAX) {
-        for (int i = 0; i < r->nclients; i++) {
-            if (!r->clients[i].authed) {
-                drop(r, i);
-                break;
-            }
-        }
+    if (pending(r) >= RDV_PENDING_MAX) {
+        int i = victim(r, 0, ring__now_ms());
+        if (i < 0)
+            return -1;
+        drop(r, i);
     }
-    if (r->nclients == RDV_PENDING_MAX + r->max_authed)
+    if (r->nclients == RDV_PENDING_MAX + r->max_authed) /* cannot be: authenticate() caps */
         return -1;
     memset(&r->clients[r->nclients], 0, sizeof(r->clients[0]));
     r->clients[r->nclients].fd = fd;
     r->nclients++;
     return 0;
-}
-
-static void accept_all(struct rendezvous *r)
-{
-    for (;;) {
-        int fd = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
-            return; /* EAGAIN, or a transient error the next poll retries */
-        if (rendezvous_adopt(r, fd) < 0)
-            close(fd);
-    }
 }
 
 /* Reads what client i sent and executes complete lines. Returns -1 to drop it. */
@@ -372,15 +428,47 @@ static int serve(struct rendezvous *r, int i)
     return 0;
 }
 
+/*
+ * Accepts newcomers while one fits (see the limits above), at most RDV_ACCEPT_ROUND, so that
+ * a flood faster than the server cannot keep it from its clients; the rest stay in the
+ * backlog for the next round. Fit is checked before accept4, so that nobody is pushed out
+ * for a connection that is not there. Each newcomer is served at once: a rank's HELLO
+ * is usually there already, and a connection its peer closed is reaped without a slot.
+ */
+static void accept_some(struct rendezvous *r)
+{
+    for (int k = 0; k < RDV_ACCEPT_ROUND; k++) {
+        int fd, i;
+        if (pending(r) >= RDV_PENDING_MAX && victim(r, 0, ring__now_ms()) < 0)
+            return;
+        fd = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return; /* EAGAIN, or a transient error the next poll retries */
+        if (rendezvous_adopt(r, fd) < 0) {
+            close(fd);
+            return;
+        }
+        i = r->nclients - 1;
+        if (serve(r, i) < 0)
+            drop(r, i);
+    }
+}
+
 void rendezvous_handle(struct rendezvous *r, const struct pollfd *pfd, int n)
 {
+    int listener_polled = 0, listener_ready = 0;
+
+    /* Every client in the table was in this poll: whatever it had sent, poll reported. */
+    for (int i = 0; i < r->nclients; i++)
+        r->clients[i].polled = 1;
     for (int p = 0; p < n; p++) {
-        if (pfd[p].revents == 0)
-            continue;
         if (pfd[p].fd == r->lfd) {
-            accept_all(r);
+            listener_polled = 1;
+            listener_ready = pfd[p].revents != 0;
             continue;
         }
+        if (pfd[p].revents == 0)
+            continue;
         for (int i = 0; i < r->nclients; i++) {
             if (r->clients[i].fd == pfd[p].fd) {
                 if (serve(r, i) < 0)
@@ -389,4 +477,8 @@ void rendezvous_handle(struct rendezvous *r, const struct pollfd *pfd, int n)
             }
         }
     }
+    /* Newcomers last, once HELLOs are read and closed connections reaped. A listener left
+     * out of the poll is tried too: the deadline that woke the caller may have made room. */
+    if (listener_ready || (!listener_polled && r->lfd >= 0))
+        accept_some(r);
 }

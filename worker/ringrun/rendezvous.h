@@ -34,14 +34,25 @@ int rendezvous_refused(const struct rendezvous *r);
 
 /* The most pollfds rendezvous_pollfds can fill: size a poll set with it. */
 int rendezvous_max_pollfds(const struct rendezvous *r);
-/* Fills at most max pollfds with the server's sockets and returns how many. */
+/*
+ * Fills at most max pollfds with the server's sockets and returns how many. The listener
+ * is left out while no newcomer fits (rendezvous.c: the limits); poll with a timeout no
+ * longer than rendezvous_timeout() then.
+ */
 int rendezvous_pollfds(const struct rendezvous *r, struct pollfd *pfd, int max);
-/* Handles the events poll() reported in pfd[0..n-1] (other fds are ignored). */
+/* Milliseconds until the server must be handled even if poll saw nothing, or -1 (never). */
+int rendezvous_timeout(const struct rendezvous *r);
+/*
+ * Handles what poll() reported in pfd[0..n-1] (other fds are ignored), once per poll: the
+ * server takes every client it holds to have been in that poll, as rendezvous_pollfds put
+ * them there. Call it after a poll that timed out too.
+ */
 void rendezvous_handle(struct rendezvous *r, const struct pollfd *pfd, int n);
 /*
  * Serves fd, a connected non-blocking socket, as a client that has not proved the secret
  * yet (accepting a connection does this; the fuzz harness passes one end of a socketpair).
- * The server owns fd from here. Returns 0, or -1 (fd not taken) when no client fits.
+ * The server owns fd from here. Returns 0, or -1 (fd not taken) when the table of unproven
+ * clients is full and none of them may be pushed out yet.
  */
 int rendezvous_adopt(struct rendezvous *r, int fd);
 

@@ -584,14 +584,15 @@ static void reap(struct job *j)
 
 /*
  * The poll set of one turn into j->pfd: every open output pipe, the signalfd and the
- * rendezvous's sockets; the poll timeout into *timeout (-1: none), after sending SIGKILL
- * when the kill deadline has come. Returns how many entries, or 0 when the job is over
+ * rendezvous's sockets; the poll timeout into *timeout (-1: none): the nearest of the drain
+ * or kill deadline and the rendezvous's own, after sending SIGKILL when the kill deadline
+ * has come. Returns how many entries, or 0 when the job is over
  * (every rank gone and its pipes drained or given up on).
  */
 static int poll_set(struct job *j, int *timeout)
 {
     const struct opts *o = j->o;
-    int n = 0, alive = 0, open_outputs = 0;
+    int n = 0, alive = 0, open_outputs = 0, rdv_timeout;
     int64_t now;
 
     *timeout = -1;
@@ -625,6 +626,9 @@ static int poll_set(struct job *j, int *timeout)
     }
     j->pfd[n++] = (struct pollfd){.fd = j->sfd, .events = POLLIN};
     n += rendezvous_pollfds(j->rdv, j->pfd + n, j->npfd - n);
+    rdv_timeout = rendezvous_timeout(j->rdv);
+    if (rdv_timeout >= 0 && (*timeout < 0 || rdv_timeout < *timeout))
+        *timeout = rdv_timeout;
     return n;
 }
 

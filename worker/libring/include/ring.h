@@ -147,6 +147,10 @@ RING_API const char *ring_err_name(int err);
  */
 RING_API const char *ring_last_error(void);
 
+/*
+ * Element types. Values are stable: new ones are appended. BOOL is one byte holding 0 or 1
+ * (C's _Bool, torch.bool, numpy.bool_).
+ */
 typedef enum {
     RING_UINT8,
     RING_INT8,
@@ -156,6 +160,9 @@ typedef enum {
     RING_BFLOAT16,
     RING_FLOAT32,
     RING_FLOAT64,
+    RING_INT16,
+    RING_UINT16,
+    RING_BOOL,
     RING_DTYPE_COUNT
 } ring_dtype_t;
 
@@ -163,8 +170,31 @@ typedef enum {
  * Reductions. AVERAGE is SUM followed by a postscale of 1/size. float16 and bfloat16 are
  * combined in float32 and rounded once per step. Integer scaling (prescale, postscale,
  * AVERAGE) computes in double and truncates toward zero.
+ *
+ * BOOL: SUM and MAX are a logical OR, PRODUCT and MIN a logical AND, so that results stay 0
+ * or 1; AVERAGE and scale factors other than 1 are invalid (RING_EINVAL).
+ *
+ * ADASUM (Maleki et al., "Scaling Distributed Training with Adaptive Summation"), for
+ * float16, bfloat16, float32 and float64 allreduces in host memory: two ranks' vectors a
+ * and b combine into a (1 - a.b / 2|a|^2) + b (1 - a.b / 2|b|^2): their sum when they are
+ * orthogonal, a itself when they are equal, and a zero vector counts for nothing. Ranks
+ * combine pairwise by vector halving and distance doubling, and each tensor of a fused
+ * batch or group is combined on its own (its own dot product and norms). On a set whose
+ * size is not a power of two, each rank past the largest power of two p first combines
+ * with rank - p, the p ranks then run as above, and the extra ranks receive the result
+ * (Horovod refuses such sizes). prescale and postscale apply before and after. Other
+ * collectives, other dtypes and GPU buffers give RING_EINVAL, RING_EINVAL and
+ * RING_ENOTSUP. A joined rank contributes a zero vector.
  */
-typedef enum { RING_SUM, RING_AVERAGE, RING_MIN, RING_MAX, RING_PRODUCT, RING_OP_COUNT } ring_op_t;
+typedef enum {
+    RING_SUM,
+    RING_AVERAGE,
+    RING_MIN,
+    RING_MAX,
+    RING_PRODUCT,
+    RING_ADASUM,
+    RING_OP_COUNT
+} ring_op_t;
 
 /* Returns the size in bytes of one element, or 0 for an invalid dtype. */
 RING_API size_t ring_dtype_size(ring_dtype_t dtype);
@@ -269,6 +299,18 @@ RING_API int ring_alltoallv(const void *sendbuf, const size_t *sendcounts, void 
 /* Returns once every rank has entered the barrier. */
 RING_API int ring_barrier(void);
 
+/*
+ * Shape checks, as Horovod makes them: ranks that reduce the same number of elements in
+ * different shapes ([4, 6] and [6, 4]) get RING_EMISMATCH instead of a result.
+ * ring_shape_next declares the shape of the next request this thread submits (any
+ * collective, blocking or not): the next call into libring on this thread takes the
+ * declaration, whether it submits anything or not. Only equality across ranks matters: a grouped
+ * allreduce may declare its members' shapes one after the other. Ranks must all declare a shape for
+ * a tensor or none, as a request with one differs from one without. Returns 0, or RING_EINVAL for
+ * more than 64 dimensions or a negative one.
+ */
+RING_API int ring_shape_next(int ndim, const int64_t *dims);
+
 /* ---- the asynchronous API ---------------------------------------------------------------
  *
  * Each *_async call submits a named request and returns at once with a handle in *handle.
@@ -330,8 +372,8 @@ RING_API int ring_test(ring_handle_t *handle);
  * joined rank takes part in the others' collectives with neutral elements (0 for sum, 1 for
  * product, the largest/smallest value for min/max), and AVERAGE divides by the number of
  * ranks that have not joined. Allowed while ranks have joined: allreduce, broadcast (from a
- * root that has not joined) and barrier; allgather(v), alltoall(v) and reducescatter get
- * RING_EJOINED on every rank.
+ * root that has not joined; with RING_JOIN_BROADCAST=0, none, as in Horovod) and barrier;
+ * allgather(v), alltoall(v) and reducescatter get RING_EJOINED on every rank.
  */
 RING_API int ring_join(void);
 
@@ -345,6 +387,16 @@ RING_API int ring_join(void);
  * allgather blocks and reducescatter parts on a set are in this order.
  */
 RING_API int ring_process_set_create(const int *ranks, int n, ring_process_set_t *ps);
+/*
+ * Removes a process set: every rank of the world calls it with the same id, in the same
+ * order of calls as the creations and removals (a collective, like creation). Ids are not
+ * reused (a job creates at most 255 sets in all), so a removed set's id stays invalid:
+ * submissions on it get RING_EINVAL, and
+ * ring_process_set_rank/size return -1. Returns 0, RING_EINVAL (RING_GLOBAL, no such set,
+ * or operations of this rank on the set still in flight: wait for them first) or
+ * RING_EMISMATCH (the ranks removed different sets).
+ */
+RING_API int ring_process_set_remove(ring_process_set_t ps);
 /* This rank's rank in the set, or -1 when it is not a member (or no such set). */
 RING_API int ring_process_set_rank(ring_process_set_t ps);
 /* The set's size, or -1 when there is no such set. */

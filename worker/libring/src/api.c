@@ -22,10 +22,25 @@
  * the cache and is negotiated, and validated, in full.
  */
 
+/*
+ * The fingerprint of the shape ring_shape_next declared on this thread (declared), which
+ * the next call of this file takes (taken: every entry calls engine() first), so that a
+ * call that fails before its request is built cannot hand it to a later one; base_request
+ * puts it in the request. A program that never declares a shape never touches them
+ * (shapes_declared): a thread-local in a shared library costs a __tls_get_addr call, which
+ * the blocking 4 KiB allreduce (a few microseconds) would pay twice.
+ */
+static _Thread_local uint64_t declared, taken;
+static atomic_int shapes_declared;
+
 /* The engine, or NULL with *rc set. */
 static struct ring__engine *engine(int *rc)
 {
     struct ring__ctx *c = ring__ctx_usable(rc);
+    if (atomic_load_explicit(&shapes_declared, memory_order_relaxed)) {
+        taken = declared;
+        declared = 0;
+    }
     return c != NULL ? c->engine : NULL;
 }
 
@@ -109,6 +124,7 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
      * copying the name was a tenth of a small tensor's submission. */
     r->name[0] = '\0';
     r->op = r->root = 0;
+    r->shape = 0;
     r->count = 0;
     r->counts = NULL;
     r->ncounts = 0;
@@ -132,6 +148,10 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
     r->device = -1; /* host memory until located() says otherwise */
     r->prescale = r->postscale = 1.0;
     r->group_size = 1;
+    if (atomic_load_explicit(&shapes_declared, memory_order_relaxed)) {
+        r->shape = taken;
+        taken = 0;
+    }
     return 0;
 }
 
@@ -144,16 +164,23 @@ static int located(struct ring__request *r, const char *name, const void *a, con
 {
     int rc = ring__buffer_device(ring__ctx(), ring__optype_name(r->type), name, a, b, &r->device);
     int scaled = r->prescale != 1.0 || r->postscale != 1.0 || r->op == RING_AVERAGE;
-    int integral = r->dtype <= RING_INT64 && r->op == RING_SUM &&
-                   r->prescale == (double)(int64_t)r->prescale &&
+    int integer = !ring__dtype_is_float((ring_dtype_t)r->dtype);
+    int integral = integer && r->op == RING_SUM && r->prescale == (double)(int64_t)r->prescale &&
                    r->postscale == (double)(int64_t)r->postscale;
+    int reduces = r->type == RING__ALLREDUCE || r->type == RING__REDUCESCATTER;
 
-    if (rc < 0 || r->device < 0 || !scaled || r->type == RING__BROADCAST ||
-        r->type == RING__ALLGATHER || r->type == RING__ALLGATHERV || r->type == RING__ALLTOALL ||
-        r->type == RING__ALLTOALLV)
+    if (rc < 0 || r->device < 0 || !reduces)
+        return rc;
+    /* NCCL has neither Adasum nor 16-bit integers, and its booleans would add up past 1. */
+    if (r->op == RING_ADASUM || r->dtype == RING_INT16 || r->dtype == RING_UINT16 ||
+        r->dtype == RING_BOOL)
+        return ring__err(RING_ENOTSUP, "%s '%s': %s of %s is not supported on a GPU",
+                         ring__optype_name(r->type), name, ring_op_name((ring_op_t)r->op),
+                         ring_dtype_name((ring_dtype_t)r->dtype));
+    if (!scaled)
         return rc;
     /* NCCL scales through a pre-multiplied SUM of the tensor's own type (backend_nccl.c). */
-    if (r->op == RING_PRODUCT || (r->dtype <= RING_INT64 && !integral))
+    if (r->op == RING_PRODUCT || (integer && !integral))
         return ring__err(RING_ENOTSUP,
                          "%s '%s': on a GPU, scale factors and AVERAGE take SUM of a "
                          "floating-point tensor (or integral factors for integers)",
@@ -167,10 +194,14 @@ static int reduce_args(struct ring__request *r, const char *name, ring_dtype_t d
 {
     if (!ring__op_valid(dtype, op, prescale, postscale))
         return ring__err(RING_EINVAL,
-                         "%s '%s': invalid op %d or scale factors %g/%g for %s (MIN and MAX "
-                         "take no scaling; factors must be finite)",
-                         ring__optype_name(r->type), name, (int)op, prescale, postscale,
+                         "%s '%s': invalid op %s or scale factors %g/%g for %s (MIN and MAX "
+                         "take no scaling, bool neither scaling nor AVERAGE, ADASUM float "
+                         "dtypes only; factors must be finite)",
+                         ring__optype_name(r->type), name, ring_op_name(op), prescale, postscale,
                          ring_dtype_name(dtype));
+    if (op == RING_ADASUM && r->type != RING__ALLREDUCE)
+        return ring__err(RING_EINVAL, "%s '%s': ADASUM is an allreduce only",
+                         ring__optype_name(r->type), name);
     r->op = (int)op;
     r->prescale = prescale;
     r->postscale = postscale;
@@ -604,6 +635,24 @@ int ring_barrier(void)
     return ring__engine_blocking(e, &sub);
 }
 
+int ring_shape_next(int ndim, const int64_t *dims)
+{
+    /* FNV-1a over the rank and the dimensions; 0 is kept for "none". */
+    uint64_t h = 0xcbf29ce484222325ull;
+    if (ndim < 0 || ndim > 64 || (ndim > 0 && dims == NULL))
+        return ring__err(RING_EINVAL, "ring_shape_next: 0..64 dimensions, got %d", ndim);
+    h = (h ^ (uint64_t)ndim) * 0x100000001b3ull;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0)
+            return ring__err(RING_EINVAL, "ring_shape_next: dimension %d is %lld", i,
+                             (long long)dims[i]);
+        h = (h ^ (uint64_t)dims[i]) * 0x100000001b3ull;
+    }
+    atomic_store_explicit(&shapes_declared, 1, memory_order_relaxed);
+    declared = h != 0 ? h : 1;
+    return 0;
+}
+
 /* ---- join, process sets, timeline, stats ---- */
 
 int ring_join(void)
@@ -641,6 +690,37 @@ int ring_process_set_create(const int *ranks, int n, ring_process_set_t *ps)
                                          "lists (or created sets in a different order)");
     *ps = id;
     return 0;
+}
+
+int ring_process_set_remove(ring_process_set_t ps)
+{
+    int rc, local;
+    struct ring__engine *e = engine(&rc);
+    /* {id, -id, refused}: MAX tells whether every rank named the same set, and whether any
+     * rank may not remove it, so that all ranks remove it or none does. */
+    int64_t h[3];
+    char why[256];
+
+    if (e == NULL)
+        return rc;
+    local = ring__engine_remove_pset(e, ps, 0);
+    snprintf(why, sizeof(why), "%s", local < 0 ? ring_last_error() : "");
+    h[0] = ps;
+    h[1] = -(int64_t)ps;
+    h[2] = local < 0;
+    if ((rc = ring_allreduce(RING_IN_PLACE, h, 3, RING_INT64, RING_MAX)) < 0)
+        return rc;
+    if (h[0] != -h[1])
+        return ring__err(RING_EMISMATCH, "ring_process_set_remove: ranks removed different "
+                                         "process sets (or in a different order)");
+    if (local < 0)
+        return ring__err(local, "ring_process_set_remove: %s", why);
+    if (h[2] != 0)
+        return ring__err(RING_EINVAL,
+                         "ring_process_set_remove: another rank cannot remove "
+                         "process set %d (see its error)",
+                         ps);
+    return ring__engine_remove_pset(e, ps, 1);
 }
 
 int ring_process_set_rank(ring_process_set_t ps)

@@ -156,6 +156,11 @@ const struct ring__knob_def ring__knobs[RING__K_COUNT + 1] = {
                                              "warn about stalled tensors; 0 disables"),
     [RING__K_STALL_SHUTDOWN_SECONDS] = INT_KNOB("RING_STALL_SHUTDOWN_SECONDS", 0, 0, 1L << 30, "s",
                                                 "fail all ranks after a stall this long; 0 never"),
+    [RING__K_JOIN_BROADCAST] = SWITCH_KNOB(
+        "RING_JOIN_BROADCAST", 1,
+        "while ranks have joined, a broadcast from a rank that has not runs (joined ranks "
+        "take part); 0 fails it with RING_EJOINED, as Horovod does (ringmaster.torch sets 0; "
+        "rank 0's setting decides, set it alike everywhere)"),
     [RING__K_COMPRESSION] = CHOICE_KNOB("RING_COMPRESSION", compression_names, 0,
                                         "fp16 or bf16 wire format for float32 sum/average"),
     [RING__K_AUTOTUNE] = SWITCH_KNOB(

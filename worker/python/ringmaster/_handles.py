@@ -134,7 +134,7 @@ def _worker():
         item = _queue.get()
         if item is None:
             return
-        first, cont, outer = item
+        first, cont, outer, release = item
         try:
             pause = 20e-6
             while first._ptr is not None and not first.poll():
@@ -145,18 +145,22 @@ def _worker():
             outer._inner = cont(first.wait())
         except BaseException as e:
             outer._exc = e
+        finally:
+            if release is not None:
+                release()
         outer._ready.set()
 
 
-def chain(first, cont, what):
+def chain(first, cont, what, release=None):
     """A Handle for: wait for Handle first, then cont(its result) returns the Handle of the
-    second phase, whose result is the operation's."""
+    second phase, whose result is the operation's. release() (if given) runs once cont has
+    returned or either phase failed."""
     global _thread
     outer = Handle.chained(what)
     if _thread is None or not _thread.is_alive():
         _thread = threading.Thread(target=_worker, name="ringmaster-chain", daemon=True)
         _thread.start()
-    _queue.put((first, cont, outer))
+    _queue.put((first, cont, outer, release))
     return outer
 
 
@@ -175,8 +179,20 @@ def _on_shutdown():
     for h in live:
         if lib.ring_test(h._ptr):
             h._finish(lib.ring_wait(h._ptr))
-        else:  # libring fails it during ring_finalize; its small handle is not freed
+        else:
+            # libring fails it during ring_finalize (its small handle is not freed), but
+            # ring_finalize may yet run it when every rank had submitted it, writing its
+            # output: its buffers stay until ring_finalize has returned.
+            _parked.append(h._keep)
             h._abandon(RingError(CODES["ESHUTDOWN"], "%s: shutdown() ran before it finished" % h._what))
 
 
+_parked = []  # the buffers of operations abandoned at shutdown, until ring_finalize returns
+
+
+def _after_shutdown():
+    _parked.clear()
+
+
 basics._shutdown_hooks.append(_on_shutdown)
+basics._after_shutdown_hooks.append(_after_shutdown)

@@ -19,7 +19,7 @@ Where the library comes from, first match wins:
 import ctypes
 import os
 
-__all__ = ["lib", "RingError", "check", "library_path"]
+__all__ = ["lib", "HorovodInternalError", "RingError", "RingValueError", "check", "library_path"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -144,6 +144,8 @@ _PROTOTYPES = {
     "ring_process_set_create": (_c_int, [ctypes.POINTER(_c_int), _c_int, ctypes.POINTER(_c_int)]),
     "ring_process_set_rank": (_c_int, [_c_int]),
     "ring_process_set_size": (_c_int, [_c_int]),
+    "ring_process_set_remove": (_c_int, [_c_int]),
+    "ring_shape_next": (_c_int, [_c_int, ctypes.POINTER(ctypes.c_int64)]),
     "ring_timeline_start": (_c_int, [ctypes.c_char_p]),
     "ring_timeline_stop": (_c_int, []),
     "ring_engine_stats": (_c_int, [ctypes.POINTER(EngineStats)]),
@@ -174,7 +176,12 @@ for _code in range(-1, -64, -1):
     CODES[_n[len("RING_") :]] = _code
 
 
-class RingError(RuntimeError):
+class HorovodInternalError(RuntimeError):
+    """A collective failed: horovod.torch's name for it, which scripts catch (its elastic
+    mode restarts on it). Every error of libring is one (RingError)."""
+
+
+class RingError(HorovodInternalError):
     """A libring call failed. code is the negative RING_E* code, name its name
     ("RING_EMISMATCH") and str() the details libring gave (ring_last_error()), such as
     "allreduce 'grad/w1': rank 0 sent float32, rank 3 sent float64"."""
@@ -187,8 +194,15 @@ class RingError(RuntimeError):
         super().__init__("%s: %s" % (self.name, message))
 
 
+class RingValueError(RingError, ValueError):
+    """RING_EINVAL: libring refused an argument before anything was sent (a name already in
+    flight, a set this rank is not in, an op the dtype has not). Horovod raises ValueError
+    for these, so it is one too."""
+
+
 def error(code, what=None):
-    """The RingError for code, with libring's last message on this thread."""
+    """The RingError for code, with libring's last message on this thread (RingValueError
+    for RING_EINVAL)."""
     if code == CODES["ENOTINIT"]:
         detail = "ringmaster is not initialized; call init() first"
     else:
@@ -200,7 +214,7 @@ def error(code, what=None):
         detail = lib.ring_strerror(code).decode()
     if what and not detail.startswith(what):
         detail = "%s: %s" % (what, detail)
-    return RingError(code, detail)
+    return (RingValueError if code == CODES["EINVAL"] else RingError)(code, detail)
 
 
 def check(rc, what=None):

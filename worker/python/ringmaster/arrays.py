@@ -24,6 +24,8 @@ __all__ = [
     "grouped_allreduce_async_",
     "allgather",
     "allgather_async",
+    "grouped_allgather",
+    "grouped_allgather_async",
     "broadcast",
     "broadcast_",
     "broadcast_async",
@@ -32,6 +34,8 @@ __all__ = [
     "alltoall_async",
     "reducescatter",
     "reducescatter_async",
+    "grouped_reducescatter",
+    "grouped_reducescatter_async",
 ]
 
 # numpy dtype -> libring's ring_dtype_t
@@ -43,6 +47,9 @@ _CODES = {
     np.dtype(np.float16): 4,
     np.dtype(np.float32): 6,
     np.dtype(np.float64): 7,
+    np.dtype(np.int16): 8,
+    np.dtype(np.uint16): 9,
+    np.dtype(np.bool_): 10,
 }
 _BF16 = 5
 
@@ -66,8 +73,9 @@ class _NumpyAdapter:
             if x.dtype.name == "bfloat16":
                 return _BF16
             raise TypeError(
-                "ringmaster: numpy dtype %s is not supported; use uint8, int8, int32, int64, "
-                "float16, float32, float64 (or dtype='bfloat16' over uint16)" % x.dtype
+                "ringmaster: numpy dtype %s is not supported; use uint8, int8, int16, uint16, "
+                "int32, int64, float16, float32, float64, bool (or dtype='bfloat16' over "
+                "uint16)" % x.dtype
             )
         return c
 
@@ -126,17 +134,49 @@ class _NumpyAdapter:
         return x[:n]
 
     @staticmethod
+    def slice(x, at, n):
+        return x[at : at + n]
+
+    @staticmethod
+    def flat(x):
+        return x.reshape(-1)
+
+    @staticmethod
+    def reshape(x, shape):
+        return x.reshape(shape)
+
+    @staticmethod
+    def dtype_name(x):
+        return str(x.dtype)
+
+    @staticmethod
+    def splits(v):
+        a = np.asarray(v)
+        if a.dtype.kind not in "iu":
+            raise ValueError("ringmaster: alltoall splits must be integers, not %s" % a.dtype)
+        return [int(s) for s in a.reshape(-1).tolist()]
+
+    @staticmethod
+    def splits_like(values, splits):
+        return np.asarray(values, dtype=np.int64)
+
+    @staticmethod
     def copy_rows(dst, at, src, frm, n):
         dst[at : at + n] = src[frm : frm + n]
 
     @staticmethod
     def scale_(x, f):
-        x *= x.dtype.type(f)
+        """x *= f as libring scales: integers in double, truncated toward zero."""
+        if x.dtype.kind == "f":
+            x *= x.dtype.type(f)
+        else:
+            info = np.iinfo(x.dtype)
+            x[...] = np.clip(np.trunc(x.astype(np.float64) * f), info.min, info.max)
         return x
 
     @staticmethod
     def scaled(x, f):
-        return (x * x.dtype.type(f)).astype(x.dtype, copy=False)
+        return _NumpyAdapter.scale_(np.array(x, copy=True), f)
 
     @staticmethod
     def int64(values, like):
@@ -207,6 +247,15 @@ def allgather_async(array, name=None, process_set=_G, dtype=None):
     return _C.allgather(array, False, name, process_set, dtype)
 
 
+def grouped_allgather(arrays, name=None, process_set=_G, dtype=None):
+    """allgather of each of a list of arrays (of any dtypes), negotiated and moved as one."""
+    return _C.grouped_allgather(arrays, True, name, process_set, dtype)
+
+
+def grouped_allgather_async(arrays, name=None, process_set=_G, dtype=None):
+    return _C.grouped_allgather(arrays, False, name, process_set, dtype)
+
+
 def broadcast(array, root_rank, name=None, process_set=_G, dtype=None):
     """Returns a copy of root_rank's array (root_rank is relative to the process set)."""
     return _C.broadcast(array, root_rank, False, True, name, process_set, dtype)
@@ -245,6 +294,18 @@ def reducescatter(array, op=basics.Average, name=None, process_set=_G, prescale_
 def reducescatter_async(array, op=basics.Average, name=None, process_set=_G, prescale_factor=1.0,
                         postscale_factor=1.0, dtype=None):
     return _C.reducescatter(array, False, op, name, prescale_factor, postscale_factor, process_set, dtype)
+
+
+def grouped_reducescatter(arrays, op=basics.Average, name=None, process_set=_G, prescale_factor=1.0,
+                          postscale_factor=1.0, dtype=None):
+    """reducescatter of each of a list of arrays of one dtype, as one collective; returns
+    this rank's shares."""
+    return _C.grouped_reducescatter(arrays, True, op, name, prescale_factor, postscale_factor, process_set, dtype)
+
+
+def grouped_reducescatter_async(arrays, op=basics.Average, name=None, process_set=_G, prescale_factor=1.0,
+                                postscale_factor=1.0, dtype=None):
+    return _C.grouped_reducescatter(arrays, False, op, name, prescale_factor, postscale_factor, process_set, dtype)
 
 
 del lib

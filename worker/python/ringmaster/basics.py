@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 
-from ._library import CODES, EngineStats, RingError, check, error, lib
+from ._library import CODES, EngineStats, HorovodInternalError, RingError, RingValueError, check, error, lib
 
 __all__ = [
     "init",
@@ -22,6 +22,7 @@ __all__ = [
     "ProcessSet",
     "global_process_set",
     "add_process_set",
+    "remove_process_set",
     "Sum",
     "Average",
     "Min",
@@ -34,14 +35,15 @@ __all__ = [
     "stop_timeline",
     "engine_stats",
     "version",
+    "HorovodInternalError",
     "RingError",
+    "RingValueError",
 ]
 
-# Reduction ops: libring's ring_op_t values. Adasum is Horovod's adaptive summation, which
-# libring does not have; passing it raises ValueError.
-Sum, Average, Min, Max, Product = 0, 1, 2, 3, 4
-Adasum = -1
-OPS = {Sum: "sum", Average: "average", Min: "min", Max: "max", Product: "product"}
+# Reduction ops: libring's ring_op_t values. Adasum is adaptive summation (ring.h), for
+# floating-point allreduces.
+Sum, Average, Min, Max, Product, Adasum = 0, 1, 2, 3, 4, 5
+OPS = {Sum: "sum", Average: "average", Min: "min", Max: "max", Product: "product", Adasum: "adasum"}
 
 
 def op_code(op):
@@ -52,22 +54,25 @@ def op_code(op):
                 return code
     elif op in OPS and not isinstance(op, (bool, float)):
         return int(op)
-    if op == Adasum:
-        raise ValueError("ringmaster: Adasum is not supported by libring; use Sum or Average")
-    raise ValueError("ringmaster: unknown op %r; use Sum, Average, Min, Max or Product" % (op,))
+    raise ValueError("ringmaster: unknown op %r; use Sum, Average, Min, Max, Product or Adasum" % (op,))
 
 
 class ProcessSet:
     """A subset of the ranks that runs collectives of its own, with ranks relative to it.
 
     Create it on every rank with the same world ranks, then register it on every rank, in
-    the same order, with add_process_set() (or init(process_sets=[...])). Tensor names are
-    per set, as in Horovod."""
+    the same order, with add_process_set() (or init(process_sets=[...])), and drop it with
+    remove_process_set(). Its ranks are kept sorted, and tensor names are per set, as in
+    Horovod. Until it is registered (and once removed), rank() and size() are None."""
 
     def __init__(self, ranks):
-        ranks = [int(r) for r in ranks]
+        if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
+            raise ValueError("ringmaster: a ProcessSet takes a list of ranks, not %r" % (ranks,))
+        if any(isinstance(r, bool) or not isinstance(r, int) for r in ranks):
+            raise ValueError("ringmaster: a ProcessSet takes integer ranks, not %r" % (ranks,))
+        ranks = sorted(int(r) for r in ranks)
         if len(set(ranks)) != len(ranks):
-            raise ValueError("ringmaster: ProcessSet lists rank %r twice" % (ranks,))
+            raise ValueError("ringmaster: ProcessSet lists a rank twice: %r" % (ranks,))
         self.ranks = ranks
         self.process_set_id = None
 
@@ -80,26 +85,37 @@ class ProcessSet:
         return self.process_set_id
 
     def rank(self):
-        """This rank's rank in the set, or -1 when it is not a member."""
-        return lib.ring_process_set_rank(self._id())
+        """This rank's rank in the set (-1 when it is not a member), or None when the set is
+        not registered."""
+        if self.process_set_id is None:
+            return None
+        return lib.ring_process_set_rank(self.process_set_id)
 
     def size(self):
-        n = lib.ring_process_set_size(self._id())
+        """The set's size, or None when it is not registered."""
+        if self.process_set_id is None:
+            return None
+        n = lib.ring_process_set_size(self.process_set_id)
         if n < 0:
             raise error(CODES["ENOTINIT"], "process set size")
         return n
 
     def included(self):
-        return self.rank() >= 0
+        """Whether this rank is a member (by its ranks: known before registration)."""
+        return rank() in self.ranks
 
     def __repr__(self):
-        return "ProcessSet(id=%s, ranks=%s)" % (self.process_set_id, self.ranks or "all")
+        return "ProcessSet(process_set_id=%s, ranks=%s)" % (self.process_set_id, self.ranks)
 
 
 class _GlobalProcessSet(ProcessSet):
     def __init__(self):
-        self.ranks = []
         self.process_set_id = 0
+
+    @property
+    def ranks(self):
+        """Every rank of the world (empty before init())."""
+        return list(range(size())) if lib.ring_initialized() else []
 
     def rank(self):
         return rank()
@@ -122,19 +138,43 @@ def ps_id(process_set):
     raise TypeError("ringmaster: process_set must be a ProcessSet, not %r" % (process_set,))
 
 
+_registered = {}  # tuple(ranks) -> the registered ProcessSet
+
+
 def add_process_set(process_set):
     """Registers a ProcessSet (or a list of world ranks) on this rank and returns it. A
-    collective: every rank calls it with the same ranks, in the same order of calls."""
+    collective: every rank calls it with the same ranks, in the same order of calls. A set
+    of the same ranks as one registered already is refused (ValueError), as in Horovod
+    (though one of every rank, which Horovod refuses as the global set's twin, is not)."""
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)
     if process_set.process_set_id is not None:
         raise ValueError("ringmaster: %r is already registered" % (process_set,))
+    key = tuple(process_set.ranks)
+    if key in _registered:
+        raise ValueError("ringmaster: a process set of ranks %r exists already" % (process_set.ranks,))
     n = len(process_set.ranks)
     arr = (ctypes.c_int * max(n, 1))(*process_set.ranks)
     out = ctypes.c_int(0)
     check(lib.ring_process_set_create(arr, n, ctypes.byref(out)), "add_process_set(%r)" % (process_set.ranks,))
     process_set.process_set_id = out.value
+    _registered[key] = process_set
     return process_set
+
+
+def remove_process_set(process_set):
+    """Removes a registered set on this rank; a collective like add_process_set(). Returns
+    True, or False for the global set and a set that is not registered (as Horovod does).
+    Wait for the set's operations first: libring refuses (RingValueError) while any rank
+    has one in flight."""
+    if not isinstance(process_set, ProcessSet) or process_set.process_set_id is None:
+        return False
+    if process_set.process_set_id == 0:
+        return False
+    check(lib.ring_process_set_remove(process_set.process_set_id), "remove_process_set(%r)" % (process_set.ranks,))
+    _registered.pop(tuple(process_set.ranks), None)
+    process_set.process_set_id = None
+    return True
 
 
 # ---- start and stop ----------------------------------------------------------------------
@@ -143,7 +183,11 @@ _lock = threading.Lock()
 _uncaught = False
 _atexit_registered = False
 _wire = None  # RING_COMPRESSION as init() found it
+# The world's size and 1/size as a ctypes double, for ringmaster.torch's fast path (its
+# AVERAGE is a SUM with that postscale): set by init(), changed in place.
+world = [1, ctypes.c_double(1.0)]
 _shutdown_hooks = []  # called before ring_finalize (pending handles learn they will not run)
+_after_shutdown_hooks = []  # called after it
 
 
 def _excepthook(tp, value, tb):
@@ -179,6 +223,8 @@ def init(process_sets=None, compression=None):
         # copy of it, which subprocess (with env=os.environ) and Python code would still see.
         os.environ.pop("RING_JOB_SECRET", None)
         _wire = os.environ.get("RING_COMPRESSION", "none")
+        world[0] = lib.ring_size()
+        world[1] = ctypes.c_double(1.0 / world[0])
         if not _atexit_registered:
             atexit.register(_atexit_shutdown)
             if sys.excepthook is _prev_excepthook:
@@ -203,6 +249,12 @@ def shutdown():
         for hook in _shutdown_hooks:
             hook()
         lib.ring_finalize()
+        for hook in _after_shutdown_hooks:
+            hook()
+        # The sets end with libring: a later init() numbers them anew.
+        for ps in _registered.values():
+            ps.process_set_id = None
+        _registered.clear()
 
 
 def _atexit_shutdown():

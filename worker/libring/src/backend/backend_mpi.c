@@ -78,6 +78,12 @@ static MPI_Datatype mpi_type(ring_dtype_t t)
         return MPI_UINT8_T;
     case RING_INT8:
         return MPI_INT8_T;
+    case RING_INT16:
+        return MPI_INT16_T;
+    case RING_UINT16:
+        return MPI_UINT16_T;
+    case RING_BOOL: /* bytes of 0 or 1, reduced by MAX and MIN (mpi_op) */
+        return MPI_UINT8_T;
     case RING_INT32:
         return MPI_INT32_T;
     case RING_INT64:
@@ -97,6 +103,8 @@ static MPI_Op mpi_op(ring_dtype_t t, ring_op_t op)
 {
     if (t == RING_FLOAT16 || t == RING_BFLOAT16)
         return ops16[op];
+    if (t == RING_BOOL) /* OR and AND of 0 and 1 (ring.h) */
+        return op == RING_SUM || op == RING_MAX ? MPI_MAX : MPI_MIN;
     switch (op) {
     case RING_MIN:
         return MPI_MIN;
@@ -409,6 +417,9 @@ static int make_types(void)
         MPI_Type_dup(MPI_UINT16_T, &bf16_type) != MPI_SUCCESS)
         return ring__err(RING_ESYS, "cannot make MPI's 16-bit float types");
     for (int op = 0; op < RING_OP_COUNT; op++) {
+        ops16[op] = MPI_OP_NULL;
+        if (fns[op] == NULL) /* ADASUM: libring runs it itself (engine_exec.c) */
+            continue;
         if (MPI_Op_create(fns[op], 1, &ops16[op]) != MPI_SUCCESS)
             return ring__err(RING_ESYS, "cannot make MPI's 16-bit float reductions");
     }

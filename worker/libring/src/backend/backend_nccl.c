@@ -194,9 +194,19 @@ static ncclComm_t comm_of(struct ring__nccl *n, const struct ring__comm *c, int 
 static ncclDataType_t nccl_type(ring_dtype_t t)
 {
     static const ncclDataType_t types[RING_DTYPE_COUNT] = {
-        [RING_UINT8] = ncclUint8,     [RING_INT8] = ncclInt8,       [RING_INT32] = ncclInt32,
-        [RING_INT64] = ncclInt64,     [RING_FLOAT16] = ncclFloat16, [RING_BFLOAT16] = ncclBfloat16,
-        [RING_FLOAT32] = ncclFloat32, [RING_FLOAT64] = ncclFloat64,
+        [RING_UINT8] = ncclUint8,
+        [RING_INT8] = ncclInt8,
+        [RING_INT32] = ncclInt32,
+        [RING_INT64] = ncclInt64,
+        [RING_FLOAT16] = ncclFloat16,
+        [RING_BFLOAT16] = ncclBfloat16,
+        [RING_FLOAT32] = ncclFloat32,
+        [RING_FLOAT64] = ncclFloat64,
+        /* NCCL has no 16-bit integer or boolean type: these only ever move (located() in
+         * api.c refuses their reductions on a GPU), as elements of the same width. */
+        [RING_INT16] = ncclFloat16,
+        [RING_UINT16] = ncclFloat16,
+        [RING_BOOL] = ncclUint8,
     };
     return types[t];
 }

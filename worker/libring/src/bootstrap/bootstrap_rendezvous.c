@@ -141,6 +141,7 @@ static int rdv_open(int timeout_ms, struct ring__bootstrap **out)
 {
     const char *addr = getenv("RING_RENDEZVOUS");
     char host[256], port[16];
+    int64_t deadline = ring__now_ms() + timeout_ms;
     struct rdv *r;
     int rc;
 
@@ -174,13 +175,34 @@ static int rdv_open(int timeout_ms, struct ring__bootstrap **out)
         goto error;
     }
     snprintf(r->addr, sizeof(r->addr), "%s", addr);
-    if ((rc = ring__net_connect(host, port, 0, ring__now_ms() + timeout_ms, &r->fd)) < 0) {
-        /* ring__net_connect's text names the address already. */
-        rc = ring__err(rc == RING_ETIMEDOUT ? rc : RING_EBOOTSTRAP,
-                       "cannot reach the rendezvous (RING_RENDEZVOUS): %s", ring_last_error());
-        goto error;
+    /*
+     * A rendezvous flooded with connections that prove nothing may close a rank's before it
+     * read its HELLO, when the rank was descheduled between connect and HELLO (ringrun's
+     * rendezvous.c): the rank dials again, 4 times at most, which makes a failure
+     * vanishingly rare. A redial waits at most 3 s for a refusing port, so that a rank whose
+     * ringrun is gone still fails soon.
+     */
+    for (int dial = 1;; dial++) {
+        int64_t until =
+            dial > 1 && deadline - ring__now_ms() > 3000 ? ring__now_ms() + 3000 : deadline;
+        if ((rc = ring__net_connect(host, port, 0, until, &r->fd)) < 0) {
+            /* ring__net_connect's text names the address already. */
+            rc = ring__err(rc == RING_ETIMEDOUT ? rc : RING_EBOOTSTRAP,
+                           "cannot reach the rendezvous (RING_RENDEZVOUS): %s", ring_last_error());
+            goto error;
+        }
+        rc = ring__rdv_auth(r->fd, &r->b.key, r->b.size, deadline);
+        if (rc != RING_EPEER || dial == 4 || ring__now_ms() + 10 * dial >= deadline)
+            break;
+        ring__log(RING_LOG_WARNING,
+                  "rank %d: the rendezvous at %s closed the connection before "
+                  "the handshake (a flood of connections?); dialing again",
+                  r->b.rank, r->addr);
+        close(r->fd);
+        r->fd = -1;
+        usleep((useconds_t)dial * 10 * 1000);
     }
-    if ((rc = ring__rdv_auth(r->fd, &r->b.key, r->b.size, ring__now_ms() + timeout_ms)) < 0) {
+    if (rc < 0) {
         rc = rc == RING_EBOOTSTRAP
                  ? ring__err(rc, "rank %d: authenticating with the rendezvous at %s: %s", r->b.rank,
                              r->addr, ring_last_error())

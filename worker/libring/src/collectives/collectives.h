@@ -22,6 +22,8 @@ uint16_t ring__float_to_bf16(float f);
 
 /* Returns 1 when op and the scale factors are valid for dtype, else 0. */
 int ring__op_valid(ring_dtype_t dtype, ring_op_t op, double prescale, double postscale);
+/* 1 for the floating-point dtypes (float16, bfloat16, float32, float64). */
+int ring__dtype_is_float(ring_dtype_t dtype);
 
 /*
  * dst[i] = a[i] op b[i] for n elements (dst may alias a or b). op is SUM, MIN, MAX or
@@ -40,6 +42,18 @@ void ring__reduce_scale(void *dst, const void *a, const void *b, size_t n, ring_
  * largest or smallest value for MIN or MAX): what a joined rank contributes.
  */
 void ring__neutral(void *buf, size_t n, ring_dtype_t dtype, ring_op_t op);
+
+/*
+ * Adasum's kernels, for the float dtypes. ring__adasum_partials sets out to {a.b, a.a, b.b}
+ * over n elements, summed in double. ring__adasum_combine sets a[i] = ca a[i] + cb b[i],
+ * in double, rounded once to dtype. ring__adasum_coeff is a vector's coefficient,
+ * 1 - dot / (2 normsq), or 1 for a vector of (almost) zero norm.
+ */
+void ring__adasum_partials(const void *a, const void *b, size_t n, ring_dtype_t dtype,
+                           double out[3]);
+void ring__adasum_combine(void *a, const void *b, size_t n, ring_dtype_t dtype, double ca,
+                          double cb);
+double ring__adasum_coeff(double dot, double normsq);
 
 /* ---- schedules (schedule.c): pure functions, tested on every (count, size) ----------- */
 
@@ -250,6 +264,14 @@ int ring__reducescatter(const struct ring__comm *c, const void *sendbuf, void *r
 int ring__alltoallv(const struct ring__comm *c, const void *sendbuf, const size_t *sendcounts,
                     void *recvbuf, const size_t *recvcounts, size_t count, ring_dtype_t dtype);
 int ring__barrier(const struct ring__comm *c);
+/*
+ * Adasum allreduce (adasum.c) of count elements of a float dtype, in place in buf:
+ * nseg segments of segs[i] elements (summing to count; NULL: one segment of count) are
+ * each combined with their own dot products and norms. prescale and postscale multiply
+ * the input and the result. Every rank ends with bitwise the same result.
+ */
+int ring__allreduce_adasum(const struct ring__comm *c, void *buf, size_t count, ring_dtype_t dtype,
+                           const size_t *segs, int nseg, double prescale, double postscale);
 /*
  * The most bytes one message of ring__gather_bytes or ring__bcast_bytes may hold. They
  * carry the engine's negotiation: the requests a rank has not had cached yet, and rank 0's

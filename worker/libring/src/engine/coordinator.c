@@ -47,7 +47,7 @@ static int set_rank(const struct ring__pset *ps, int world)
 }
 
 /* Operations that have a meaning when some ranks contribute nothing. */
-static int allowed_with_joined(int type)
+int ring__coord_allowed_with_joined(int type)
 {
     return type == RING__ALLREDUCE || type == RING__BROADCAST || type == RING__BARRIER;
 }
@@ -115,6 +115,11 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d sent %llu elements, rank %d sent %llu", what, name,
                             ra, (unsigned long long)a->count, rb, (unsigned long long)b->count);
+        if (b->shape != a->shape)
+            return mismatch(msg, msglen, RING_EMISMATCH,
+                            "%s '%s': rank %d and rank %d sent %llu elements in different "
+                            "shapes",
+                            what, name, ra, rb, (unsigned long long)a->count);
         if (b->root != a->root)
             return mismatch(msg, msglen, RING_EMISMATCH,
                             "%s '%s': rank %d named root %d, rank %d root %d", what, name, ra,
@@ -167,7 +172,7 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
         int w = ps->members[i];
         if (!joined[w])
             continue;
-        if (!allowed_with_joined(a->type))
+        if (!ring__coord_allowed_with_joined(a->type))
             return mismatch(msg, msglen, RING_EJOINED,
                             "%s '%s': not allowed while ranks have joined (rank %d has)", what,
                             name, w);

@@ -1005,6 +1005,40 @@ int ring__engine_add_pset(struct ring__engine *e, const int *ranks, int n)
     return id;
 }
 
+struct pset_busy {
+    int id, n;
+};
+
+static void count_in_set(const char *name, void *value, void *arg)
+{
+    const struct entry *en = value;
+    struct pset_busy *b = arg;
+    (void)name;
+    b->n += en->req.process_set == b->id;
+}
+
+int ring__engine_remove_pset(struct ring__engine *e, int id, int remove)
+{
+    struct pset_busy busy = {id, 0};
+    int rc = 0;
+    pthread_mutex_lock(&e->mu);
+    if (id == RING_GLOBAL)
+        rc = ring__err(RING_EINVAL, "the global process set cannot be removed");
+    else if (ring__psets_get(&e->psets, id) == NULL)
+        rc = ring__err(RING_EINVAL, "there is no process set %d to remove", id);
+    if (rc == 0)
+        ring__strmap_each(&e->inflight, count_in_set, &busy);
+    if (rc == 0 && busy.n > 0)
+        rc = ring__err(RING_EINVAL,
+                       "process set %d has %d operation%s of rank %d in flight; wait for them "
+                       "before removing it",
+                       id, busy.n, busy.n == 1 ? "" : "s", e->ctx->rank);
+    if (rc == 0 && remove)
+        rc = ring__psets_remove(&e->psets, id);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
 int ring__engine_pset_info(struct ring__engine *e, int id, int *rank, int *size)
 {
     const struct ring__pset *ps;

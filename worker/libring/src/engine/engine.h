@@ -48,6 +48,7 @@ struct ring__request {
     int device;     /* -1: host memory */
     int group_size; /* > 1 for a member of a grouped allreduce */
     uint64_t count; /* elements: the tensor, or per rank for allgather/alltoall */
+    uint64_t shape; /* fingerprint of the declared shape (ring_shape_next), 0: none */
     double prescale, postscale;
     uint64_t *counts;
     uint32_t ncounts;
@@ -205,8 +206,11 @@ void ring__psets_free(struct ring__process_sets *p);
 /* Adds a set (ranks need not be sorted). Returns its id, or RING_EINVAL / RING_ENOMEM. */
 int ring__psets_add(struct ring__process_sets *p, const int *ranks, int n, int world_size,
                     int rank);
-/* The set, or NULL. */
+/* The set, or NULL (no such set, or removed). */
 const struct ring__pset *ring__psets_get(const struct ring__process_sets *p, int id);
+/* Removes set id (not 0): its id stays taken and ring__psets_get returns NULL for it.
+ * Returns 0, or RING_EINVAL when there is no such set. */
+int ring__psets_remove(struct ring__process_sets *p, int id);
 
 /* ---- coordinator (coordinator.c): rank 0's decisions, as pure functions ---- */
 
@@ -223,6 +227,9 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
                       const unsigned char *joined, const struct ring__process_sets *psets,
                       struct ring__response **out, int *nout);
 
+/* Whether an operation of this type may run while some ranks have joined: allreduce,
+ * broadcast (from a root that has not joined) and barrier. */
+int ring__coord_allowed_with_joined(int type);
 /*
  * Validates one tensor's requests from several ranks of set ps (req[i] from world rank
  * ranks[i], i < n, ascending). joined marks world ranks that have joined. Returns 0 when
@@ -312,6 +319,12 @@ int ring__engine_blocking(struct ring__engine *e, const struct ring__submit *sub
 void ring__engine_next_is_blocking(int yes);
 /* The process sets (read-mostly; creation goes through ring__engine_add_pset). */
 int ring__engine_add_pset(struct ring__engine *e, const int *ranks, int n);
+/*
+ * Checks that set id may be removed here (it exists, is not the world, and none of this
+ * rank's requests on it is in flight), and with remove set, removes it. Returns 0 or
+ * RING_EINVAL with a message.
+ */
+int ring__engine_remove_pset(struct ring__engine *e, int id, int remove);
 int ring__engine_pset_info(struct ring__engine *e, int id, int *rank, int *size);
 int ring__engine_join(struct ring__engine *e);
 int ring__engine_timeline(struct ring__engine *e, const char *path);

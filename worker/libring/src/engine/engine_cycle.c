@@ -110,6 +110,33 @@ static void inspect_stalls(struct ring__engine *e, struct ring__request **reqs, 
     }
 }
 
+/*
+ * RING_JOIN_BROADCAST=0, on rank 0: while ranks have joined, every broadcast fails with
+ * RING_EJOINED, as in Horovod, rather than only those from a joined root (coordinator.c).
+ * Returns 0 or RING_ENOMEM.
+ */
+static int refuse_joined_broadcasts(struct ring__engine *e, struct ring__response *resp, int n)
+{
+    int joined = -1;
+    if (e->ctx->tune.v[RING__K_JOIN_BROADCAST])
+        return 0;
+    for (int r = 0; r < e->ctx->size && joined < 0; r++)
+        joined = e->joined_ranks[r] ? r : -1;
+    for (int i = 0; joined >= 0 && i < n; i++) {
+        char msg[RING__NAME_MAX + 128];
+        if (resp[i].req.type != RING__BROADCAST || resp[i].error != 0)
+            continue;
+        snprintf(msg, sizeof(msg),
+                 "broadcast '%s': not allowed while ranks have joined (rank %d has; "
+                 "RING_JOIN_BROADCAST=0)",
+                 resp[i].req.name, joined);
+        if ((resp[i].message = strdup(msg)) == NULL)
+            return ring__err(RING_ENOMEM, "coordinator: out of memory");
+        resp[i].error = RING_EJOINED;
+    }
+    return 0;
+}
+
 /* Step 4: every rank's unfired requests to rank 0 and the responses back. */
 static int full_round(struct ring__engine *e, const unsigned char *fired,
                       struct ring__response **out, int *nout, int *shutdown, char *msg,
@@ -176,6 +203,8 @@ static int full_round(struct ring__engine *e, const unsigned char *fired,
             rc = ring__coord_match(size, reqs, nreqs, e->joined_ranks, &e->psets, &resp, &nresp);
             pthread_mutex_unlock(&e->mu);
         }
+        if (rc == 0)
+            rc = refuse_joined_broadcasts(e, resp, nresp);
         if (rc == 0)
             inspect_stalls(e, reqs, nreqs, resp, nresp, now, shutdown, msg, msglen);
         ring__put_u64(&ob, (uint64_t)*shutdown);
@@ -356,6 +385,35 @@ static void take_queue(struct ring__engine *e)
     group_bits(first);
 }
 
+/*
+ * Cached requests while ranks have joined. A joined rank holds no tensors and says it is
+ * ready for every cached one, to take part with neutral elements; but the coordinator
+ * refuses allgathers, alltoalls and reducescatters then, and broadcasts from a joined
+ * root, which the cache would run without it (the joined rank has nothing to send, or
+ * nowhere to put what it gets). So a joined rank is ready only for what it can run, and a
+ * working rank sends such a request to the coordinator, which fails it with RING_EJOINED,
+ * once it sees that some rank has joined (the cycle after it joined). With
+ * RING_JOIN_BROADCAST=0 broadcasts are refused too (refuse_joined_broadcasts).
+ */
+static int runs_with_joined(struct ring__engine *e, const struct ring__request *r,
+                            const unsigned char *joined)
+{
+    const struct ring__pset *ps;
+    int root = -1;
+    if (!ring__coord_allowed_with_joined(r->type))
+        return 0;
+    if (r->type != RING__BROADCAST)
+        return 1;
+    if (!e->ctx->tune.v[RING__K_JOIN_BROADCAST])
+        return 0;
+    pthread_mutex_lock(&e->mu);
+    ps = ring__psets_get(&e->psets, r->process_set);
+    if (ps != NULL && r->root >= 0 && r->root < ps->size)
+        root = ps->members[r->root];
+    pthread_mutex_unlock(&e->mu);
+    return root >= 0 && !joined[root];
+}
+
 /* Whether anything may ride: the fast path is on and the ring backend runs host buffers
  * (RING_CPU_OPERATIONS=mpi's point is that MPI moves the data). */
 static int any_attachable(const struct ring__engine *e)
@@ -372,7 +430,8 @@ static int req_attachable(const struct ring__engine *e, const struct ring__reque
         return 0;
     if (r->type == RING__BARRIER)
         return 1;
-    return r->type == RING__ALLREDUCE &&
+    /* Adasum's combination is no element-wise reduction: it takes its own collective. */
+    return r->type == RING__ALLREDUCE && r->op != RING_ADASUM &&
            r->count <= RING__ATTACH_MAX / ring_dtype_size((ring_dtype_t)r->dtype) &&
            !(e->compression >= 0 && r->dtype == RING_FLOAT32 &&
              (r->op == RING_SUM || r->op == RING_AVERAGE));
@@ -503,6 +562,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, uncached = 0, natt;
     uint64_t *w = e->ctl, or_flags, and_flags;
     unsigned char *fired = NULL;
+    int some_joined = 0;
     struct ring__response *resp = NULL, *fresp = NULL;
     struct ring__attach at;
     char msg[384] = "";
@@ -524,6 +584,8 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     }
     join_local = e->joined;
     pthread_mutex_unlock(&e->mu);
+    for (int r = 0; r < size; r++)
+        some_joined |= e->joined_ranks[r];
 
     /* Step 2: the control vector, from one walk over the pending entries. */
     memset(w, 0, (size_t)words * sizeof(uint64_t));
@@ -534,8 +596,9 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     {
         uint64_t *ready = w + 2 + jw, *mine = w + 2 + jw + cw;
         for (struct entry *list = e->phead; list != NULL; list = list->pnext) {
-            if (list->bit < 0) {
-                uncached = 1;
+            if (list->bit < 0 ||
+                (some_joined && !runs_with_joined(e, &list->req, e->joined_ranks))) {
+                uncached = 1; /* to the coordinator (runs_with_joined) */
                 continue;
             }
             e->bit_entry[list->bit] = list; /* step 5 runs it without a name lookup */
@@ -553,9 +616,15 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
         if (r != rank || !join_local)
             ctl_set(w + 2, r);
     }
-    /* A rank is "ready" for tensors of sets it is not in, and for all once it joined. */
+    /* A rank is "ready" for tensors of sets it is not in, and once it joined for all that
+     * can run without it (runs_with_joined: it counts itself as joined). */
+    if (join_local)
+        e->joined_ranks[rank] = 1; /* the control round below sets every rank's */
     for (int b = 0; b < hwm; b++) {
-        if (join_local || (e->absent[b] && e->cache.entries[b].used))
+        /* absent first: a cache entry is a few hundred bytes, a cache miss each */
+        if ((e->absent[b] && e->cache.entries[b].used) ||
+            (join_local && e->cache.entries[b].used &&
+             runs_with_joined(e, &e->cache.entries[b].req, e->joined_ranks)))
             ctl_set(w + 2 + jw, b);
     }
     /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */

@@ -171,6 +171,57 @@ static int run_zero_copy(struct ring__engine *e, const struct ring__comm *c,
 }
 
 /*
+ * An Adasum batch: the tensors go through the fusion buffer (a joined rank's as zeros,
+ * which Adasum's combination leaves out), each tensor, and each member of a packed group,
+ * a segment of its own with its own coefficients, as one collective over libring's mesh
+ * whatever RING_CPU_OPERATIONS says (MPI has no Adasum).
+ */
+static int run_adasum_batch(struct ring__engine *e, const struct ring__comm *c,
+                            const struct ring__response *resp, struct entry **en, int n)
+{
+    const struct ring__request *r0 = &resp[0].req;
+    ring_dtype_t dt = (ring_dtype_t)r0->dtype;
+    size_t es = ring_dtype_size(dt), total = 0, off = 0, *segs;
+    int nseg = 0, k = 0, rc;
+
+    for (int i = 0; i < n; i++) {
+        total += resp[i].req.count;
+        nseg += ring__request_packed(&resp[i].req) ? (int)resp[i].req.ncounts : 1;
+    }
+    if ((segs = malloc((size_t)nseg * sizeof(*segs))) == NULL)
+        return ring__err(RING_ENOMEM, "out of memory for an Adasum batch of %d tensors", n);
+    if ((rc = grow_fusion(e, total * es)) < 0) {
+        free(segs);
+        return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct ring__request *ri = &resp[i].req;
+        if (en[i] != NULL)
+            ring__eng_gather(en[i], e->fusion + off * es, dt, 1.0);
+        else
+            ring__neutral(e->fusion + off * es, ri->count, dt, RING_ADASUM);
+        off += ri->count;
+        if (ring__request_packed(ri)) {
+            for (uint32_t m = 0; m < ri->ncounts; m++)
+                segs[k++] = (size_t)ri->counts[m];
+        } else {
+            segs[k++] = (size_t)ri->count;
+        }
+        TL_PHASE(e, ri->name, "ADASUM", 1, NULL);
+    }
+    rc = ring__allreduce_adasum(c, e->fusion, total, dt, segs, nseg, r0->prescale, r0->postscale);
+    off = 0;
+    for (int i = 0; i < n; i++) {
+        TL_PHASE(e, resp[i].req.name, "ADASUM", 0, NULL);
+        if (rc == 0 && en[i] != NULL)
+            ring__eng_scatter(en[i], e->fusion + off * es, dt, 1.0);
+        off += resp[i].req.count;
+    }
+    free(segs);
+    return rc;
+}
+
+/*
  * Runs a batch of compatible allreduces resp[0..n-1] through the fusion buffer (or in place
  * when alone and uncompressed). Entries are NULL on a rank that has joined.
  */
@@ -187,6 +238,8 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
                        (op == RING_SUM || op == RING_AVERAGE);
     char args[128];
 
+    if (op == RING_ADASUM)
+        return run_adasum_batch(e, c, resp, en, n);
     if (op == RING_AVERAGE) {
         op = RING_SUM;
         post /= active_members(e, c);

@@ -64,8 +64,8 @@ int ring__request_same_params(const struct ring__request *a, const struct ring__
 {
     return a->type == b->type && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
            a->process_set == b->process_set && (a->device >= 0) == (b->device >= 0) &&
-           a->group_size == b->group_size && a->count == b->count && a->prescale == b->prescale &&
-           a->postscale == b->postscale && a->ncounts == b->ncounts &&
+           a->group_size == b->group_size && a->count == b->count && a->shape == b->shape &&
+           a->prescale == b->prescale && a->postscale == b->postscale && a->ncounts == b->ncounts &&
            (a->ncounts == 0 || memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) == 0);
 }
 
@@ -139,6 +139,7 @@ void ring__put_request(struct ring__buf *b, const struct ring__request *r)
     ring__put_u64(b, (uint64_t)(int64_t)r->device);
     ring__put_u64(b, (uint64_t)r->group_size);
     ring__put_u64(b, r->count);
+    ring__put_u64(b, r->shape);
     ring__put_f64(b, r->prescale);
     ring__put_f64(b, r->postscale);
     ring__put_u64(b, r->ncounts);
@@ -217,6 +218,7 @@ int ring__get_request(struct ring__reader *rd, struct ring__request *r)
     group = ring__get_u64(rd);
     r->group_size = group <= RING__GROUP_MAX ? (int)group : -1;
     r->count = ring__get_u64(rd);
+    r->shape = ring__get_u64(rd);
     r->prescale = ring__get_f64(rd);
     r->postscale = ring__get_f64(rd);
     n = ring__get_u64(rd);

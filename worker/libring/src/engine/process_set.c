@@ -72,5 +72,16 @@ int ring__psets_add(struct ring__process_sets *p, const int *ranks, int n, int w
 
 const struct ring__pset *ring__psets_get(const struct ring__process_sets *p, int id)
 {
-    return id >= 0 && id < p->count ? &p->sets[id] : NULL;
+    return id >= 0 && id < p->count && p->sets[id].members != NULL ? &p->sets[id] : NULL;
+}
+
+int ring__psets_remove(struct ring__process_sets *p, int id)
+{
+    if (id <= 0 || ring__psets_get(p, id) == NULL)
+        return ring__err(RING_EINVAL, "there is no process set %d to remove", id);
+    free(p->sets[id].members);
+    p->sets[id].members = NULL; /* what marks it removed */
+    p->sets[id].size = 0;
+    p->sets[id].my_rank = -1;
+    return 0;
 }

@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""ringmaster.torch: libring for PyTorch, shaped like horovod.torch. A Horovod script runs
-with its import changed:
+"""ringmaster.torch: libring for PyTorch, a drop-in for horovod.torch. A Horovod script
+runs with its import changed:
 
     import ringmaster.torch as hvd     # was: import horovod.torch as hvd
 
-CPU tensors go to libring with no copy. GPU tensors raise a clear error until libring's
-NCCL path exists.
+It has horovod.torch 0.28's functions, arguments, dtypes and exceptions, with Horovod's
+semantics, on CPU tensors, which go to libring with no copy. GPU tensors raise a clear
+error until libring's NCCL path serves them; Horovod's elastic mode (which needs its Gloo
+controller and horovodrun) is not here: ringd stops and resumes jobs instead.
 """
+import os as _os
 import sys as _sys
 
 try:
@@ -15,7 +18,7 @@ except ImportError as _e:
     raise ImportError("%s: ringmaster.torch needs PyTorch; Debian's python3-torch is seen by /usr/bin/python3, "
                       "not by %s" % (_e, _sys.executable or "this python")) from _e
 
-from .. import EXIT_STOPPED, RingError
+from .. import EXIT_STOPPED, HorovodInternalError, RingError, RingValueError
 from .. import basics as _basics
 from ..basics import (
     Adasum,
@@ -34,6 +37,7 @@ from ..basics import (
     local_rank,
     local_size,
     rank,
+    remove_process_set,
     request_stop,
     shutdown,
     size,
@@ -63,27 +67,43 @@ from .ops import (
     broadcast_,
     broadcast_async,
     broadcast_async_,
+    grouped_allgather,
+    grouped_allgather_async,
     grouped_allreduce,
     grouped_allreduce_,
     grouped_allreduce_async,
     grouped_allreduce_async_,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
     join,
     poll,
     reducescatter,
     reducescatter_async,
+    sparse_allreduce_async,
     synchronize,
 )
 from .optimizer import DistributedOptimizer
+from .sync_batch_norm import SyncBatchNorm
 
 
-def init(process_sets=None, compression=None):
+def init(comm=None, process_sets=None, compression=None):
     """Starts libring (see ringmaster.init), with libring's own tuning: its busy-polling
-    (RING_SPIN_US) already adapts to a host with more ranks than cores."""
-    return _basics.init(process_sets, compression)
+    (RING_SPIN_US) already adapts to a host with more ranks than cores.
 
+    comm: Horovod's communicator argument. libring's world is every rank ringrun started,
+    so it takes only None or a list of all of them; an MPI communicator raises ValueError.
+    process_sets: ProcessSets (or rank lists) to register, as add_process_set() does.
 
-# Horovod's name for a failed collective, for scripts that catch it.
-HorovodInternalError = RingError
+    As in Horovod, broadcasts fail while ranks have joined (RING_JOIN_BROADCAST=0, unless
+    the environment says otherwise)."""
+    if comm is not None and not isinstance(comm, (list, tuple, range)):
+        raise ValueError("ringmaster.torch: init(comm=...) takes no MPI communicator: libring's world is the "
+                         "ranks ringrun started")
+    _os.environ.setdefault("RING_JOIN_BROADCAST", "0")
+    _basics.init(process_sets, compression)
+    if comm is not None and sorted(int(r) for r in comm) != list(range(size())):
+        raise ValueError("ringmaster.torch: init(comm=%r): libring's world is all %d ranks; use a ProcessSet "
+                         "for a subset" % (list(comm), size()))
 
 
 def mpi_threads_supported():

@@ -5,6 +5,7 @@ import torch
 
 from .._collectives import Collectives
 
+# torch dtype -> libring's ring_dtype_t. torch.uint16 exists from torch 2.3 on.
 CODES = {
     torch.uint8: 0,
     torch.int8: 1,
@@ -14,7 +15,11 @@ CODES = {
     torch.bfloat16: 5,
     torch.float32: 6,
     torch.float64: 7,
+    torch.int16: 8,
+    torch.bool: 10,
 }
+if hasattr(torch, "uint16"):
+    CODES[torch.uint16] = 9
 
 
 def _refuse(x):
@@ -30,13 +35,14 @@ def _refuse(x):
     if x.is_sparse:
         raise RuntimeError("ringmaster.torch: sparse tensors are not supported; use .to_dense()")
     raise TypeError(
-        "ringmaster.torch: dtype %s is not supported; use uint8, int8, int32, int64, float16, "
-        "bfloat16, float32 or float64" % x.dtype
+        "ringmaster.torch: dtype %s is not supported; use uint8, int8, int16, int32, int64, "
+        "float16, bfloat16, float32, float64 or bool" % x.dtype
     )
 
 
 class TorchAdapter:
     name = "torch"
+    horovod = True  # Horovod's AVERAGE and alltoall handles (_collectives.py)
 
     @staticmethod
     def code(x, dtype=None):
@@ -100,20 +106,59 @@ class TorchAdapter:
         return x[:n]
 
     @staticmethod
+    def slice(x, at, n):
+        return x[at : at + n]
+
+    @staticmethod
+    def flat(x):
+        return x.reshape(-1)
+
+    @staticmethod
+    def reshape(x, shape):
+        return x.reshape(shape)
+
+    @staticmethod
+    def dtype_name(x):
+        return str(x.dtype)
+
+    @staticmethod
+    def splits(v):
+        """alltoall's splits as a list of ints: a tensor of an integer dtype, or a sequence."""
+        if isinstance(v, torch.Tensor):
+            if v.is_floating_point() or v.is_complex() or v.dtype == torch.bool:
+                raise ValueError("ringmaster.torch: alltoall splits must be integers, not %s" % v.dtype)
+            return [int(s) for s in v.reshape(-1).tolist()]
+        try:
+            return [int(s) for s in v]
+        except (TypeError, ValueError):
+            raise ValueError("ringmaster.torch: alltoall splits must be a sequence of integers, not %r" % (v,))
+
+    @staticmethod
+    def splits_like(values, splits):
+        """The received splits, as Horovod gives them: in the splits tensor's dtype, int32
+        otherwise."""
+        dt = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
+        return torch.tensor(values, dtype=dt)
+
+    @staticmethod
     def copy_rows(dst, at, src, frm, n):
         with torch.no_grad():
             dst[at : at + n].copy_(src[frm : frm + n])
 
     @staticmethod
     def scale_(x, f):
+        """x *= f as libring scales: integers in double, truncated toward zero."""
         with torch.no_grad():
-            x.mul_(f)
+            if x.is_floating_point():
+                x.mul_(f)
+            else:
+                info = torch.iinfo(x.dtype)
+                x.copy_(x.double().mul_(f).trunc_().clamp_(info.min, info.max))
         return x
 
     @staticmethod
     def scaled(x, f):
-        with torch.no_grad():
-            return x * f
+        return TorchAdapter.scale_(x.detach().clone(), f)
 
     @staticmethod
     def int64(values, like):
