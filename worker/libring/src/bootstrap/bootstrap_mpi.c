@@ -14,7 +14,7 @@
  * transport between hosts), which Open MPI neither authenticates nor encrypts: under MPI the
  * pairs of libring are as safe as the job's MPI, and no safer (README, Security).
  *
- * Third in DESIGN.md's order. Open MPI's mpirun also sets PMIX_RANK, so a libring built
+ * Third in docs/design.md's order. Open MPI's mpirun also sets PMIX_RANK, so a libring built
  * with PMIx meets its peers through PMIx there; RING_BOOTSTRAP=mpi picks this one
  * (bootstrap.c). RING_CPU_OPERATIONS=mpi is separate (ops_mpi.c): it works with any
  * bootstrap under mpirun.
