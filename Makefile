@@ -53,7 +53,7 @@ fuzz: deps
 	@FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 format:
-	@find worker tests bench server api db scheduler -name '*.[ch]' | xargs clang-format -i
+	@find common worker tests bench server api db scheduler -name '*.[ch]' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz build-tsan

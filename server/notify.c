@@ -11,8 +11,8 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "common/log.h"
 #include "notify.h"
-#include "svclog.h"
 
 /* A state and its status fit: STATUS is one line for `systemctl status`. */
 #define NOTIFY_MAX 1024

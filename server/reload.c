@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "notify.h"
 #include "reload.h"
-#include "svclog.h"
 
 struct reload {
     int argc;

@@ -24,7 +24,7 @@
 
 #include "config.h"
 #include "http.h"
-#include "scheduler.h"
+#include "scheduler/core/scheduler.h"
 
 struct reload;
 

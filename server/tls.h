@@ -25,7 +25,7 @@
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* What tls_load says of the pair it installed. */
 struct tls_info {
