@@ -9,7 +9,8 @@
  * bound address to DATA_DIR/ringd.addr and, on its first start, an admin token to
  * DATA_DIR/admin.token (mode 0600; 73 when it cannot be written). SIGTERM or SIGINT stop it
  * gracefully: requests in flight finish, then it exits 0. SIGHUP reloads (reload.h). Under
- * systemd it says when it is ready, reloading and stopping (notify.h).
+ * systemd it says when it is ready, reloading and stopping (notify.h), and its log lines
+ * carry their priority for the journal (journald.h).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +34,7 @@
 #include "config.h"
 #include "db/store.h"
 #include "http.h"
+#include "journald.h"
 #include "notify.h"
 #include "reload.h"
 #include "scheduler/backend/identity.h"
@@ -46,6 +48,8 @@
 
 /* The configuration as config_load gave it (static: it is large, and main's alone). */
 static struct config as_loaded;
+/* 1 when the log goes to the systemd journal (journald.h). */
+static int to_journal;
 
 /* 1 when the listen host is a loopback address (so --no-auth exposes nothing). */
 static int loopback(const char *listen)
@@ -244,11 +248,17 @@ static int first_token(struct store *st, const char *dir)
         log_error("cannot create the admin token: %s", err.text);
         return EXIT_SOFTWARE;
     }
-    fprintf(stderr,
-            "\nFirst start: created an admin token (also in %s, mode 0600):\n\n    %s\n\n"
-            "Use it as RINGMASTER_TOKEN or 'Authorization: Bearer <token>'. It is not "
-            "shown again.\n\n",
-            path, t.token);
+    /* Not into the journal, which keeps it and which more than root may read. */
+    if (to_journal)
+        log_info("first start: created an admin token in %s (mode 0600); use it as "
+                 "RINGMASTER_TOKEN",
+                 path);
+    else
+        fprintf(stderr,
+                "\nFirst start: created an admin token (also in %s, mode 0600):\n\n    %s\n\n"
+                "Use it as RINGMASTER_TOKEN or 'Authorization: Bearer <token>'. It is not "
+                "shown again.\n\n",
+                path, t.token);
     return 0;
 }
 
@@ -405,6 +415,7 @@ int main(int argc, char **argv)
     sigset_t set;
 
     log_init("ringd", LOG_STYLE_LOGFMT);
+    to_journal = journald_init();
     /* Every file ringd makes is its own (0600), unless it says otherwise: the database and
      * its -wal and -shm, which SQLite creates 0644, hold every job's environment. */
     umask(077);
