@@ -34,8 +34,8 @@
 
 struct http {
     struct MHD_Daemon *d;
-    int tls;                  /* serving HTTPS: tls.h's pair, which http_tls_reload replaces */
-    int key_made;             /* store_key exists */
+    int tls;      /* serving HTTPS: tls.h's pair, which http_tls_reload replaces */
+    int key_made; /* store_key exists */
     const struct config *cfg;
     const struct api_config *api;
     char db_path[4200];
@@ -659,9 +659,8 @@ struct http *http_start(const struct config *cfg, const struct api_config *api, 
         (unsigned)cfg->connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)cfg->per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)EDGE_MHD_MEMORY, MHD_OPTION_ARRAY, tls,
-        MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)EDGE_MHD_MEMORY, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (h->d == NULL) {
         int e = errno ? errno : EIO;
         errno = e;

@@ -16,8 +16,8 @@
 /* The line as "<N>TEXT\n", in one write(2) so that threads' lines never mix. */
 static void to_journal(void *arg, const struct log_line *l, const char *text)
 {
-    static const int priority[] = {[LOG_LEVEL_ERROR] = 3, [LOG_LEVEL_WARNING] = 4,
-                                   [LOG_LEVEL_INFO] = 6};
+    static const int priority[] = {
+        [LOG_LEVEL_ERROR] = 3, [LOG_LEVEL_WARNING] = 4, [LOG_LEVEL_INFO] = 6};
     char buf[JOURNALD_LINE_MAX];
     int n = snprintf(buf, sizeof(buf), "<%d>%s\n", priority[l->level], text);
     size_t len, off = 0;

@@ -15,7 +15,7 @@
 struct reload {
     int argc;
     char **argv;
-    const char *path; /* --config's file, or NULL */
+    const char *path;     /* --config's file, or NULL */
     struct config loaded; /* as last loaded, with what a reload applied */
     struct http *http;
     struct scheduler *sched;
@@ -42,8 +42,8 @@ static void done_add(struct done *d, const char *fmt, ...)
     va_end(ap);
 }
 
-struct reload *reload_create(int argc, char **argv, const struct config *loaded,
-                             struct http *http, struct scheduler *sched)
+struct reload *reload_create(int argc, char **argv, const struct config *loaded, struct http *http,
+                             struct scheduler *sched)
 {
     struct reload *r = calloc(1, sizeof(*r));
     if (r == NULL)
@@ -122,8 +122,7 @@ static void reload_tls(struct reload *r, const struct config *next, struct done 
         return;
     }
     if (http_tls_reload(r->http, next->tls_cert, next->tls_key, &info, &err) < 0) {
-        log_error("reload: %s; kept the TLS certificate in use (%s)", err.text,
-                  r->loaded.tls_cert);
+        log_error("reload: %s; kept the TLS certificate in use (%s)", err.text, r->loaded.tls_cert);
         return;
     }
     {
@@ -152,8 +151,7 @@ static void reload_setting(struct reload *r, const struct config *next, const ch
         done_add(d, "streams_per_token %s -> %s", was, now);
     } else if (!strcmp(key, "policy")) {
         if (scheduler_set_policy(r->sched, next->policy, NULL, &err) < 0) {
-            log_error("reload: cannot switch the policy to %s: %s; kept %s", now, err.text,
-                      was);
+            log_error("reload: cannot switch the policy to %s: %s; kept %s", now, err.text, was);
             return;
         }
         snprintf(r->loaded.policy, sizeof(r->loaded.policy), "%s", next->policy);

@@ -31,8 +31,8 @@ struct reload;
 /* Remembers argv (borrowed: main's, alive until exit), a copy of loaded (the configuration
  * as config_load gave it, before ringd resolved any of it), and what a reload changes: the
  * HTTP server and the scheduler (borrowed). Returns NULL with errno ENOMEM. */
-struct reload *reload_create(int argc, char **argv, const struct config *loaded,
-                             struct http *http, struct scheduler *sched);
+struct reload *reload_create(int argc, char **argv, const struct config *loaded, struct http *http,
+                             struct scheduler *sched);
 /* Reloads, logs what it did, and tells systemd (RELOADING=1, then READY=1). With r NULL
  * (reload_create failed), says that it cannot. */
 void reload_run(struct reload *r);

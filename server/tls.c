@@ -77,14 +77,13 @@ static int check_leaf(const gnutls_datum_t *der, const char *path, struct tls_in
     until = gnutls_x509_crt_get_expiration_time(crt);
     if (from != (time_t)-1 && now < from) {
         errno = EINVAL;
-        errprintf(err, "the TLS certificate %s is not valid before %.24s (check the clock)",
-                  path, ctime(&from));
+        errprintf(err, "the TLS certificate %s is not valid before %.24s (check the clock)", path,
+                  ctime(&from));
         goto error;
     }
     if (until != (time_t)-1 && now > until) {
         errno = EINVAL;
-        errprintf(err, "the TLS certificate %s expired at %.24s; renew it", path,
-                  ctime(&until));
+        errprintf(err, "the TLS certificate %s expired at %.24s; renew it", path, ctime(&until));
         goto error;
     }
     info->not_after = (long long)until;
@@ -118,13 +117,11 @@ static int check_match(const gnutls_datum_t *cert, const gnutls_datum_t *key, co
     if (rc == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
         return errprintf(err, "the TLS key %s is not the key of the certificate %s", key_path,
                          cert_path);
-    return errprintf(err,
-                     "%s and %s are not a PEM certificate and its unencrypted PEM key (%s)",
+    return errprintf(err, "%s and %s are not a PEM certificate and its unencrypted PEM key (%s)",
                      cert_path, key_path, gnutls_strerror(rc));
 }
 
-int tls_load(const char *cert_path, const char *key_path, struct tls_info *info,
-             struct error *err)
+int tls_load(const char *cert_path, const char *key_path, struct tls_info *info, struct error *err)
 {
     gnutls_datum_t cert = {NULL, 0}, key = {NULL, 0};
     struct tls_info local;

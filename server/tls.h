@@ -41,8 +41,7 @@ struct tls_info {
  * may be NULL), or -1 with errno (EINVAL: a bad file, ENOMEM) and err saying what to fix;
  * the pair in use, if any, stays.
  */
-int tls_load(const char *cert_path, const char *key_path, struct tls_info *info,
-             struct error *err);
+int tls_load(const char *cert_path, const char *key_path, struct tls_info *info, struct error *err);
 /* Frees every pair tls_load installed. Only after the server that used them stopped. */
 void tls_unload(void);
 
