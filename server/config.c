@@ -62,22 +62,38 @@ static int detect_gpus(void)
     return n;
 }
 
-/* ringd-exec next to this ringd. Never from PATH: ringd runs it with root's privileges
- * (main.c checks who may change it before using it). */
+/*
+ * Where the install puts ringd-exec (${libexecdir}/ringmaster/ringd-exec), fixed when ringd
+ * is built: cmake/RingInstall.cmake defines it from CMAKE_INSTALL_PREFIX.
+ */
+#ifndef RINGD_EXEC_PATH
+#error "RINGD_EXEC_PATH must name the installed ringd-exec (cmake/RingInstall.cmake defines it)"
+#endif
+
+/*
+ * ringd-exec: the one next to this ringd when there is one (a build tree, where both are
+ * built together), else the installed one at RINGD_EXEC_PATH (an install puts ringd in bin
+ * and ringd-exec in libexec, so nothing is next to it). The build tree's comes first so that
+ * a ringd under development never runs an older installed ringd-exec, whose arguments may
+ * differ. Never from PATH: ringd runs it with root's privileges (main.c checks who may
+ * change it, and every directory above it, before using it).
+ */
 static void find_exec_helper(char *out, size_t len)
 {
     char self[1900];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     char *slash;
-    if (n <= 0) {
-        snprintf(out, len, "ringd-exec");
-        return;
+
+    if (n > 0) {
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            if (snprintf(out, len, "%s/ringd-exec", self) < (int)len && access(out, F_OK) == 0)
+                return;
+        }
     }
-    self[n] = '\0';
-    slash = strrchr(self, '/');
-    if (slash != NULL)
-        *slash = '\0';
-    snprintf(out, len, "%s/ringd-exec", self);
+    snprintf(out, len, "%s", RINGD_EXEC_PATH);
 }
 
 /* ringrun next to this ringd (installed), in the build tree, or on PATH. */

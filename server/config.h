@@ -25,7 +25,7 @@ struct config {
     char ringrun[2048];        /* ringrun = PATH (default: next to ringd, or on PATH) */
     char mpirun[2048];         /* mpirun = PATH (launcher "mpirun" jobs; default: on PATH) */
     int kill_grace_s;          /* kill_grace = seconds after SIGTERM before SIGKILL */
-    char exec_helper[2048];    /* ringd-exec next to ringd (not configurable: root runs it) */
+    char exec_helper[2048];    /* next to ringd, else RINGD_EXEC_PATH (root runs it: fixed) */
     char default_user[64];     /* default_user = NAME   RINGD_DEFAULT_USER */
     int isolation;             /* isolation = auto|namespace|none   RINGD_ISOLATION */
     char tls_cert[2048];       /* tls_cert = PEM file   RINGD_TLS_CERT */

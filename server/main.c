@@ -176,8 +176,10 @@ static int exec_helper_safe(char *path, size_t len)
     struct stat sb;
 
     if (realpath(path, real) == NULL || strlen(real) >= len) {
-        say("error", "cannot find ringd-exec at %s (it is installed next to ringd): %s", path,
-            strerror(errno));
+        say("error",
+            "cannot find ringd-exec at %s: %s (an install puts it at " RINGD_EXEC_PATH
+            ", a build tree next to ringd)",
+            path, strerror(errno));
         return -1;
     }
     if (!only_ours(real, &sb) || !S_ISREG(sb.st_mode)) {
@@ -609,10 +611,10 @@ int main(int argc, char **argv)
             close(fd);
         say("info",
             "listening on %s://%s:%d (data %s, %d slots, %d GPUs, auth %s, isolation %s, "
-            "ringrun %s, backend %s, policy %s)",
+            "ringrun %s, ringd-exec %s, backend %s, policy %s)",
             cfg.tls_cert[0] ? "https" : "http", host, port, cfg.data_dir, cfg.slots, cfg.gpus,
-            cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun, cfg.backend,
-            cfg.policy);
+            cfg.no_auth ? "off" : "on", isolate ? "namespace" : "none", cfg.ringrun,
+            cfg.exec_helper, cfg.backend, cfg.policy);
     }
     while (sigwait(&set, &sig) != 0)
         ;
