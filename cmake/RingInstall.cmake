@@ -43,8 +43,9 @@ if(TARGET ringd)
   # above it, that others than root and its own user may change (server/main.c).
   install(TARGETS ringd-exec RUNTIME DESTINATION ${RING_EXEC_DIR} COMPONENT daemon)
   # The hook for the service's files (the systemd unit, the example configuration): once
-  # contrib/systemd/ has a CMakeLists.txt, its install rules, with COMPONENT daemon, put
-  # them into ringmaster-daemon.
+  # contrib/systemd/ has a CMakeLists.txt, its install rules put them into
+  # ringmaster-daemon (daemon is the default component: CMakeLists.txt), and those that
+  # say COMPONENT tools (ringctl's completion, say) into ringmaster-tools.
   if(EXISTS ${PROJECT_SOURCE_DIR}/contrib/systemd/CMakeLists.txt)
     add_subdirectory(${PROJECT_SOURCE_DIR}/contrib/systemd)
   endif()

@@ -74,6 +74,15 @@ set(CPACK_COMPONENT_TOOLS_DESCRIPTION
 set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME ringmaster-daemon)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_DEPENDS "ringmaster-tools (= ${RING_DEB_VERSION})")
+# Its files under /etc (the example configuration) are conffiles, which dpkg keeps with an
+# admin's changes across upgrades: contrib/systemd/CMakeLists.txt lists their absolute
+# paths in RING_DAEMON_CONFFILES (set with PARENT_SCOPE).
+if(RING_DAEMON_CONFFILES)
+  list(JOIN RING_DAEMON_CONFFILES "\n" _ring_conffiles)
+  file(WRITE ${CMAKE_BINARY_DIR}/debian/daemon/conffiles "${_ring_conffiles}\n")
+  set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/debian/daemon/conffiles)
+  set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+endif()
 set(CPACK_COMPONENT_DAEMON_DESCRIPTION
     "Ringmaster's job service\n ringd: a REST daemon that queues, schedules and runs training jobs on this\n host, on Slurm or through mpirun; ringd-exec isolates each job as its user.")
 
