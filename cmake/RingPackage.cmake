@@ -96,4 +96,11 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-torch")
 set(CPACK_COMPONENT_PYTHON_DESCRIPTION
     "Python and PyTorch bindings of Ringmaster's collective runtime\n The ringmaster package (import ringmaster; ringmaster.torch), Horovod's API\n over libring, and ringmaster.client for the job service's REST API.")
 
+# Each package carries the license where Debian looks for it.
+foreach(component IN LISTS CPACK_COMPONENTS_ALL)
+  string(TOUPPER ${component} _c)
+  install(FILES ${PROJECT_SOURCE_DIR}/LICENSE RENAME copyright COMPONENT ${component}
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${_c}_PACKAGE_NAME})
+endforeach()
+
 include(CPack)

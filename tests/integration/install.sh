@@ -138,11 +138,12 @@ done
 expect_rc 0 cpack --config "$BUILD/CPackConfig.cmake" -B "$WORK/cpack"
 ver="$(cache CMAKE_PROJECT_VERSION)-1"
 deb() { ls "$WORK"/cpack/"$1"_"$ver"_*.deb 2>/dev/null; }
+has() { local in; in=$(cat); grep -qF -- "$1" <<<"$in"; } # reads all: no SIGPIPE to fail the pipe
 for p in libring0 libring-dev ringmaster-tools ringmaster-daemon python3-ringmaster; do
     [ -n "$(deb $p)" ] || { ls "$WORK/cpack" >&2; fail "cpack made no $p package"; }
+    dpkg-deb -c "$(deb $p)" | has "/share/doc/$p/copyright" || fail "$p has no copyright file"
 done
 field() { dpkg-deb -f "$(deb "$1")" "$2"; }
-has() { local in; in=$(cat); grep -qF -- "$1" <<<"$in"; } # reads all: no SIGPIPE to fail the pipe
 field libring-dev Depends | has "libring0 (= $ver)" || fail "libring-dev does not depend on libring0 (= $ver)"
 field libring0 Depends | has "libsodium" || fail "libring0's Depends lack libsodium: $(field libring0 Depends)"
 field ringmaster-daemon Depends | has "libmicrohttpd" || fail "ringmaster-daemon's Depends lack libmicrohttpd"
