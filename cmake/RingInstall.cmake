@@ -7,8 +7,9 @@
 #   dev        libring-dev          include/ring.h, lib/libring.so, lib/libring.a,
 #                                   lib/pkgconfig/ring.pc, lib/cmake/Ring/*.cmake
 #   tools      ringmaster-tools     bin/ringrun, bin/ringctl, bin/ringsim
-#   daemon     ringmaster-daemon    bin/ringd, libexec/ringmaster/ringd-exec, and what
-#                                   contrib/systemd/ holds (the unit, the example config)
+#   daemon     ringmaster-daemon    bin/ringd, libexec/ringmaster/ringd-exec, the unit, the
+#                                   example config, the operator's guide
+#                                   (cmake/RingInstallService.cmake)
 #   python     python3-ringmaster   the ringmaster package (worker/python/CMakeLists.txt)
 #
 # lib is ${CMAKE_INSTALL_LIBDIR}: lib/x86_64-linux-gnu under /usr on Debian. Included once
@@ -42,13 +43,7 @@ if(TARGET ringd)
   # 0755 and root's (the package's files are): ringd refuses a ringd-exec, or a directory
   # above it, that others than root and its own user may change (server/main.c).
   install(TARGETS ringd-exec RUNTIME DESTINATION ${RING_EXEC_DIR} COMPONENT daemon)
-  # The hook for the service's files (the systemd unit, the example configuration): once
-  # contrib/systemd/ has a CMakeLists.txt, its install rules put them into
-  # ringmaster-daemon (daemon is the default component: CMakeLists.txt), and those that
-  # say COMPONENT tools (ringctl's completion, say) into ringmaster-tools.
-  if(EXISTS ${PROJECT_SOURCE_DIR}/contrib/systemd/CMakeLists.txt)
-    add_subdirectory(${PROJECT_SOURCE_DIR}/contrib/systemd)
-  endif()
+  include(${CMAKE_CURRENT_LIST_DIR}/RingInstallService.cmake)
 endif()
 
 # ---------------------------------------------------------------------------------------

@@ -75,8 +75,8 @@ set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME ringmaster-daemon)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_DEPENDS "ringmaster-tools (= ${RING_DEB_VERSION})")
 # Its files under /etc (the example configuration) are conffiles, which dpkg keeps with an
-# admin's changes across upgrades: contrib/systemd/CMakeLists.txt lists their absolute
-# paths in RING_DAEMON_CONFFILES (set with PARENT_SCOPE).
+# admin's changes across upgrades: cmake/RingInstallService.cmake lists their absolute
+# paths in RING_DAEMON_CONFFILES.
 if(RING_DAEMON_CONFFILES)
   list(JOIN RING_DAEMON_CONFFILES "\n" _ring_conffiles)
   file(WRITE ${CMAKE_BINARY_DIR}/debian/daemon/conffiles "${_ring_conffiles}\n")

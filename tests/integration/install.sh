@@ -149,6 +149,22 @@ field libring0 Depends | has "libsodium" || fail "libring0's Depends lack libsod
 field ringmaster-daemon Depends | has "libmicrohttpd" || fail "ringmaster-daemon's Depends lack libmicrohttpd"
 field ringmaster-daemon Depends | has "ringmaster-tools (= $ver)" || fail "ringmaster-daemon does not depend on the tools"
 field python3-ringmaster Depends | has "libring0 (= $ver)" || fail "python3-ringmaster does not depend on libring0"
+# The service's files, where the tree has them (cmake/RingInstallService.cmake).
+SRC=$HERE/../..
+if [ -f "$SRC/contrib/systemd/ringd.service" ]; then
+    dpkg-deb -c "$(deb ringmaster-daemon)" | has "/lib/systemd/system/ringd.service" ||
+        fail "ringmaster-daemon lacks the unit"
+fi
+if [ -f "$SRC/contrib/ringd.conf" ]; then
+    dpkg-deb -c "$(deb ringmaster-daemon)" | has "/etc/ringmaster/ringd.conf" ||
+        fail "ringmaster-daemon lacks ringd.conf"
+    dpkg-deb -I "$(deb ringmaster-daemon)" conffiles | has "/etc/ringmaster/ringd.conf" ||
+        fail "ringd.conf is not a conffile of ringmaster-daemon"
+fi
+for tool in ringctl ringrun; do
+    [ ! -f "$SRC/contrib/completion/$tool" ] || dpkg-deb -c "$(deb ringmaster-tools)" |
+        has "/bash-completion/completions/$tool" || fail "ringmaster-tools lacks $tool's completion"
+done
 dpkg-deb -c "$(deb libring0)" | has "/libring.so.0 -> libring.so.$(cache CMAKE_PROJECT_VERSION)" || fail "libring0 lacks libring.so.0"
 # What apt would do with them on this host, which has every dependency: install all five,
 # nothing missing, nothing in conflict (it fails on an unmet Depends).
