@@ -70,7 +70,7 @@ if [ "${INSTALL_TEST_INSIDE:-}" = 1 ]; then
     ok "the installed ringd refuses a missing or world-writable ringd-exec, naming it"
 
     if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
-        out=$(cd / && env -u PYTHONPATH /usr/bin/python3 -c "import numpy, ringmaster as rm; rm.init(); \
+        out=$(cd / && env -u PYTHONPATH -u RING_LIBRARY /usr/bin/python3 -c "import numpy, ringmaster as rm; rm.init(); \
 print(rm.library_path, rm.allreduce(numpy.ones(2), op=rm.Sum).tolist())")
         [ "$out" = "$PREFIX/$LIBDIR/libring.so.0 [1.0, 1.0]" ] || fail "python3-ringmaster printed '$out'"
         ok "the installed Python package runs an allreduce on the installed libring.so.0"
