@@ -35,7 +35,7 @@ if [ "${INSTALL_TEST_INSIDE:-}" = 1 ]; then
     RINGD=$PREFIX/bin/ringd
     [ ! -e "$PREFIX/bin/ringd-exec" ] || fail "ringd-exec was installed next to ringd"
     ringd_start "$WORK/data" --no-auth
-    exec_line=$(grep -o 'ringd-exec [^,]*' "$WORK/ringd.log" | tail -1)
+    exec_line=$(grep -o 'ringd-exec /[^ ,"]*' "$WORK/ringd.log" | tail -1)
     [ "$exec_line" = "ringd-exec $EXEC_PATH" ] ||
         { cat "$WORK/ringd.log"; fail "ringd uses '$exec_line', want the installed $EXEC_PATH"; }
     grep -q "ringrun $PREFIX/bin/ringrun" "$WORK/ringd.log" ||
