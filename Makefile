@@ -68,7 +68,7 @@ package:
 	@ls $(PKG_BUILD)/*.deb
 
 format:
-	@find worker tests bench server api db scheduler -name '*.[ch]' | xargs clang-format -i
+	@find common worker tests bench server api db scheduler -name '*.[ch]' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) $(PKG_BUILD) build-asan build-fuzz build-tsan

@@ -10,8 +10,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "scheduler.h"
-#include "store.h"
+#include "db/store.h"
+#include "scheduler/core/scheduler.h"
 
 /* What the API needs from the daemon, fixed at start-up. */
 struct api_config {

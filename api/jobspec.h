@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "cluster.h"
+#include "scheduler/model/cluster.h"
 
 /* What this ringd can run (borrowed). */
 struct jobspec_limits {

@@ -14,7 +14,7 @@
 
 #include "api.h"
 #include "routes_impl.h"
-#include "backend_local.h"
+#include "scheduler/backend/identity.h"
 
 static api__handler cluster, healthz, readyz, openapi, token_create, token_list, token_revoke,
     scheduler_get, scheduler_put, admin_backup;
@@ -323,7 +323,7 @@ static void token_create(const struct api_config *cfg, const struct api_request 
     json_t *body, *admin, *user;
     char token[128];
     struct error err;
-    struct local_identity id;
+    struct identity id;
     const char *n, *key, *u = NULL;
     json_t *v;
     int64_t expires, principal = 0;
@@ -365,7 +365,7 @@ static void token_create(const struct api_config *cfg, const struct api_request 
     }
     if (user != NULL) {
         u = json_string_value(user);
-        if (local_identity_lookup(u, &id, &err) < 0) {
+        if (identity_lookup(u, &id, &err) < 0) {
             api_problem(resp, 422, "validation-error", "Invalid token request", req->path,
                         "user: %s", err.text);
             json_decref(body);
@@ -553,7 +553,7 @@ static void scheduler_put(const struct api_config *cfg, const struct api_request
     policy = json_object_get(body, "policy");
     if (!json_is_string(policy)) {
         api_problem(resp, 422, "validation-error", "Invalid scheduler settings", req->path,
-                    "policy is required: one of fifo, priority, tiresias, dynamic");
+                    "policy is required: one of %s", policy_names());
         json_decref(body);
         return;
     }

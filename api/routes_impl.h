@@ -8,7 +8,7 @@
 #define RINGD_ROUTES_IMPL_H
 
 #include "api.h"
-#include "error.h"
+#include "common/error.h"
 
 /* A handler gets the path's "{}" segment in param ("" when the route has none). */
 typedef void api__handler(const struct api_config *cfg, const struct api_request *req,

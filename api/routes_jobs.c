@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "backend_local.h"
-#include "jobfs.h"
 #include "jobspec.h"
 #include "routes_impl.h"
+#include "scheduler/backend/identity.h"
+#include "scheduler/backend/jobfs.h"
 
 #define PAGE_SIZE_DEFAULT 100
 #define PAGE_SIZE_MAX     1000
@@ -151,7 +151,7 @@ static int submit_user(const struct api_config *cfg, const struct api_request *r
 {
     const char *user = req->user;
     const char *dirs[] = {"working_dir", "checkpoint_dir"}, *wd;
-    struct local_identity id;
+    struct identity id;
     struct error err;
 
     for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -179,14 +179,14 @@ static int submit_user(const struct api_config *cfg, const struct api_request *r
                     req->owner);
         return 0;
     }
-    if (local_identity_lookup(user, &id, &err) < 0) {
+    if (identity_lookup(user, &id, &err) < 0) {
         api_problem(resp, 403, "no-unix-user", "Forbidden", req->path, "%s", err.text);
         return 0;
     }
     /* As the job's user: root's own look would tell whether a directory exists where the
      * user cannot search. */
     wd = json_string_value(json_object_get(spec, "working_dir"));
-    if (wd != NULL && local_dir_reachable(&id, wd) < 0) {
+    if (wd != NULL && identity_dir_reachable(&id, wd) < 0) {
         json_t *p = api_problem(resp, 422, "validation-error", "Invalid JobSpec", req->path,
                                 "working_dir '%s' does not exist, is not a directory, or user "
                                 "%s cannot reach it",

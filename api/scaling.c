@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "api.h"
-#include "speed.h"
+#include "scheduler/model/speed.h"
 
 /* Sizes worth showing: every size it ran at, and powers of two up to workers.max. */
 static int sizes(json_t *attempts, int max, int *out, int cap)

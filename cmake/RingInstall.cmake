@@ -20,10 +20,13 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # ringd runs ringd-exec (as root) from this path, fixed at build time: never from PATH
-# (server/config.c). The build tree's own, next to ringd, comes first there.
+# (scheduler/backend/local/local_config.c). The build tree's own, next to ringd, comes first
+# there.
 set(RING_EXEC_DIR ${CMAKE_INSTALL_LIBEXECDIR}/ringmaster)
-if(TARGET ringd)
-  target_compile_definitions(ringd PRIVATE
+# The local backend's settings (scheduler/backend/local/local_config.c) look it up, in
+# ring_sched.
+if(TARGET ring_sched)
+  target_compile_definitions(ring_sched PRIVATE
     RINGD_EXEC_PATH="${CMAKE_INSTALL_FULL_LIBEXECDIR}/ringmaster/ringd-exec")
 endif()
 

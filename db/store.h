@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct store;
 
@@ -32,10 +32,6 @@ struct store;
 /* The owner of the jobs submitted to a ringd without auth: its one local caller, who is no
  * principal (no principal has id 0). Only an admin's view (STORE_ANYONE) reaches them. */
 #define STORE_LOCAL ((int64_t)0)
-
-/* The current UTC time as ISO 8601 with milliseconds, as every record stores it (ringd's
- * access log uses it too, so that log lines and records compare). */
-void store_now_iso(char *buf, size_t len);
 
 /* Opens (creating) path and runs the numbered migrations up to the newest. */
 int store_open(const char *path, struct store **out, struct error *err);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store_impl.h - what store.c (the connection, migrations and SQL), store_tokens.c (tokens
- * and the principals they speak for), store_jobs.c (submission, a job's document, the list),
- * store_sched.c (the scheduler's transitions, attempts, events and metrics) and backup.c
- * share.
+ * store_impl.h - what the store's files share: store.c (the connection and SQL),
+ * migrations.c (the schema), store_tokens.c (tokens and the principals they speak for),
+ * store_jobs.c (submission, a job's document, the list), store_sched.c (the scheduler's
+ * transitions, attempts, events and metrics) and backup.c.
  */
 #ifndef RINGD_STORE_IMPL_H
 #define RINGD_STORE_IMPL_H
@@ -66,6 +66,10 @@ struct store {
 
 /* Set by store_checkpointer_start: new connections do not checkpoint on commit. */
 extern int store__background_checkpoints;
+
+/* migrations.c: the SQL that takes schema v to v + 1, for v in [0, store__nmigrations). */
+extern const char *const store__migrations[];
+extern const int store__nmigrations;
 
 /* Maps a SQLite result code to errno, records the message and returns -1. */
 int store__fail(struct store *st, int rc, struct error *err, const char *what);

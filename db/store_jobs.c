@@ -13,6 +13,7 @@
 
 #include <sqlite3.h>
 
+#include "common/clock.h"
 #include "store_impl.h"
 
 static void new_job_id(char *buf, size_t len)
@@ -125,6 +126,55 @@ static void render_row(struct text *t, sqlite3_stmt *s, const char *prefix_q)
                sqlite3_column_type(s, 2) == SQLITE_NULL ? NULL : store__col(s, 2), prefix_q);
 }
 
+/* The values of S_JOB_INSERT for submission sub: its spec as text, submitted at now. */
+static void bind_job(sqlite3_stmt *s, const struct store_submission *sub, const char *text,
+                     const char *now)
+{
+    sqlite3_bind_text(s, 1, sub->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, json_string_value(json_object_get(sub->spec, "name")), -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, sub->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, json_string_value(json_object_get(sub->spec, "checkpoint_dir")), -1,
+                      SQLITE_STATIC);
+    {
+        json_t *w = json_object_get(sub->spec, "workers");
+        json_int_t min = json_is_integer(w) ? json_integer_value(w)
+                                            : json_integer_value(json_object_get(w, "min"));
+        json_int_t max = json_is_integer(w) ? min : json_integer_value(json_object_get(w, "max"));
+        sqlite3_bind_int64(s, 7, min > 0 ? min : 1);
+        sqlite3_bind_int64(s, 8, max > 0 ? max : 1);
+        sqlite3_bind_int64(s, 9, json_integer_value(json_object_get(sub->spec, "gpus_per_worker")));
+        sqlite3_bind_int64(s, 10, json_integer_value(json_object_get(sub->spec, "priority")));
+        {
+            json_t *cpw = json_object_get(sub->spec, "cpus_per_worker");
+            sqlite3_bind_int64(s, 12, json_is_integer(cpw) ? json_integer_value(cpw) : 1);
+        }
+        sqlite3_bind_int64(s, 13, json_integer_value(json_object_get(sub->spec, "max_restarts")));
+    }
+    sqlite3_bind_text(s, 11, sub->run_as, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 14, sub->owner_id);
+}
+
+/* The job the insert returned (s at its row) as the API shows it, answered without a read:
+ * a new string, or NULL when out of memory (the caller then reads it back). */
+static char *inserted_doc(sqlite3_stmt *s, const struct store_submission *sub)
+{
+    struct text t = {.ok = 1};
+    char *prefix_q = json_quote(sub->ckpt_prefix ? sub->ckpt_prefix : "");
+    if (prefix_q != NULL)
+        render_doc(&t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0), sub->id,
+                   json_string_value(json_object_get(sub->spec, "checkpoint_dir")), prefix_q);
+    text_add(&t, ",\"attempts\":[]}", 15);
+    if (prefix_q == NULL || !t.ok) {
+        free(t.p);
+        t.p = NULL;
+    }
+    free(prefix_q);
+    return t.p;
+}
+
 /*
  * One submission inside the open transaction, under its own savepoint so that its failure
  * undoes only its own rows. Sets sub->id, sub->created, and sub->rc/errnum/err.
@@ -168,7 +218,7 @@ static void create_one(struct store *st, struct store_submission *sub)
         }
     }
     new_job_id(sub->id, sizeof(sub->id));
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     text = json_dumps(sub->spec, JSON_COMPACT | JSON_SORT_KEYS);
     if (text == NULL) {
         errno = ENOMEM;
@@ -176,45 +226,10 @@ static void create_one(struct store *st, struct store_submission *sub)
         goto undo;
     }
     s = st->stmt[S_JOB_INSERT];
-    sqlite3_bind_text(s, 1, sub->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, json_string_value(json_object_get(sub->spec, "name")), -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, sub->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 5, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 6, json_string_value(json_object_get(sub->spec, "checkpoint_dir")), -1,
-                      SQLITE_STATIC);
-    {
-        json_t *w = json_object_get(sub->spec, "workers");
-        json_int_t min = json_is_integer(w) ? json_integer_value(w)
-                                            : json_integer_value(json_object_get(w, "min"));
-        json_int_t max = json_is_integer(w) ? min : json_integer_value(json_object_get(w, "max"));
-        sqlite3_bind_int64(s, 7, min > 0 ? min : 1);
-        sqlite3_bind_int64(s, 8, max > 0 ? max : 1);
-        sqlite3_bind_int64(s, 9, json_integer_value(json_object_get(sub->spec, "gpus_per_worker")));
-        sqlite3_bind_int64(s, 10, json_integer_value(json_object_get(sub->spec, "priority")));
-        {
-            json_t *cpw = json_object_get(sub->spec, "cpus_per_worker");
-            sqlite3_bind_int64(s, 12, json_is_integer(cpw) ? json_integer_value(cpw) : 1);
-        }
-        sqlite3_bind_int64(s, 13, json_integer_value(json_object_get(sub->spec, "max_restarts")));
-    }
-    sqlite3_bind_text(s, 11, sub->run_as, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 14, sub->owner_id);
+    bind_job(s, sub, text, now);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) { /* the new job as the API shows it, answered without a read */
-        struct text t = {.ok = 1};
-        char *prefix_q = json_quote(sub->ckpt_prefix ? sub->ckpt_prefix : "");
-        if (prefix_q != NULL)
-            render_doc(&t, store__col(s, 0), (size_t)sqlite3_column_bytes(s, 0), sub->id,
-                       json_string_value(json_object_get(sub->spec, "checkpoint_dir")), prefix_q);
-        text_add(&t, ",\"attempts\":[]}", 15);
-        if (prefix_q == NULL || !t.ok) {
-            free(t.p);
-            t.p = NULL;
-        }
-        sub->job_text = t.p;
-        free(prefix_q);
+        sub->job_text = inserted_doc(s, sub);
         rc = sqlite3_step(s);
     }
     sqlite3_reset(s);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "store_impl.h"
 
 /* Writes the scheduler's fields of job id (inside the caller's transaction). */
@@ -28,7 +29,7 @@ int store_job_transition(struct store *st, const char *id, const char *state, co
                          const char *message, const struct store_sched *sched, struct error *err)
 {
     char now[40];
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     if (store__set_state(st, id, state, now, err) < 0 ||
@@ -45,7 +46,7 @@ int store_job_transition_if(struct store *st, const char *id, const char *expect
                             const char *type, const char *message, struct error *err)
 {
     char now[40];
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     if (store__set_state_if(st, id, expect, state, now, err) < 0 ||
@@ -142,7 +143,7 @@ int store_attempt_start(struct store *st, const char *id, const struct store_att
 {
     sqlite3_stmt *s = st->stmt[S_ATTEMPT_INSERT];
     char now[40], msg[256];
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
@@ -172,7 +173,7 @@ int store_attempt_end(struct store *st, const char *id, int number, int exit_sta
 {
     sqlite3_stmt *s = st->stmt[S_ATTEMPT_END];
     char now[40];
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
@@ -378,7 +379,7 @@ int store_attempt_placed(struct store *st, const char *id, int number, const cha
 {
     sqlite3_stmt *s = st->stmt[S_ATTEMPT_PLACED];
     char now[40];
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     if (store__begin(st, err) < 0)
         return -1;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "store_impl.h"
 
 /* 1 when a principal's Unix user (column, NULL: none) is user (NULL: none). */
@@ -71,7 +72,7 @@ static int principal_for(struct store *st, const char *name, const char *unix_us
         return 0;
     }
     s = st->stmt[S_PRINCIPAL_INSERT];
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, unix_user, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, now, -1, SQLITE_STATIC);
@@ -101,7 +102,7 @@ int store_token_create(struct store *st, const char *id, const char *name, const
         return -1;
     if (principal_for(st, name, unix_user, admin, &who, err) < 0)
         return store__rollback(st);
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, hash, -1, SQLITE_STATIC);
@@ -204,7 +205,7 @@ int store_token_revoke(struct store *st, const char *id, int64_t principal, json
     char now[40];
     int rc;
 
-    store_now_iso(now, sizeof(now));
+    clock_rfc3339(now, sizeof(now));
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     if (principal != STORE_ANYONE)
         sqlite3_bind_int64(s, 2, principal);

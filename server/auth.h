@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "db/store.h"
 
 #define AUTH_TOKEN_LEN 128
 

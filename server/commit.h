@@ -13,7 +13,7 @@
 #ifndef RINGD_COMMIT_H
 #define RINGD_COMMIT_H
 
-#include "store.h"
+#include "db/store.h"
 
 /* A queued submission; the caller embeds it in its per-request state. */
 struct commit_item {

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend_local.h"
 #include "config.h"
+#include "scheduler/backend/backend.h"
 
 /*
  * Where nvidia-smi is installed: by Debian's and NVIDIA's driver packages, and by the NVIDIA
@@ -60,40 +60,6 @@ static int detect_gpus(void)
     if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return 0;
     return n;
-}
-
-/*
- * Where the install puts ringd-exec (${libexecdir}/ringmaster/ringd-exec), fixed when ringd
- * is built: cmake/RingInstall.cmake defines it from CMAKE_INSTALL_PREFIX.
- */
-#ifndef RINGD_EXEC_PATH
-#error "RINGD_EXEC_PATH must name the installed ringd-exec (cmake/RingInstall.cmake defines it)"
-#endif
-
-/*
- * ringd-exec: the one next to this ringd when there is one (a build tree, where both are
- * built together), else the installed one at RINGD_EXEC_PATH (an install puts ringd in bin
- * and ringd-exec in libexec, so nothing is next to it). The build tree's comes first so that
- * a ringd under development never runs an older installed ringd-exec, whose arguments may
- * differ. Never from PATH: ringd runs it with root's privileges (main.c checks who may
- * change it, and every directory above it, before using it).
- */
-static void find_exec_helper(char *out, size_t len)
-{
-    char self[1900];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    char *slash;
-
-    if (n > 0) {
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        if (slash != NULL) {
-            *slash = '\0';
-            if (snprintf(out, len, "%s/ringd-exec", self) < (int)len && access(out, F_OK) == 0)
-                return;
-        }
-    }
-    snprintf(out, len, "%s", RINGD_EXEC_PATH);
 }
 
 /* ringrun next to this ringd (installed), in the build tree, or on PATH. */
@@ -168,20 +134,6 @@ static int parse_double(const char *v, double lo, double hi, double *out)
     return 0;
 }
 
-/* One of the scheduler's policies (scheduler/policy.h). */
-static int policy_ok(const char *v)
-{
-    return !strcmp(v, "fifo") || !strcmp(v, "priority") || !strcmp(v, "tiresias") ||
-           !strcmp(v, "dynamic");
-}
-
-/* Whether this ringd has the Slurm backend (built with libslurm: RING_WITH_SLURM). */
-#ifdef RING_HAVE_SLURM
-#define RING_SLURM_BUILT 1
-#else
-#define RING_SLURM_BUILT 0
-#endif
-
 static int parse_bool(const char *v, int *out)
 {
     if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
@@ -189,6 +141,44 @@ static int parse_bool(const char *v, int *out)
     if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
         return *out = 0, 0;
     return -1;
+}
+
+/* The backend whose setting key is, or NULL. */
+static const struct backend_ops *backend_of(const char *key)
+{
+    const struct backend_ops *b;
+    for (int i = 0; (b = backend_at(i)) != NULL; i++)
+        for (const struct setting *st = b->settings; st && st->key; st++)
+            if (strcmp(st->key, key) == 0)
+                return b;
+    return NULL;
+}
+
+/*
+ * A key that is not ringd's own: a policy's (checked and set now: it is a number in a
+ * range), or a backend's (kept as given: the backend's config op checks it at start, when
+ * ringd knows which backend runs). Returns 0, or -1 with err.
+ */
+static int set_theirs(struct config *c, const char *key, const char *v, const char *where,
+                      struct error *err)
+{
+    int i;
+    if (policy_setting_find(key) != NULL) {
+        if (policy_config(&c->params, key, v, NULL) < 0)
+            return errprintf(err, "%s: bad value '%s' for %s (see ringd --help)", where, v, key);
+        return 0;
+    }
+    if (backend_of(key) == NULL)
+        return errprintf(err, "%s: unknown setting '%s' (see ringd --help)", where, key);
+    for (i = 0; i < c->nvalues && strcmp(c->values[i].key, key) != 0; i++)
+        ;
+    if (i == CONFIG_VALUES_MAX || strlen(key) >= sizeof(c->values[i].key) ||
+        strlen(v) >= sizeof(c->values[i].value))
+        return errprintf(err, "%s: value too long for %s", where, key);
+    snprintf(c->values[i].key, sizeof(c->values[i].key), "%s", key);
+    snprintf(c->values[i].value, sizeof(c->values[i].value), "%s", v);
+    c->nvalues += i == c->nvalues;
+    return 0;
 }
 
 /* Sets one key; where says where it came from, for the message. */
@@ -234,10 +224,6 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
     else if (!strcmp(key, "default_user"))
         ok = strlen(v) < sizeof(c->default_user) &&
              snprintf(c->default_user, sizeof(c->default_user), "%s", v) >= 0;
-    else if (!strcmp(key, "isolation"))
-        ok = (!strcmp(v, "auto") && (c->isolation = ISOLATION_AUTO, 1)) ||
-             (!strcmp(v, "namespace") && (c->isolation = ISOLATION_NAMESPACE, 1)) ||
-             (!strcmp(v, "none") && (c->isolation = ISOLATION_NONE, 1));
     else if (!strcmp(key, "tls_cert"))
         ok = strlen(v) < sizeof(c->tls_cert) &&
              snprintf(c->tls_cert, sizeof(c->tls_cert), "%s", v) >= 0;
@@ -247,43 +233,16 @@ static int set(struct config *c, const char *key, const char *v, const char *whe
     else if (!strcmp(key, "allow_insecure_http"))
         ok = parse_bool(v, &c->insecure_http) == 0;
     else if (!strcmp(key, "backend"))
-        ok = (!strcmp(v, "local") || (RING_SLURM_BUILT && !strcmp(v, "slurm"))) &&
-             snprintf(c->backend, sizeof(c->backend), "%s", v) > 0;
-    else if (!strcmp(key, "slurm_partition"))
-        ok = strlen(v) < sizeof(c->slurm_partition) && !strpbrk(v, ",=") &&
-             snprintf(c->slurm_partition, sizeof(c->slurm_partition), "%s", v) >= 0;
-    else if (!strcmp(key, "slurm_account"))
-        ok = strlen(v) < sizeof(c->slurm_account) && !strpbrk(v, ",=") &&
-             snprintf(c->slurm_account, sizeof(c->slurm_account), "%s", v) >= 0;
-    else if (!strcmp(key, "slurm_qos"))
-        ok = strlen(v) < sizeof(c->slurm_qos) && !strpbrk(v, ",=") &&
-             snprintf(c->slurm_qos, sizeof(c->slurm_qos), "%s", v) >= 0;
-    else if (!strcmp(key, "slurm_time_limit"))
-        ok = parse_int(v, 0, 525600, &c->slurm_time_limit) == 0;
-    else if (!strcmp(key, "slurm_work_dir"))
-        ok = *v == '/' && strlen(v) < sizeof(c->slurm_work_dir) &&
-             snprintf(c->slurm_work_dir, sizeof(c->slurm_work_dir), "%s", v) > 0;
-    else if (!strcmp(key, "job_limits")) {
-        struct local_limits limits;
-        struct error why;
-        if (strlen(v) >= sizeof(c->job_limits) || local_limits_parse(v, &limits, &why) < 0)
-            return errprintf(err, "%s: %s", where,
-                             strlen(v) >= sizeof(c->job_limits) ? "job_limits is too long"
-                                                                : why.text);
-        ok = snprintf(c->job_limits, sizeof(c->job_limits), "%s", v) >= 0;
-    } else if (!strcmp(key, "backend_options"))
+        ok = backend_find(v) != NULL && snprintf(c->backend, sizeof(c->backend), "%s", v) > 0;
+    else if (!strcmp(key, "backend_options"))
         ok = strlen(v) < sizeof(c->backend_options) &&
              snprintf(c->backend_options, sizeof(c->backend_options), "%s", v) >= 0;
     else if (!strcmp(key, "policy"))
-        ok = policy_ok(v) && snprintf(c->policy, sizeof(c->policy), "%s", v) > 0;
+        ok = policy_find(v) != NULL && snprintf(c->policy, sizeof(c->policy), "%s", v) > 0;
     else if (!strcmp(key, "sched_interval"))
         ok = parse_double(v, 0.05, 86400, &c->sched_interval) == 0;
-    else if (!strcmp(key, "restart_cost"))
-        ok = parse_double(v, 0, 86400, &c->restart_cost) == 0;
-    else if (!strcmp(key, "hysteresis"))
-        ok = parse_double(v, 0, 1000, &c->hysteresis) == 0;
     else
-        return errprintf(err, "%s: unknown setting '%s' (see ringd --help)", where, key);
+        return set_theirs(c, key, v, where, err);
     if (!ok)
         return errprintf(err, "%s: bad value '%s' for %s (see ringd --help)", where, v, key);
     return 0;
@@ -329,15 +288,44 @@ static int load_file(struct config *c, const char *path, struct error *err)
     return 0;
 }
 
+/* A setting's row of --help: key, environment variable, then its help, a line at a time. */
+static void usage_row(FILE *f, const struct setting *st)
+{
+    const char *h = st->help, *env = st->env ? st->env : "-";
+    size_t n = strcspn(h, "\n");
+    fprintf(f, "  %-24s %-16s%s%.*s\n", st->key, env, strlen(env) < 16 ? " " : "  ", (int)n, h);
+    for (h += n; *h == '\n'; h += n) {
+        h++;
+        n = strcspn(h, "\n");
+        fprintf(f, "  %-24s %-16s %.*s\n", "", "", (int)n, h);
+    }
+}
+
 static void usage(FILE *f)
 {
+    const struct backend_ops *b;
+    const struct policy_ops *p;
+    size_t col = 13;
+    fprintf(f, "usage: ringd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--no-auth]\n"
+               "             [--default-user NAME] [--tls-cert FILE --tls-key FILE]\n"
+               "             [--allow-insecure-http] [--backend NAME]\n"
+               "            ");
+    /* The backends' flags, wrapped at 90 columns. */
+    for (int i = 0; (b = backend_at(i)) != NULL; i++)
+        for (const struct setting *st = b->settings; st && st->key; st++)
+            if (st->flag) {
+                char flag[64];
+                snprintf(flag, sizeof(flag), "%s", st->key);
+                for (char *k = flag; *k; k++)
+                    *k = *k == '_' ? '-' : *k;
+                if (col + strlen(flag) + 6 > 90) {
+                    fprintf(f, "\n            ");
+                    col = 13;
+                }
+                col += (size_t)fprintf(f, " [--%s V]", flag);
+            }
     fprintf(f,
-            "usage: ringd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--no-auth]\n"
-            "             [--default-user NAME] [--isolation auto|namespace|none]\n"
-            "             [--tls-cert FILE --tls-key FILE] [--allow-insecure-http]\n"
-            "             [--backend local|slurm] [--slurm-partition P] [--slurm-account A]\n"
-            "             [--slurm-qos Q] [--slurm-time-limit MIN] [--slurm-work-dir DIR]\n"
-            "             [--print-config] [--version] [--help]\n"
+            "\n             [--print-config] [--version] [--help]\n"
             "\n"
             "The Ringmaster job service: a REST API (see /v1/openapi.json) over a SQLite store.\n"
             "\n"
@@ -358,85 +346,90 @@ static void usage(FILE *f)
             "  kill_grace               -                10 seconds (SIGTERM, then SIGKILL)\n"
             "  default_user             RINGD_DEFAULT_USER  none: the Unix user of --no-auth jobs\n"
             "                                            and of tokens without one (as root)\n"
-            "  isolation                RINGD_ISOLATION  auto: hide data_dir from jobs in a\n"
-            "                                            private mount namespace when possible\n"
             "  tls_cert, tls_key        RINGD_TLS_CERT, RINGD_TLS_KEY  none: serve HTTPS (PEM)\n"
             "  allow_insecure_http      -                false: tokens in clear text off loopback\n"
-            "  backend                  RINGD_BACKEND    local (where attempts run): local, or\n"
-            "                                            slurm (a batch job per attempt, ranks\n"
-            "                                            under srun --mpi=pmix; built with\n"
-            "                                            libslurm)\n"
-            "  slurm_partition          RINGD_SLURM_PARTITION  Slurm's default partition\n"
-            "  slurm_account            RINGD_SLURM_ACCOUNT    none\n"
-            "  slurm_qos                RINGD_SLURM_QOS        none\n"
-            "  slurm_time_limit         RINGD_SLURM_TIME_LIMIT 0: the partition's (minutes)\n"
-            "  slurm_work_dir           RINGD_SLURM_WORK_DIR   required with backend slurm: a\n"
-            "                                            directory every Slurm node sees, for\n"
-            "                                            the jobs' runs/ and checkpoints/\n"
+            "  backend                  RINGD_BACKEND    local: where attempts run, one of\n");
+    for (int i = 0; (b = backend_at(i)) != NULL; i++)
+        fprintf(f, "  %-24s %-16s   %s: %s\n", "", "", b->name, b->summary);
+    fprintf(f,
             "  backend_options          -                the backend's own key=value,...\n"
-            "  job_limits               RINGD_JOB_LIMITS none: local jobs start with ringd's\n"
-            "                                            limits; else NAME=VALUE[:HARD],... of\n"
-            "                                            as core cpu data fsize memlock nofile\n"
-            "                                            nproc stack (a number or unlimited)\n"
-            "  policy                   RINGD_POLICY     fifo (fifo, priority, tiresias,\n"
-            "                                            dynamic; PUT /v1/scheduler changes it)\n"
-            "  sched_interval           -                60 seconds between policy passes\n"
-            "  restart_cost             -                10 seconds a restart costs a job\n"
-            "                                            until measured (dynamic)\n"
-            "  hysteresis               -                2: a resize must gain that many\n"
-            "                                            restarts' worth (dynamic)\n"
-            "\n"
-            "Exit status: 0 after SIGTERM/SIGINT, 64 bad configuration, 69 address in use or\n"
-            "data directory held by another ringd, 70 internal error.\n");
+            "  policy                   RINGD_POLICY     fifo (%s;\n"
+            "                                            PUT /v1/scheduler changes it)\n"
+            "  sched_interval           -                60 seconds between policy passes\n",
+            policy_names());
+    for (int i = 0; (p = policy_at(i)) != NULL; i++)
+        for (const struct policy_setting *ps = p->settings; ps && ps->s.key; ps++)
+            usage_row(f, &ps->s);
+    for (int i = 0; (b = backend_at(i)) != NULL; i++) {
+        if (b->settings != NULL && b->settings->key != NULL)
+            fprintf(f, "Settings of backend %s:\n", b->name);
+        for (const struct setting *st = b->settings; st && st->key; st++)
+            usage_row(f, st);
+    }
+    fprintf(f, "\n"
+               "Exit status: 0 after SIGTERM/SIGINT, 64 bad configuration, 69 address in use or\n"
+               "data directory held by another ringd, 70 internal error.\n");
 }
 
-int config_load(struct config *c, int argc, char **argv, struct error *err)
+/* ringd's own keys' environment variables (the backends' and policies' come with them). */
+static const char *const ENVS[][2] = {
+    {"RINGD_LISTEN", "listen"},
+    {"RINGD_DATA_DIR", "data_dir"},
+    {"RINGD_NO_AUTH", "no_auth"},
+    {"RINGD_SLOTS", "slots"},
+    {"RINGD_GPUS", "gpus"},
+    {"RINGD_THREADS", "threads"},
+    {"RINGD_STREAMS_PER_TOKEN", "streams_per_token"},
+    {"RINGD_RINGRUN", "ringrun"},
+    {"RINGD_DEFAULT_USER", "default_user"},
+    {"RINGD_TLS_CERT", "tls_cert"},
+    {"RINGD_TLS_KEY", "tls_key"},
+    {"RINGD_BACKEND", "backend"},
+    {"RINGD_POLICY", "policy"},
+};
+
+/* ringd's own flags; the settings of backends and policies that have one follow them. */
+static const struct option OPTS[] = {
+    {"listen", required_argument, NULL, 'l'},
+    {"data-dir", required_argument, NULL, 'd'},
+    {"config", required_argument, NULL, 'c'},
+    {"no-auth", no_argument, NULL, 'n'},
+    {"print-config", no_argument, NULL, 'p'},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {"default-user", required_argument, NULL, 'u'},
+    {"tls-cert", required_argument, NULL, 'C'},
+    {"tls-key", required_argument, NULL, 'K'},
+    {"allow-insecure-http", no_argument, NULL, 'I'},
+    {"backend", required_argument, NULL, 'B'},
+};
+#define NOPTS (sizeof(OPTS) / sizeof(OPTS[0]))
+/* getopt_long's value for the i-th flag of the backends' and policies' settings */
+#define THEIR_FLAG 1000
+/* How many flags they may have: every backend's, with room. */
+#define THEIR_FLAGS_MAX 32
+
+/* Every setting of a backend or a policy, in one list: what --help, the environment and
+ * the flags go through. Fills out (at most max) and returns how many. */
+static int their_settings(const struct setting **out, int max)
 {
-    static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"data-dir", required_argument, NULL, 'd'},
-        {"config", required_argument, NULL, 'c'},
-        {"no-auth", no_argument, NULL, 'n'},
-        {"print-config", no_argument, NULL, 'p'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {"default-user", required_argument, NULL, 'u'},
-        {"isolation", required_argument, NULL, 'i'},
-        {"tls-cert", required_argument, NULL, 'C'},
-        {"tls-key", required_argument, NULL, 'K'},
-        {"allow-insecure-http", no_argument, NULL, 'I'},
-        {"backend", required_argument, NULL, 'B'},
-        {"slurm-partition", required_argument, NULL, 'P'},
-        {"slurm-account", required_argument, NULL, 'A'},
-        {"slurm-qos", required_argument, NULL, 'Q'},
-        {"slurm-time-limit", required_argument, NULL, 'T'},
-        {"slurm-work-dir", required_argument, NULL, 'W'},
-        {NULL, 0, NULL, 0},
-    };
-    static const char *const envs[][2] = {
-        {"RINGD_LISTEN", "listen"},
-        {"RINGD_DATA_DIR", "data_dir"},
-        {"RINGD_NO_AUTH", "no_auth"},
-        {"RINGD_SLOTS", "slots"},
-        {"RINGD_GPUS", "gpus"},
-        {"RINGD_THREADS", "threads"},
-        {"RINGD_STREAMS_PER_TOKEN", "streams_per_token"},
-        {"RINGD_RINGRUN", "ringrun"},
-        {"RINGD_DEFAULT_USER", "default_user"},
-        {"RINGD_ISOLATION", "isolation"},
-        {"RINGD_TLS_CERT", "tls_cert"},
-        {"RINGD_TLS_KEY", "tls_key"},
-        {"RINGD_BACKEND", "backend"},
-        {"RINGD_POLICY", "policy"},
-        {"RINGD_SLURM_PARTITION", "slurm_partition"},
-        {"RINGD_SLURM_ACCOUNT", "slurm_account"},
-        {"RINGD_SLURM_QOS", "slurm_qos"},
-        {"RINGD_SLURM_TIME_LIMIT", "slurm_time_limit"},
-        {"RINGD_SLURM_WORK_DIR", "slurm_work_dir"},
-        {"RINGD_JOB_LIMITS", "job_limits"},
-    };
+    const struct backend_ops *b;
+    const struct policy_ops *p;
+    int n = 0;
+    for (int i = 0; (p = policy_at(i)) != NULL; i++)
+        for (const struct policy_setting *ps = p->settings; ps && ps->s.key && n < max; ps++)
+            out[n++] = &ps->s;
+    for (int i = 0; (b = backend_at(i)) != NULL; i++)
+        for (const struct setting *st = b->settings; st && st->key && n < max; st++)
+            out[n++] = st;
+    return n;
+}
+
+/* The defaults, before the file, the environment and the flags. */
+static void defaults(struct config *c)
+{
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int o, li = 0, print = 0;
+    const struct policy_ops *p;
 
     memset(c, 0, sizeof(*c));
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8080");
@@ -455,75 +448,89 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
     snprintf(c->backend, sizeof(c->backend), "local");
     snprintf(c->policy, sizeof(c->policy), "fifo");
     c->sched_interval = 60;
-    /* Until a job's own stop and start are measured: a few seconds for the example trainer
-     * here, tens of seconds for a large model loading its checkpoint from shared storage. */
-    c->restart_cost = 10;
-    c->hysteresis = 2;
-    /* The file first (flags and environment override it), so find --config before the rest. */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--config") && i + 1 < argc && load_file(c, argv[i + 1], err) < 0)
-            return -1;
-        if (!strncmp(argv[i], "--config=", 9) && load_file(c, argv[i] + 9, err) < 0)
+    /* The policies' own defaults, then ringd's for their settings (dynamic's restart cost:
+     * until a job's own stop and start are measured, a few seconds for the example trainer
+     * here, tens of seconds for a large model loading its checkpoint from shared storage). */
+    policy_params_default(&c->params);
+    for (int i = 0; (p = policy_at(i)) != NULL; i++)
+        for (const struct policy_setting *ps = p->settings; ps && ps->s.key; ps++)
+            policy_config(&c->params, ps->s.key, ps->s.dflt, NULL);
+}
+
+/* The environment: ringd's variables, then those of the backends' and policies' settings. */
+static int load_env(struct config *c, struct error *err)
+{
+    const struct setting *theirs[64];
+    int n = their_settings(theirs, 64);
+    for (size_t i = 0; i < sizeof(ENVS) / sizeof(ENVS[0]); i++) {
+        const char *v = getenv(ENVS[i][0]);
+        if (v != NULL && *v && set(c, ENVS[i][1], v, ENVS[i][0], err) < 0)
             return -1;
     }
-    for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
-        const char *v = getenv(envs[i][0]);
-        if (v != NULL && *v && set(c, envs[i][1], v, envs[i][0], err) < 0)
+    for (int i = 0; i < n; i++) {
+        const char *v = theirs[i]->env ? getenv(theirs[i]->env) : NULL;
+        if (v != NULL && *v && set(c, theirs[i]->key, v, theirs[i]->env, err) < 0)
             return -1;
     }
+    return 0;
+}
+
+/*
+ * The flags. Returns 0, 1 when ringd should exit 0 (--help, --version, --print-config), or
+ * -1 with err.
+ */
+static int load_flags(struct config *c, int argc, char **argv, int *print, struct error *err)
+{
+    const struct setting *theirs[64], *flagged[THEIR_FLAGS_MAX];
+    struct option opts[NOPTS + THEIR_FLAGS_MAX + 1];
+    char names[THEIR_FLAGS_MAX][64];
+    int n = their_settings(theirs, 64), nf = 0, o, li = 0;
+
+    memcpy(opts, OPTS, sizeof(OPTS));
+    for (int i = 0; i < n && nf < THEIR_FLAGS_MAX; i++) {
+        if (!theirs[i]->flag)
+            continue;
+        snprintf(names[nf], sizeof(names[nf]), "%s", theirs[i]->key);
+        for (char *k = names[nf]; *k; k++)
+            *k = *k == '_' ? '-' : *k;
+        opts[NOPTS + nf] = (struct option){names[nf], required_argument, NULL, THEIR_FLAG + nf};
+        flagged[nf++] = theirs[i];
+    }
+    opts[NOPTS + nf] = (struct option){NULL, 0, NULL, 0};
     opterr = 0;
     while ((o = getopt_long(argc, argv, "h", opts, &li)) != -1) {
+        char where[80];
+        const char *key = NULL;
+        snprintf(where, sizeof(where), "--%s", opts[li].name);
         switch (o) {
         case 'l':
-            if (set(c, "listen", optarg, "--listen", err) < 0)
-                return -1;
+            key = "listen";
             break;
         case 'd':
-            if (set(c, "data_dir", optarg, "--data-dir", err) < 0)
-                return -1;
+            key = "data_dir";
             break;
         case 'c':
-            break; /* read above */
+            break; /* read first */
         case 'u':
-            if (set(c, "default_user", optarg, "--default-user", err) < 0)
-                return -1;
-            break;
-        case 'i':
-            if (set(c, "isolation", optarg, "--isolation", err) < 0)
-                return -1;
+            key = "default_user";
             break;
         case 'C':
-            if (set(c, "tls_cert", optarg, "--tls-cert", err) < 0)
-                return -1;
+            key = "tls_cert";
             break;
         case 'K':
-            if (set(c, "tls_key", optarg, "--tls-key", err) < 0)
-                return -1;
+            key = "tls_key";
+            break;
+        case 'B':
+            key = "backend";
             break;
         case 'I':
             c->insecure_http = 1;
             break;
-        case 'B':
-        case 'P':
-        case 'A':
-        case 'Q':
-        case 'T':
-        case 'W': {
-            /* --backend and --slurm-*: the flag is the key with '-' for '_' */
-            char key[64], name[80];
-            snprintf(key, sizeof(key), "%s", opts[li].name);
-            snprintf(name, sizeof(name), "--%s", key);
-            for (char *k = key; *k; k++)
-                *k = *k == '-' ? '_' : *k;
-            if (set(c, key, optarg, name, err) < 0)
-                return -1;
-            break;
-        }
         case 'n':
             c->no_auth = 1;
             break;
         case 'p':
-            print = 1;
+            *print = 1;
             break;
         case 'V':
             printf("ringd %s\n", RING_VERSION_STRING);
@@ -532,25 +539,45 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
             usage(stdout);
             return 1;
         default:
+            if (o >= THEIR_FLAG && o < THEIR_FLAG + nf) {
+                key = flagged[o - THEIR_FLAG]->key;
+                break;
+            }
             return errprintf(err, "unknown option or missing value '%s' (see ringd --help)",
                              argv[optind - 1]);
         }
+        if (key != NULL && set(c, key, optarg, where, err) < 0)
+            return -1;
     }
     if (optind < argc)
         return errprintf(err, "unexpected argument '%s' (see ringd --help)", argv[optind]);
+    return 0;
+}
+
+int config_load(struct config *c, int argc, char **argv, struct error *err)
+{
+    int print = 0, rc;
+
+    defaults(c);
+    /* The file first (flags and environment override it), so find --config before the rest. */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--config") && i + 1 < argc && load_file(c, argv[i + 1], err) < 0)
+            return -1;
+        if (!strncmp(argv[i], "--config=", 9) && load_file(c, argv[i] + 9, err) < 0)
+            return -1;
+    }
+    if (load_env(c, err) < 0)
+        return -1;
+    if ((rc = load_flags(c, argc, argv, &print, err)) != 0)
+        return rc;
     if (c->gpus < 0)
         c->gpus = detect_gpus();
     if (c->ringrun[0] == '\0')
         find_ringrun(c->ringrun, sizeof(c->ringrun));
     if (c->mpirun[0] == '\0')
         find_mpirun(c->mpirun, sizeof(c->mpirun));
-    find_exec_helper(c->exec_helper, sizeof(c->exec_helper));
     if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0'))
         return errprintf(err, "tls_cert and tls_key go together: give both, or neither");
-    if (!strcmp(c->backend, "slurm") && c->slurm_work_dir[0] == '\0')
-        return errprintf(err, "backend slurm needs slurm_work_dir (--slurm-work-dir DIR): a "
-                              "directory every Slurm node sees, where the jobs' run and "
-                              "checkpoint directories go");
     if (print) {
         config_print(c, stdout);
         return 1;
@@ -560,23 +587,37 @@ int config_load(struct config *c, int argc, char **argv, struct error *err)
 
 void config_print(const struct config *c, FILE *f)
 {
+    const struct backend_ops *b;
+    const struct policy_ops *p;
     fprintf(f,
             "listen = %s\ndata_dir = %s\nno_auth = %s\nslots = %d\ngpus = %d\nthreads = %d\n"
             "connection_limit = %d\nper_ip_connection_limit = %d\nconnection_timeout = %d\n"
             "streams_per_token = %d\n"
-            "ringrun = %s\nmpirun = %s\nkill_grace = %d\ndefault_user = %s\nisolation = %s\n"
+            "ringrun = %s\nmpirun = %s\nkill_grace = %d\ndefault_user = %s\n"
             "tls_cert = %s\ntls_key = %s\nallow_insecure_http = %s\nbackend = %s\n"
-            "backend_options = %s\npolicy = %s\nsched_interval = %g\nrestart_cost = %g\n"
-            "hysteresis = %g\nslurm_partition = %s\nslurm_account = %s\nslurm_qos = %s\n"
-            "slurm_time_limit = %d\nslurm_work_dir = %s\njob_limits = %s\n",
+            "backend_options = %s\npolicy = %s\nsched_interval = %g\n",
             c->listen, c->data_dir, c->no_auth ? "true" : "false", c->slots, c->gpus, c->threads,
             c->connection_limit, c->per_ip_limit, c->timeout_s, c->streams_per_token, c->ringrun,
-            c->mpirun, c->kill_grace_s, c->default_user,
-            c->isolation == ISOLATION_NAMESPACE ? "namespace"
-            : c->isolation == ISOLATION_NONE    ? "none"
-                                                : "auto",
-            c->tls_cert, c->tls_key, c->insecure_http ? "true" : "false", c->backend,
-            c->backend_options, c->policy, c->sched_interval, c->restart_cost, c->hysteresis,
-            c->slurm_partition, c->slurm_account, c->slurm_qos, c->slurm_time_limit,
-            c->slurm_work_dir, c->job_limits);
+            c->mpirun, c->kill_grace_s, c->default_user, c->tls_cert, c->tls_key,
+            c->insecure_http ? "true" : "false", c->backend, c->backend_options, c->policy,
+            c->sched_interval);
+    for (int i = 0; (p = policy_at(i)) != NULL; i++)
+        for (const struct policy_setting *ps = p->settings; ps && ps->s.key; ps++)
+            fprintf(f, "%s = %g\n", ps->s.key, policy_setting_value(ps, &c->params));
+    for (int i = 0; (b = backend_at(i)) != NULL; i++) {
+        for (const struct setting *st = b->settings; st && st->key; st++) {
+            const char *v = st->dflt;
+            for (int k = 0; k < c->nvalues; k++)
+                if (strcmp(c->values[k].key, st->key) == 0)
+                    v = c->values[k].value;
+            fprintf(f, "%s = %s\n", st->key, v);
+        }
+    }
+}
+
+int config_values(const struct config *c, struct setting_value *out)
+{
+    for (int i = 0; i < c->nvalues; i++)
+        out[i] = (struct setting_value){c->values[i].key, c->values[i].value};
+    return c->nvalues;
 }

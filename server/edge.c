@@ -6,8 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/utf8.h"
 #include "edge.h"
-#include "utf8.h"
 
 /* What the headers say, gathered in one pass. */
 struct headers {
@@ -151,54 +151,54 @@ static int json_media_type(const char *ct)
            (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
-int edge_check(const struct edge_config *cfg, struct MHD_Connection *c, const char *raw_uri,
-               const char *url, const char *method, struct api_response *resp)
+/* The request's framing: refused (and the connection closed: -2) when it could be read two
+ * ways. Returns 0, or -2 with the problem in resp. */
+static int check_framing(const struct headers *h, const char *instance, struct api_response *resp)
 {
-    struct headers h = {0};
-    char bad[64] = "";
-    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
-    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    const char *instance = url != NULL && utf8_text_ok(url, strlen(url)) ? url : "";
-
-    MHD_get_connection_values_n(c, MHD_HEADER_KIND, gather, &h);
-
     /* Framing (RFC 9112 6.1, 6.3): a request whose length two parsers could read two ways
      * is how one request is smuggled inside another. Refuse it and close the connection. */
-    if (h.not_token[0] != '\0') {
+    if (h->not_token[0] != '\0') {
         api_problem(resp, 400, "bad-header", "Bad Request", instance,
                     "header name '%s' is not a token: no blank before the colon, no line "
                     "folding (RFC 9112 5.1, 5.2); send 'Name: value' on one line",
-                    h.not_token);
+                    h->not_token);
         return -2;
     }
-    if (h.folded[0] != '\0') {
+    if (h->folded[0] != '\0') {
         api_problem(resp, 400, "bad-framing", "Bad Request", instance,
                     "header '%s' looks like a folded Content-Length or Transfer-Encoding "
                     "(obs-fold, RFC 9112 5.2); send each header on one line",
-                    h.folded);
+                    h->folded);
         return -2;
     }
-    if (h.content_lengths > 0 && h.transfer_encodings > 0) {
+    if (h->content_lengths > 0 && h->transfer_encodings > 0) {
         api_problem(resp, 400, "bad-framing", "Bad Request", instance,
                     "the request has both Content-Length and Transfer-Encoding; send one");
         return -2;
     }
-    if (h.lengths_differ) {
+    if (h->lengths_differ) {
         api_problem(resp, 400, "bad-framing", "Bad Request", instance,
                     "Content-Length must be one decimal number, sent once");
         return -2;
     }
-    if (h.transfer_encodings > 1 ||
-        (h.transfer_encodings == 1 && strcasecmp(h.transfer_encoding, "chunked") != 0)) {
+    if (h->transfer_encodings > 1 ||
+        (h->transfer_encodings == 1 && strcasecmp(h->transfer_encoding, "chunked") != 0)) {
         char te[64];
         api_problem(resp, 501, "unsupported-transfer-encoding", "Not Implemented", instance,
                     "Transfer-Encoding '%s' is not supported; send chunked, or a "
                     "Content-Length",
-                    log_escape(h.transfer_encoding, te, sizeof(te)));
+                    log_escape(h->transfer_encoding, te, sizeof(te)));
         return -2;
     }
+    return 0;
+}
 
+/* The request target, the query (bad: the first parameter that is not text, or "") and
+ * the headers, as text within their bounds. Returns 0, or -1 or -2 (close the connection)
+ * with the problem in resp. */
+static int check_text(const struct headers *h, const char *raw_uri, const char *url,
+                      const char *bad, const char *instance, struct api_response *resp)
+{
     /* What the request says must be text: no NUL (which would silently cut an id, as in
      * DELETE /v1/jobs/<id>%00.bak) and nothing that is not UTF-8. */
     if (raw_uri != NULL && strstr(raw_uri, "%00") != NULL) {
@@ -218,7 +218,6 @@ int edge_check(const struct edge_config *cfg, struct MHD_Connection *c, const ch
                     "characters");
         return -1;
     }
-    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, gather_query, bad);
     if (bad[0] != '\0') {
         api_problem(resp, 400, "bad-parameter", "Bad Request", instance,
                     "query parameter '%s' holds a NUL byte, a control character or text that "
@@ -226,19 +225,40 @@ int edge_check(const struct edge_config *cfg, struct MHD_Connection *c, const ch
                     bad);
         return -1;
     }
-    if (h.bytes > EDGE_HEADERS_MAX) {
+    if (h->bytes > EDGE_HEADERS_MAX) {
         api_problem(resp, 431, "headers-too-large", "Request Header Fields Too Large", instance,
-                    "the headers have %zu bytes; at most %d are accepted", h.bytes,
+                    "the headers have %zu bytes; at most %d are accepted", h->bytes,
                     EDGE_HEADERS_MAX);
         return -2;
     }
-    if (h.bad_name[0] != '\0') {
+    if (h->bad_name[0] != '\0') {
         api_problem(resp, 400, "bad-header", "Bad Request", instance,
                     "header '%s' holds a NUL byte, a control character or text that is not "
                     "UTF-8",
-                    h.bad_name);
+                    h->bad_name);
         return -1;
     }
+    return 0;
+}
+
+int edge_check(const struct edge_config *cfg, struct MHD_Connection *c, const char *raw_uri,
+               const char *url, const char *method, struct api_response *resp)
+{
+    struct headers h = {0};
+    char bad[64] = "";
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *instance = url != NULL && utf8_text_ok(url, strlen(url)) ? url : "";
+    int rc;
+
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, gather, &h);
+
+    if ((rc = check_framing(&h, instance, resp)) != 0)
+        return rc;
+    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, gather_query, bad);
+    if ((rc = check_text(&h, raw_uri, url, bad, instance, resp)) != 0)
+        return rc;
 
     /* Where it comes from. Without tokens, the user's browser is the only thing between a
      * web page and the API: a page may not post to it (Origin), nor reach it through a

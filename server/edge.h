@@ -10,7 +10,7 @@
 
 #include <microhttpd.h>
 
-#include "api.h"
+#include "api/api.h"
 
 /* A request target longer than this is refused with 414, headers larger than this with
  * 431: JobSpecs travel in bodies, so real targets and headers are well below. ringd gives

@@ -14,14 +14,16 @@
 #include <microhttpd.h>
 #include <sodium.h>
 
+#include "api/utf8.h"
 #include "auth.h"
 #include "commit.h"
+#include "common/clock.h"
+#include "common/log.h"
 #include "edge.h"
 #include "http.h"
 #include "metrics.h"
 #include "record.h"
 #include "sse.h"
-#include "utf8.h"
 #include "web.h"
 
 /* Request bodies above this get 413. A JobSpec is a few KiB; 1 MiB leaves room for long
@@ -86,18 +88,11 @@ static _Thread_local struct auth_hit {
     unsigned generation;
 } auth_cache[AUTH_CACHE_SIZE];
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* auth_check through the thread's cache. */
 static int authorize(struct store *st, const char *header, struct auth_identity *who,
                      struct error *err)
 {
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms();
     unsigned gen = auth_generation();
     size_t slot = 0;
     char key[sizeof(auth_cache[0].header)] = {0};
@@ -171,14 +166,12 @@ static const char *header(void *conn, const char *key)
  */
 static void log_line(const char *method, const char *target, int status, const char *owner)
 {
-    char now[40], m[40], t[600], o[200];
-    store_now_iso(now, sizeof(now));
-    /* One fprintf per line: stderr is unbuffered, so lines from threads do not mix. */
-    fprintf(stderr,
-            "ts=%s level=info msg=request method=\"%s\" path=\"%s\" status=%d owner=\"%s\"\n", now,
-            log_escape(method ? method : "", m, sizeof(m)),
-            log_escape(target ? target : "", t, sizeof(t)), status,
-            log_escape(owner ? owner : "-", o, sizeof(o)));
+    char fields[1100], m[40], t[600], o[200];
+    snprintf(fields, sizeof(fields), "method=\"%s\" path=\"%s\" status=%d owner=\"%s\"",
+             log_escape(method ? method : "", m, sizeof(m)),
+             log_escape(target ? target : "", t, sizeof(t)), status,
+             log_escape(owner ? owner : "-", o, sizeof(o)));
+    log_event(LOG_LEVEL_INFO, NULL, "request", fields);
 }
 
 /* A log: the file's bytes, sent from its descriptor (sendfile where there is no TLS, a

@@ -7,7 +7,7 @@
 #ifndef RINGD_HTTP_H
 #define RINGD_HTTP_H
 
-#include "api.h"
+#include "api/api.h"
 #include "config.h"
 
 struct http;

@@ -8,8 +8,8 @@
 #ifndef RINGD_METRICS_H
 #define RINGD_METRICS_H
 
-#include "scheduler.h"
-#include "store.h"
+#include "db/store.h"
+#include "scheduler/core/scheduler.h"
 
 /* What GET /metrics answers with: Prometheus' text format 0.0.4. */
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"

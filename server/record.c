@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "record.h"
-#include "utf8.h"
+#include "api/utf8.h"
 
 struct record {
     int fd;

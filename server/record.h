@@ -16,7 +16,7 @@
 #ifndef RINGD_RECORD_H
 #define RINGD_RECORD_H
 
-#include "api.h"
+#include "api/api.h"
 
 struct record;
 

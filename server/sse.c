@@ -14,7 +14,9 @@
 #include <sodium.h>
 
 #include "auth.h"
-#include "jobfs.h"
+#include "common/clock.h"
+#include "common/ticker.h"
+#include "scheduler/backend/jobfs.h"
 #include "sse.h"
 
 /* How often suspended streams look for new events, and how often an idle stream sends a
@@ -55,21 +57,13 @@ struct token_streams {
 };
 
 struct sse {
-    pthread_t thread;
+    struct ticker *waker; /* resumes the suspended streams every SSE_POLL_MS */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int stop;
     int per_token;
     struct stream *suspended;
     struct token_streams *tokens;
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Resumes every suspended stream (the caller holds mu). */
 static void resume_all(struct sse *s)
@@ -82,23 +76,12 @@ static void resume_all(struct sse *s)
     }
 }
 
-static void *waker(void *arg)
+static void wake_all(void *arg)
 {
     struct sse *s = arg;
     pthread_mutex_lock(&s->mu);
-    while (!s->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += SSE_POLL_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&s->cv, &s->mu, &until);
-        resume_all(s);
-    }
+    resume_all(s);
     pthread_mutex_unlock(&s->mu);
-    return NULL;
 }
 
 struct sse *sse_start(int per_token)
@@ -108,8 +91,8 @@ struct sse *sse_start(int per_token)
         return NULL;
     s->per_token = per_token;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    if (pthread_create(&s->thread, NULL, waker, s) != 0) {
+    if ((s->waker = ticker_start(SSE_POLL_MS, wake_all, s)) == NULL) {
+        pthread_mutex_destroy(&s->mu);
         free(s);
         return NULL;
     }
@@ -123,9 +106,9 @@ void sse_stop(struct sse *s)
     pthread_mutex_lock(&s->mu);
     s->stop = 1;
     resume_all(s);
-    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
+    ticker_stop(s->waker);
+    s->waker = NULL;
 }
 
 void sse_free(struct sse *s)
@@ -138,7 +121,6 @@ void sse_free(struct sse *s)
         free(t);
     }
     pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
     free(s);
 }
 
@@ -201,7 +183,7 @@ static int token_lapsed(struct stream *st, const char **kind, struct error *err)
     struct auth_identity who;
     struct store *store;
     unsigned gen = auth_generation();
-    long long now = now_ms();
+    long long now = clock_mono_ms();
 
     if (st->auth.token[0] == '\0')
         return 0;
@@ -305,7 +287,7 @@ static int fill(struct stream *st)
     if (json_array_size(events) == 0)
         st->finished = ended;
     if (json_array_size(events) == 0 && !st->finished &&
-        now_ms() - st->last_sent_ms >= SSE_KEEPALIVE_MS)
+        clock_mono_ms() - st->last_sent_ms >= SSE_KEEPALIVE_MS)
         fputs(": keep-alive\n\n", f);
     json_decref(events);
     fclose(f);
@@ -462,7 +444,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
     if (n < 0 || (n == 0 && st->log && st->finished))
         return MHD_CONTENT_READER_END_OF_STREAM;
     if (n > 0) {
-        st->last_sent_ms = now_ms();
+        st->last_sent_ms = clock_mono_ms();
         return n;
     }
     if (peer_gone(st->conn))
@@ -507,7 +489,7 @@ static enum MHD_Result queue_stream(struct sse *s, struct MHD_Connection *c, str
     st->after = after;
     st->open_store = open_store;
     st->arg = arg;
-    st->last_sent_ms = st->checked_ms = now_ms();
+    st->last_sent_ms = st->checked_ms = clock_mono_ms();
     st->generation = auth_generation();
     /* The reads go straight into libmicrohttpd's write buffer (chunked, HTTP/1.1); the
      * block size sizes a buffer of the response's own, used only for an HTTP/1.0 client,

@@ -26,7 +26,7 @@
 
 #include <microhttpd.h>
 
-#include "store.h"
+#include "db/store.h"
 
 struct sse;
 

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
+
 #if defined(BENCH_MPI)
 #include <mpi.h>
 #define IMPL_DEFAULT "openmpi"
@@ -117,19 +119,6 @@ static int barrier(void)
 #endif
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     size_t min_bytes = 4096, max_bytes = (size_t)256 << 20;
@@ -206,10 +195,10 @@ int main(int argc, char **argv)
         for (int it = 0; it < iters && rc == 0; it++) {
             double t0;
             rc = barrier();
-            t0 = now_us();
+            t0 = bench_now_us();
             for (int b = 0; b < batch && rc == 0; b++)
                 rc = allreduce(in, out, count);
-            times[it] = (now_us() - t0) / batch;
+            times[it] = (bench_now_us() - t0) / batch;
             rc = rc ? rc : max_double(&times[it]);
             /* Every rank holds the same (maximum) times, so all stop at the same iteration. */
             spent += times[it] * batch;
@@ -226,8 +215,7 @@ int main(int argc, char **argv)
             rc = 1;
             break;
         }
-        qsort(times, (size_t)iters, sizeof(double), cmp_double);
-        median = iters % 2 ? times[iters / 2] : (times[iters / 2 - 1] + times[iters / 2]) / 2;
+        median = bench_median(times, iters);
         algbw = (double)bytes / median / 1e3; /* bytes/us = MB/s; /1e3 = GB/s */
         busbw = algbw * 2.0 * (size - 1) / size;
         if (rank != 0)

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "ring.h"
 
 #define NT 161
@@ -67,19 +68,6 @@ static int resnet50(void)
     for (int i = 0; i < n; i++) /* a quarter, at least one element */
         sizes[i] = sizes[i] / 4 > 0 ? sizes[i] / 4 : 1;
     return n;
-}
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void die(int rc, const char *what)
@@ -159,7 +147,7 @@ int main(int argc, char **argv)
             die(rc, "barrier");
         if ((rc = ring_engine_stats(&s0)) != 0)
             die(rc, "stats");
-        t0 = now_us();
+        t0 = bench_now_us();
         if (strcmp(mode, "single") == 0 || bare) {
             if ((rc = ring_allreduce(RING_IN_PLACE, big, total, RING_FLOAT32, RING_SUM)) != 0)
                 die(rc, "allreduce");
@@ -185,7 +173,7 @@ int main(int argc, char **argv)
             }
         }
         if (s >= 0) {
-            t[s] = now_us() - t0;
+            t[s] = bench_now_us() - t0;
             if ((rc = ring_engine_stats(&s1)) != 0)
                 die(rc, "stats");
             cycles += s1.cycles - s0.cycles;
@@ -213,8 +201,7 @@ int main(int argc, char **argv)
                            : grouped                     ? "engine-tiny-grouped"
                            : bare                        ? "bare-allreduce"
                                                          : "engine";
-        qsort(t, (size_t)steps, sizeof(double), cmp);
-        med = steps % 2 ? t[steps / 2] : (t[steps / 2 - 1] + t[steps / 2]) / 2;
+        med = bench_median(t, steps);
         if (json)
             printf("{\"bench\":\"engine\",\"impl\":\"%s\",\"np\":%d,\"tensors\":%d,\"bytes\":%zu,"
                    "\"steps\":%d,\"median_us\":%.1f,\"negotiation_us_per_step\":%.1f,"

@@ -24,18 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "sim_loop.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "scheduler/sim/sim_loop.h"
 
 #define BUDGET_US 50000.0
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- the bench ---- */
 
@@ -71,7 +65,7 @@ static int submit(struct loop *l, const struct policy_ops *p, const char *prefix
     }
     snprintf(id, sizeof(id), "%s%d", prefix, n);
     if (loop_submit(l, &s, &err) < 0) {
-        fprintf(stderr, "bench_sched: %s\n", err.text);
+        log_error("%s", err.text);
         return -1;
     }
     return 0;
@@ -99,7 +93,7 @@ static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued
     int rc = -1;
 
     if (sim_loop_create(&sc, &sl, &err) < 0) {
-        fprintf(stderr, "bench_sched: %s\n", err.text);
+        log_error("%s", err.text);
         return -1;
     }
     l = sl.loop;
@@ -117,10 +111,10 @@ static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued
             goto done;
     }
     {
-        double t0 = wall_s();
+        double t0 = clock_mono_s();
         if (loop_pass(l) < 0)
             goto done;
-        out->cold_us = (wall_s() - t0) * 1e6;
+        out->cold_us = (clock_mono_s() - t0) * 1e6;
     }
     /* Let the attempts reach their first progress report, so that the steady passes see
      * settled jobs, as a busy ringd does between events. */
@@ -130,10 +124,10 @@ static int run_policy(const struct policy_ops *p, int nodes, int gpn, int queued
     if (t == NULL)
         goto done;
     for (int i = 0; i < passes; i++) {
-        double t0 = wall_s();
+        double t0 = clock_mono_s();
         if (loop_pass(l) < 0)
             goto done;
-        t[i] = (wall_s() - t0) * 1e6;
+        t[i] = (clock_mono_s() - t0) * 1e6;
     }
     qsort(t, (size_t)passes, sizeof(*t), cmp_double);
     out->median_us = t[passes / 2];
@@ -167,8 +161,9 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int nodes = 1000, gpn = 4, queued = 10000, passes = 21, json = 0, c;
     unsigned seed = 1;
-    char policies[256] = "fifo,priority,tiresias,dynamic", *save = NULL;
+    char policies[256] = "", *save = NULL;
 
+    log_init("bench_sched", LOG_STYLE_TEXT);
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end = NULL;
         long v = 0;
@@ -176,13 +171,13 @@ int main(int argc, char **argv)
             errno = 0;
             v = strtol(optarg, &end, 10);
             if (errno || *end || v < (c == 'q' ? 0 : 1) || v > 10000000) {
-                fprintf(stderr, "bench_sched: --%s wants a positive integer, not '%s'\n",
-                        c == 'n'   ? "nodes"
-                        : c == 'g' ? "gpus-per-node"
-                        : c == 'q' ? "queued"
-                        : c == 'p' ? "passes"
-                                   : "seed",
-                        optarg);
+                log_error("--%s wants a positive integer, not '%s'",
+                          c == 'n'   ? "nodes"
+                          : c == 'g' ? "gpus-per-node"
+                          : c == 'q' ? "queued"
+                          : c == 'p' ? "passes"
+                                     : "seed",
+                          optarg);
                 return 64;
             }
         }
@@ -226,12 +221,18 @@ int main(int argc, char **argv)
     if (!json)
         printf("%-9s %6s %6s %7s %7s | %11s %11s %11s %9s\n", "policy", "nodes", "gpus", "running",
                "queued", "median ms", "max ms", "cold ms", "med/50ms");
+    if (policies[0] == '\0') { /* every policy of the table */
+        const struct policy_ops *p;
+        for (int i = 0; (p = policy_at(i)) != NULL; i++)
+            snprintf(policies + strlen(policies), sizeof(policies) - strlen(policies), "%s%s",
+                     i ? "," : "", p->name);
+    }
     for (char *name = strtok_r(policies, ",", &save); name != NULL;
          name = strtok_r(NULL, ",", &save)) {
         const struct policy_ops *p = policy_find(name);
         struct result r;
         if (p == NULL) {
-            fprintf(stderr, "bench_sched: no policy '%s' (there are %s)\n", name, policy_names());
+            log_error("no policy '%s' (there are %s)", name, policy_names());
             return 64;
         }
         if (run_policy(p, nodes, gpn, queued, passes, seed, &r) < 0)

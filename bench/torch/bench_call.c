@@ -11,20 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "ring.h"
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -57,16 +45,16 @@ int main(int argc, char **argv)
     for (int i = 0; i < 1024; i++)
         buf[i] = 1.0f;
     for (int i = 0; i < warmup + iters; i++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
         if ((rc = ring_allreduce(RING_IN_PLACE, buf, 1024, RING_FLOAT32, RING_SUM)) != 0) {
             fprintf(stderr, "bench_call: allreduce: %s (%s)\n", ring_strerror(rc), ring_last_error());
             return 1;
         }
         if (i >= warmup)
-            t[i - warmup] = now_us() - t0;
+            t[i - warmup] = bench_now_us() - t0;
     }
     ring_barrier();
-    qsort(t, (size_t)iters, sizeof(double), cmp);
+    qsort(t, (size_t)iters, sizeof(double), bench_cmp_double);
     if (ring_rank() == 0)
         printf("{\"bench\":\"torch-call\",\"impl\":\"c\",\"np\":%d,\"bytes\":4096,\"iters\":%d,"
                "\"median_us\":%.2f}\n",

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobspec.h"
+#include "api/jobspec.h"
 
 int main(void)
 {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "handshake.h"
+#include "transport/handshake.h"
 
 #define MAGIC 0x46555a5au /* "FUZZ" */
 

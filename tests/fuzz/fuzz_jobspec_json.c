@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
+#include "api/jobspec.h"
 #include "fuzz.h"
-#include "jobspec.h"
 
 #define SLOTS 8
 #define GPUS  2

@@ -12,9 +12,9 @@
 
 #include <jansson.h>
 
+#include "api/jobspec.h"
+#include "api/ringctl/spec_yaml.h"
 #include "fuzz.h"
-#include "jobspec.h"
-#include "spec_yaml.h"
 
 /* One node of 8 slots and 2 GPUs, as a small ringd has; made once, kept to the end. */
 static const struct jobspec_limits *limits(void)

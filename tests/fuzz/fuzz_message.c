@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "fuzz.h"
 
 #define WORLD_MAX 8

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_rendezvous - ringrun's rendezvous server (worker/ringrun/rendezvous.c, with libring's
- * request parser in net.c) on any bytes a client could send, through a real socket: the
- * server serves one end of a socketpair as it serves an accepted connection, the harness
- * writes the input into the other in pieces and reads every reply. Byte 0: bit 0, the
- * client first proves the job's secret as a rank does (HELLO, CHAL, AUTH); byte 1 sizes the
- * pieces. It checks:
+ * request parser in bootstrap/rendezvous_protocol.c) on any bytes a client could send,
+ * through a real socket: the server serves one end of a socketpair as it serves an accepted
+ * connection, the harness writes the input into the other in pieces and reads every reply.
+ * Byte 0: bit 0, the client first proves the job's secret as a rank does (HELLO, CHAL,
+ * AUTH); byte 1 sizes the pieces. It checks:
  *   - every reply is a line that starts with OK, VAL, CHAL or ERR, and after ERR the server
  *     hangs up;
  *   - a client that has not proved the secret sets no key, whatever it sends;
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "net.h"
+#include "bootstrap/rendezvous_protocol.h"
 #include "rendezvous.h"
 
 static struct ring__key key;

@@ -44,9 +44,9 @@
 
 #include <jansson.h>
 
-#include "api.h"
-#include "auth.h"
+#include "api/api.h"
 #include "fuzz.h"
+#include "server/auth.h"
 
 #define FIELDS_MAX 16
 

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "shm_record.h"
+#include "transport/shm_record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

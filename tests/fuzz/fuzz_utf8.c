@@ -21,8 +21,8 @@
 
 #include <jansson.h>
 
+#include "api/utf8.h"
 #include "fuzz.h"
-#include "utf8.h"
 
 static int controls(const uint8_t *s, size_t n)
 {

@@ -33,8 +33,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "net.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "bootstrap/auth.h"
+#include "bootstrap/rendezvous_protocol.h"
 #include "ring.h"
 
 #define TCP_MAGIC 0x52494e32u /* transport_tcp.c */

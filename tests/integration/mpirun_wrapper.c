@@ -3,7 +3,7 @@
  * that pmix_bootstrap.sh tests the very text ringd runs. */
 #include <stdio.h>
 
-#include "mpirun.h"
+#include "scheduler/backend/mpirun.h"
 
 int main(void)
 {

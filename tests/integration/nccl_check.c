@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives.h"
+#include "collectives/collectives.h"
 #include "ring.h"
 
 static int rank, size, checks;

@@ -36,6 +36,8 @@ jq -e -s 'map(.type) | first == "submitted" and last == "succeeded"' "$WORK/out"
     fail "events -f --json: $(cat "$WORK/out")"
 expect_rc 3 "$C" events j-0000000000000000 -f
 expect_in err "there is no job j-0000000000000000"
+grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z error ringctl: .*there is no job j-0000000000000000" "$WORK/err" ||
+    { cat "$WORK/err"; fail "ringctl's line lacks its time or level"; }
 expect_rc 3 "$C" logs j-0000000000000000 -f
 ok "logs -f and events -f stream until the job ends; a missing job exits 3"
 

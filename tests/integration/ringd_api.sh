@@ -273,6 +273,21 @@ expect_rc 0 env RINGD_GPUS=3 "$RINGD" --config "$WORK/ringd.conf" --data-dir /tm
 expect_in out "slots = 7"
 expect_in out "gpus = 3"
 expect_in out "data_dir = /tmp/x"
+# A backend's and a policy's own settings (backend.h, policy.h): read from the file, the
+# environment and flags like ringd's, printed, and checked by their owner at start.
+printf 'hysteresis = 3\njob_limits = nofile=64\n' >"$WORK/ringd.conf"
+expect_rc 0 env RINGD_ISOLATION=none "$RINGD" --config "$WORK/ringd.conf" --print-config
+expect_in out "isolation = none"
+expect_in out "job_limits = nofile=64"
+expect_in out "hysteresis = 3"
+expect_rc 64 "$RINGD" --isolation sometimes --listen 127.0.0.1:0 --data-dir "$WORK/other"
+expect_in err "bad value 'sometimes' for isolation"
+printf 'hysteresis = lots\n' >"$WORK/ringd.conf"
+expect_rc 64 "$RINGD" --config "$WORK/ringd.conf"
+expect_in err "ringd.conf:1: bad value 'lots' for hysteresis"
+printf 'slurm_qoz = normal\n' >"$WORK/ringd.conf"
+expect_rc 64 "$RINGD" --config "$WORK/ringd.conf"
+expect_in err "ringd.conf:1: unknown setting 'slurm_qoz'"
 ok "a second daemon on the data directory, --no-auth off loopback and bad config are refused"
 
 # Everything above ran in one daemon: it stops cleanly (under ASan: without a leak).
@@ -289,6 +304,11 @@ call GET /v1/jobs?page_size=1000; expect 200
 ok "after kill -9 and a restart every acknowledged job is there"
 
 ringd_stop
-grep -q 'msg="stopped"' "$WORK/ringd.log" || fail "no graceful stop"
+grep -qE '^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z level=info msg="stopped"$' "$WORK/ringd.log" || fail "no graceful stop"
+# Every line of ringd's log is dated, the access log's too (common/log.h).
+grep -qE '^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z level=info msg=request method="GET" path="/v1/jobs" status=200 owner="[^"]*"$' \
+    "$WORK/ringd.log" || fail "no dated access log line"
+! grep -vE '^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z level=(info|warning|error) ' "$WORK/ringd.log" | grep -q '^level=' ||
+    fail "an undated line in ringd's log: $(grep '^level=' "$WORK/ringd.log" | head -1)"
 ok "SIGTERM stops ringd gracefully"
 summary

@@ -136,12 +136,19 @@ ok "sizes, throughput per size (observed and predicted) and restart overheads in
 
 expect_rc 0 "$RINGCTL" policy
 expect_in out "policy     dynamic"
+# Only the active policy's settings: dynamic's restart cost and hysteresis, none of fifo's.
+expect_in out "interval   2 s; restart cost 1 s, hysteresis 2"
 expect_rc 0 "$RINGCTL" policy fifo
 expect_in out "policy     fifo"
+grep -q "hysteresis\|restart cost" "$WORK/out" && fail "ringctl shows dynamic's settings under fifo: $(cat "$WORK/out")"
+expect_rc 0 "$RINGCTL" --json policy
+jq -e '.settings == {}' "$WORK/out" >/dev/null || fail "fifo's settings: $(jq .settings "$WORK/out")"
 expect_rc 1 "$RINGCTL" policy lottery
 expect_in err "no policy 'lottery'"
 expect_rc 0 "$RINGCTL" policy dynamic
-ok "ringctl policy shows and switches the policy"
+jq -e '.settings == {"restart_cost_s": 1, "hysteresis": 2}' <(curl -s "$URL/v1/scheduler") \
+    >/dev/null || fail "dynamic's settings in GET /v1/scheduler"
+ok "ringctl policy shows and switches the policy, with only the active policy's settings"
 
 # Cancel while a stop is under way: the program ignores SIGTERM, so the job stays STOPPING
 # until the grace period's SIGKILL; the cancel given meanwhile decides how it ends.

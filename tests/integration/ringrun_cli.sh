@@ -21,7 +21,10 @@ ok "--timeout reaches the ranks as RING_TIMEOUT_SECONDS"
 
 expect_rc 7 "$RINGRUN" -np 3 sh -c '[ $RING_RANK = 1 ] && exit 7; exit 0'
 expect_in err "rank 1 exited with status 7"
-ok "ringrun exits with the failing rank's status"
+# Its own lines carry the time (RFC 3339, UTC, milliseconds) and the level (common/log.h).
+grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z error ringrun: rank 1 exited with status 7$" "$WORK/err" ||
+    { cat "$WORK/err"; fail "ringrun's line lacks its time or level"; }
+ok "ringrun exits with the failing rank's status, and says so in a dated line"
 
 start=$(date +%s)
 expect_rc 3 "$RINGRUN" -np 2 --kill-grace 1 sh -c '[ $RING_RANK = 0 ] && exit 3; exec sleep 60'

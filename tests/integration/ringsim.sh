@@ -63,6 +63,8 @@ expect_in out "fifo "
 # --verbose: each decision at its virtual time (b arrives at 10 s and a makes room).
 expect_rc 0 sim --workload "$W" --policy dynamic --verbose
 expect_in err "ringsim: 10 s: info job w0: dynamic: shrink 4 -> 2 workers"
+grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z info ringsim: 10 s: info job w0: dynamic: shrink 4 -> 2 workers" "$WORK/err" ||
+    { cat "$WORK/err" >&2; fail "ringsim's line lacks its time or level"; }
 ok "fifo queues, dynamic shares the node; table, --json and --jobs agree; --verbose dates each decision"
 
 # --synthesize: jobs of under a GPU-hour in the log become cifar10 or ncf.

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "store.h"
+#include "db/store.h"
+#include "server/auth.h"
 #include "unit.h"
 
 static char path[64];

@@ -8,7 +8,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "autotune.h"
+#include "engine/autotune.h"
 #include "unit.h"
 
 static const struct ring__tune_params start = {128u << 20, 1};

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "unit.h"
-#include "bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "ring_internal.h"
 #include "world.h"
 

@@ -22,8 +22,8 @@
 
 #include <sqlite3.h>
 
-#include "commit.h"
-#include "store.h"
+#include "db/store.h"
+#include "server/commit.h"
 #include "unit.h"
 
 #define ITEMS_MAX 256

@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "bootstrap.h"
-#include "collectives.h"
+#include "bootstrap/bootstrap.h"
+#include "collectives/collectives.h"
 #include "ring_internal.h"
-#include "transport.h"
-#include "tuning.h"
+#include "transport/transport.h"
+#include "base/tuning.h"
 #include "world.h"
 
 #define NWORDS 5

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "unit.h"
-#include "engine.h"
+#include "engine/engine.h"
 
 static struct ring__request req(const char *name, int type, int dtype, uint64_t count)
 {

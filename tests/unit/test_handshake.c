@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "handshake.h"
-#include "shm_record.h"
+#include "transport/handshake.h"
+#include "transport/shm_record.h"
 
 #define MAGIC 0x54455354u /* "TEST" */
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of ringrun's host lists, hostfiles and rank placement. */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "unit.h"
 #include "hosts.h"
+#include "unit.h"
 
 START_TEST(parse_list_with_and_without_slots)
 {
@@ -32,8 +33,10 @@ START_TEST(malformed_lists_say_what_is_wrong)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct hostlist hl = {0};
         struct error err = {{0}};
+        errno = 0;
         ck_assert_int_eq(hosts_parse_list(&hl, bad[i][0], &err), -1);
         ck_assert_msg(strstr(err.text, bad[i][1]) != NULL, "'%s' gave '%s'", bad[i][0], err.text);
+        ck_assert_msg(errno == EINVAL, "'%s' left errno %d", bad[i][0], errno);
         hosts_free(&hl);
     }
 }
@@ -147,8 +150,10 @@ START_TEST(placement_rejects_too_many_ranks)
     struct error err;
 
     ck_assert_int_eq(hosts_parse_list(&hl, "a:2,b:1", &err), 0);
+    errno = 0;
     ck_assert_int_eq(hosts_place(&hl, 4, pl, &err), -1);
     ck_assert(strstr(err.text, "-np 4 is more than the 3 slots") != NULL);
+    ck_assert_int_eq(errno, EINVAL);
     ck_assert_int_eq(hosts_place(&hl, 0, pl, &err), -1);
     hosts_free(&hl);
 }
@@ -203,6 +208,31 @@ START_TEST(oversubscribed_placement_stops_at_max_slots)
 }
 END_TEST
 
+/* An error keeps the errno of what failed (common/error.h): a hostfile that is not there is
+ * ENOENT, a bad line in one EINVAL. */
+START_TEST(errors_keep_errno)
+{
+    struct hostlist hl = {0};
+    struct error err;
+    char path[] = "/tmp/ring-hostfile-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+
+    fprintf(f, "node1 slots=x\n");
+    fclose(f);
+    errno = 0;
+    ck_assert_int_eq(hosts_parse_file(&hl, path, &err), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert(strstr(err.text, ":1: bad value") != NULL);
+    unlink(path);
+    errno = 0;
+    ck_assert_int_eq(hosts_parse_file(&hl, path, &err), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert(strstr(err.text, "cannot open hostfile") != NULL);
+    hosts_free(&hl);
+}
+END_TEST
+
 START_TEST(local_names)
 {
     char me[256];
@@ -224,6 +254,7 @@ int main(void)
         oversubscribed_placement_stops_at_max_slots,
         placement_fills_hosts_in_order,
         placement_rejects_too_many_ranks,
+        errors_keep_errno,
         local_names,
         NULL,
     };

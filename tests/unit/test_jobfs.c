@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "jobfs.h"
+#include "scheduler/backend/jobfs.h"
 #include "unit.h"
 
 /* A user and group that own nothing on a test machine. */

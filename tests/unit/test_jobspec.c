@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/jobspec.h"
 #include "unit.h"
-#include "jobspec.h"
 
 /* Parses text; on failure returns the first error's field and detail joined by ": ". */
 static int parse(const char *text, json_t **spec, char *why, size_t len)

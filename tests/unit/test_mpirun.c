@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mpirun.h"
+#include "scheduler/backend/mpirun.h"
 #include "unit.h"
 
 /* A command that would escape if ":" reached mpirun as a word. */

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ring_internal.h"
-#include "transport.h"
+#include "transport/transport.h"
 #include "unit.h"
 
 #define MAX_SIZE 8

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "progress.h"
+#include "scheduler/backend/progress.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/ring-progress-XXXXXX";

@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "auth.h"
-#include "net.h"
+#include "bootstrap/auth.h"
+#include "base/net.h"
+#include "bootstrap/rendezvous_protocol.h"
 #include "rendezvous.h"
 #include "ring_internal.h"
 

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
-#include "auth.h"
+#include "api/api.h"
+#include "server/auth.h"
 #include "unit.h"
 
 static char path[] = "/tmp/ring-routes-XXXXXX";

@@ -20,7 +20,7 @@
 
 #include <sqlite3.h>
 
-#include "scheduler.h"
+#include "scheduler/core/scheduler.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/ring-scheduler-XXXXXX";
@@ -36,6 +36,8 @@ static double now_s(void)
 
 static void setup(void)
 {
+    /* No ringd-exec beside the test to isolate jobs with (and no job ever starts). */
+    static const struct setting_value settings[] = {{"isolation", "none"}};
     struct scheduler_config cfg = {
         .db_path = db_path,
         .data_dir = dir,
@@ -43,6 +45,8 @@ static void setup(void)
         .slots = 1, /* the test's jobs want 2 workers: they stay queued, never started */
         .kill_grace_s = 1,
         .backend = "local",
+        .settings = settings,
+        .nsettings = 1,
         .policy = "fifo",
     };
     struct store *st;

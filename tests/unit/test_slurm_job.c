@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "mpirun.h"
-#include "slurm_job.h"
-#include "stop_relay.h"
+#include "common/stop_relay.h"
+#include "scheduler/backend/backend.h"
+#include "scheduler/backend/mpirun.h"
+#include "scheduler/backend/slurm/slurm_job.h"
 #include "unit.h"
 
 START_TEST(shape_uses_the_fewest_nodes)

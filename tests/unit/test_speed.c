@@ -6,7 +6,7 @@
  */
 #include <math.h>
 
-#include "speed.h"
+#include "scheduler/model/speed.h"
 #include "unit.h"
 
 /* Weak scaling, tau(n) = b/n + c 2(n-1)/n^2 per sample: the throughput at n. */

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/stop_relay.h"
 #include "output.h"
-#include "stop_relay.h"
 #include "slurm.h"
 #include "unit.h"
 

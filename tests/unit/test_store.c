@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of ringd's SQLite store: migrations, jobs, idempotency, paging, tokens. */
+/* Unit tests of ringd's SQLite store: jobs, idempotency, paging, rendering, group commit,
+ * tokens, the integrity check and the metrics. The migrations are in
+ * test_store_migrations.c; what both share in store_world.c. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
@@ -11,141 +13,8 @@
 
 #include <sqlite3.h>
 
-#include "store_impl.h"
+#include "store_world.h"
 #include "unit.h"
-
-static char path[] = "/tmp/ring-store-XXXXXX";
-
-/* Principals that own the jobs of these tests (jobs name theirs by id; store.h). */
-#define ALICE 1
-#define BOB   2
-#define U     3
-
-static struct store *open_fresh(void)
-{
-    struct store *st;
-    struct error err;
-    int fd = mkstemp(path);
-    close(fd);
-    unlink(path);
-    ck_assert_msg(store_open(path, &st, &err) == 0, "%s", err.text);
-    return st;
-}
-
-/* Takes a database of today's schema back to before migration 9 (principals): what the
- * tests of older migrations start from. */
-#define UNDO_MIGRATION_9                                                                           \
-    "DROP TRIGGER tokens_retire;"                                                                  \
-    "DROP INDEX tokens_principal; ALTER TABLE tokens DROP COLUMN principal;"                       \
-    "DROP INDEX jobs_principal; ALTER TABLE jobs DROP COLUMN principal;"                           \
-    "UPDATE jobs SET doc = json_remove(doc, '$.owner_id');"                                        \
-    "DROP TABLE principals;"                                                                       \
-    "CREATE TABLE idem8 (owner TEXT NOT NULL, key TEXT NOT NULL, job_id TEXT NOT NULL,"            \
-    " request_hash TEXT NOT NULL, PRIMARY KEY (owner, key));"                                      \
-    "INSERT INTO idem8 SELECT j.owner, i.key, i.job_id, i.request_hash FROM idempotency i"         \
-    " JOIN jobs j ON j.id = i.job_id;"                                                             \
-    "DROP TABLE idempotency; ALTER TABLE idem8 RENAME TO idempotency;"
-
-static json_t *spec(const char *name, const char *team)
-{
-    return json_pack("{s:s, s:[s], s:{s:s}}", "name", name, "command", "/bin/true", "labels",
-                     "team", team);
-}
-
-/* The newest schema, and what takes a database back from it to schema 9. */
-#define SCHEMA 10
-#define UNDO_10                                                                                    \
-    "DROP TRIGGER metric_latency; DROP TRIGGER metric_stop; DROP TRIGGER metric_start;"            \
-    "DROP TRIGGER metric_resizes; DROP TRIGGER job_state_new; DROP TRIGGER job_state_change;"      \
-    "DROP TRIGGER job_state_gone; DROP TABLE metric_counters; DROP TABLE metric_histograms;"       \
-    "DROP TABLE metric_buckets; DROP TABLE job_states;"
-
-START_TEST(migrations_run_once)
-{
-    struct store *st = open_fresh(), *again;
-    struct error err;
-    ck_assert_int_eq(store_schema_version(st), SCHEMA);
-    store_close(st);
-    ck_assert_int_eq(store_open(path, &again, &err), 0);
-    ck_assert_int_eq(store_schema_version(again), SCHEMA);
-    store_close(again);
-    unlink(path);
-}
-END_TEST
-
-/* A database from before migrations 4 to 6 gets every job's document, equal to a fresh
- * one's, its scheduling columns from the spec, and no Unix user. */
-START_TEST(migrations_4_to_7_backfill)
-{
-    struct store *st = open_fresh();
-    struct error err;
-    json_t *s = spec("old", "x"), *job;
-    char *before, *after;
-    const char *id;
-    sqlite3 *db;
-    int created;
-
-    json_object_set_new(s, "workers", json_pack("{s:i, s:i}", "min", 2, "max", 4));
-    json_object_set_new(s, "gpus_per_worker", json_integer(1));
-    json_object_set_new(s, "priority", json_integer(7));
-    json_object_set_new(s, "cpus_per_worker", json_integer(3));
-
-    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err), 0);
-    id = json_string_value(json_object_get(job, "id"));
-    ck_assert_int_eq(store_job_render(st, id, STORE_ANYONE, "/ck/", &before, NULL, &err), 0);
-    store_close(st);
-    /* back to schema 3 */
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db,
-                                  UNDO_10 UNDO_MIGRATION_9
-                                  "ALTER TABLE jobs DROP COLUMN doc;"
-                                  "ALTER TABLE jobs DROP COLUMN min_workers;"
-                                  "ALTER TABLE jobs DROP COLUMN max_workers;"
-                                  "ALTER TABLE jobs DROP COLUMN gpus_per_worker;"
-                                  "ALTER TABLE jobs DROP COLUMN priority;"
-                                  "ALTER TABLE jobs DROP COLUMN run_as;"
-                                  "ALTER TABLE tokens DROP COLUMN unix_user;"
-                                  "ALTER TABLE jobs DROP COLUMN cpus_per_worker;"
-                                  "ALTER TABLE jobs DROP COLUMN max_restarts;"
-                                  "ALTER TABLE attempts DROP COLUMN stop_s;"
-                                  "ALTER TABLE attempts DROP COLUMN start_s;"
-                                  "ALTER TABLE attempts DROP COLUMN samples_per_s;"
-                                  "ALTER TABLE tokens DROP COLUMN expires_at;"
-                                  "PRAGMA user_version = 3",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
-    ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), SCHEMA);
-    ck_assert_int_eq(store_job_render(st, id, STORE_ANYONE, "/ck/", &after, NULL, &err), 0);
-    ck_assert_str_eq(after, before);
-    free(before);
-    free(after);
-    {
-        struct store_queued *q;
-        int n;
-        ck_assert_int_eq(store_jobs_queued(st, 0, &q, &n, &err), 0);
-        ck_assert_int_eq(n, 1);
-        ck_assert_int_eq(q[0].min_workers, 2);
-        ck_assert_int_eq(q[0].max_workers, 4);
-        ck_assert_int_eq(q[0].gpus_per_worker, 1);
-        ck_assert_int_eq(q[0].priority, 7);
-        ck_assert_int_eq(q[0].cpus_per_worker, 3); /* backfilled from the spec */
-        ck_assert_str_eq(q[0].owner, "alice");
-        ck_assert_int_gt(q[0].seq, 0);
-        free(q);
-        /* only what was submitted after a sequence number */
-        ck_assert_int_eq(store_jobs_queued(st, 1000, &q, &n, &err), 0);
-        ck_assert_int_eq(n, 0);
-        free(q);
-    }
-    json_decref(job);
-    json_decref(s);
-    store_close(st);
-    unlink(path);
-}
-END_TEST
-
 START_TEST(create_get_and_owner_scoping)
 {
     struct store *st = open_fresh();
@@ -196,21 +65,6 @@ START_TEST(idempotency_keys)
     unlink(path);
 }
 END_TEST
-
-/* store_job_list's text, parsed. */
-static json_t *list(struct store *st, const struct store_filter *f, int64_t cursor, int limit,
-                    int64_t *next)
-{
-    struct error err;
-    json_error_t jerr;
-    char *text;
-    json_t *page;
-    ck_assert_int_eq(store_job_list(st, f, cursor, limit, "/ck/", &text, next, &err), 0);
-    page = json_loads(text, 0, &jerr);
-    ck_assert_msg(json_is_array(page), "not a JSON array: %s", text);
-    free(text);
-    return page;
-}
 
 START_TEST(paging_and_filters)
 {
@@ -435,197 +289,6 @@ START_TEST(group_commit)
 }
 END_TEST
 
-/* A database from before migration 8 keeps its tokens, which never expire; new ones may. */
-START_TEST(migration_8_token_expiry)
-{
-    struct store *st = open_fresh();
-    struct error err;
-    struct store_token t;
-    json_t *list;
-    sqlite3 *db;
-
-    ck_assert_int_eq(store_token_create(st, "old", "alice", "aa", 0, NULL, 0, NULL, &err), 0);
-    store_close(st);
-    /* back to schema 7 */
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db,
-                                  UNDO_10 UNDO_MIGRATION_9
-                                  "ALTER TABLE tokens DROP COLUMN expires_at;"
-                                  "PRAGMA user_version = 7",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
-    ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), SCHEMA);
-    ck_assert_int_eq(store_token_find(st, "old", &t, &err), 0);
-    ck_assert_int_eq(t.expires, 0);
-    /* 2027-01-31T12:00:00Z */
-    ck_assert_int_eq(store_token_create(st, "new", "alice", "bb", 0, NULL, 1801396800, NULL, &err),
-                     0);
-    ck_assert_int_eq(store_token_find(st, "new", &t, &err), 0);
-    ck_assert_int_eq(t.expires, 1801396800);
-    ck_assert_int_eq(store_token_list(st, STORE_ANYONE, &list, &err), 0);
-    ck_assert_int_eq(json_array_size(list), 2);
-    ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "expires_at"));
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 1), "expires_at")),
-                     "2027-01-31T12:00:00Z");
-    json_decref(list);
-    /* a revoked token shows its expiry too */
-    ck_assert_int_eq(store_token_revoke(st, "new", STORE_ANYONE, &list, &err), 0);
-    ck_assert_str_eq(json_string_value(json_object_get(list, "expires_at")),
-                     "2027-01-31T12:00:00Z");
-    json_decref(list);
-    store_close(st);
-    unlink(path);
-}
-END_TEST
-
-/* A job row as a ringd of schema 8 wrote it: owned by a name, run as run_as (NULL: before
- * users were mapped). */
-static void old_job(sqlite3 *db, const char *id, const char *owner, const char *run_as)
-{
-    char *sql = sqlite3_mprintf(
-        "INSERT INTO jobs (id, name, owner, state, spec, created_at, updated_at, doc, run_as)"
-        " VALUES (%Q, 'n', %Q, 'QUEUED', '{}', '2025-01-04T00:00:00.000Z',"
-        " '2025-01-04T00:00:00.000Z', json_object('id', %Q, 'name', 'n', 'owner', %Q,"
-        " 'state', 'QUEUED', 'spec', json('{}'), 'created_at', '2025-01-04T00:00:00.000Z',"
-        " 'updated_at', '2025-01-04T00:00:00.000Z', 'user', %Q), %Q)",
-        id, owner, id, owner, run_as, run_as);
-    ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_free(sql);
-}
-
-/* The principal of token id. */
-static int64_t principal_of(struct store *st, const char *id)
-{
-    struct store_token t;
-    struct error err;
-    ck_assert_msg(store_token_find(st, id, &t, &err) == 0, "token %s: %s", id, err.text);
-    return t.principal;
-}
-
-/* The owner_id of job id as the API shows it. */
-static int64_t owner_of(struct store *st, const char *id)
-{
-    struct error err;
-    json_t *job;
-    int64_t who;
-    ck_assert_msg(store_job_get(st, id, STORE_ANYONE, &job, &err) == 0, "%s: %s", id, err.text);
-    who = json_integer_value(json_object_get(job, "owner_id"));
-    json_decref(job);
-    return who;
-}
-
-/*
- * Migration 9 on a database of schema 8 (made by migrations 1-8 themselves, with rows as
- * that ringd wrote them): every job goes to the principal of its owner's name, and where the
- * name had tokens for several Unix users, to the one it ran as; an owner no token matches
- * keeps its job under a principal of its own that no later token reaches.
- */
-START_TEST(migration_9_principals)
-{
-    struct store *st;
-    struct error err;
-    json_t *job, *s = spec("again", "x");
-    sqlite3 *db;
-    int created;
-    int64_t j3, j6, p;
-
-    ck_assert_int_eq(mkstemp(path) >= 0, 1);
-    unlink(path);
-    ck_assert_msg(store__create_at(path, 8, &err) == 0, "%s", err.text);
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(
-        sqlite3_exec(db,
-                     "INSERT INTO tokens (id, name, hash, admin, created_at, revoked_at, unix_user)"
-                     " VALUES"
-                     " ('t1', 'alice', 'h1', 0, '2025-01-01T00:00:01.000Z', NULL, 'alice1'),"
-                     " ('t2', 'alice', 'h2', 0, '2025-01-01T00:00:02.000Z', NULL, 'alice2'),"
-                     " ('t3', 'bob', 'h3', 0, '2025-01-01T00:00:03.000Z',"
-                     "  '2025-01-02T00:00:00.000Z', 'bob'),"
-                     " ('t4', 'bob', 'h4', 0, '2025-01-03T00:00:00.000Z', NULL, 'bob'),"
-                     " ('t5', 'carol', 'h5', 0, '2025-01-01T00:00:05.000Z',"
-                     "  '2025-01-02T00:00:00.000Z', NULL),"
-                     " ('t6', 'admin', 'h6', 1, '2025-01-01T00:00:00.000Z', NULL, NULL),"
-                     " ('t7', 'dave', 'h7', 0, '2025-01-01T00:00:07.000Z', NULL, 'dave'),"
-                     " ('t8', 'dave', 'h8', 0, '2025-01-01T00:00:08.000Z', NULL, NULL)",
-                     NULL, NULL, NULL),
-        SQLITE_OK);
-    old_job(db, "j1", "alice", "alice1");
-    old_job(db, "j2", "alice", "alice2");
-    old_job(db, "j3", "alice", "mallory"); /* neither of alice's users */
-    old_job(db, "j4", "bob", "bob");
-    old_job(db, "j5", "carol", "root"); /* a retired name's */
-    old_job(db, "j6", "local", "root"); /* --no-auth: no token at all */
-    old_job(db, "j7", "dave", "root");  /* dave's token without a user: the default user */
-    old_job(db, "j8", "dave", "dave");
-    old_job(db, "j9", "admin", NULL); /* from before users were mapped */
-    ck_assert_int_eq(sqlite3_exec(db,
-                                  "INSERT INTO idempotency VALUES ('alice', 'k', 'j1', 'hk'),"
-                                  " ('alice', 'k2', 'j2', 'hk2')",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
-
-    ck_assert_msg(store_open(path, &st, &err) == 0, "%s", err.text);
-    ck_assert_int_eq(store_schema_version(st), SCHEMA);
-    ck_assert_int_ne(principal_of(st, "t1"), principal_of(st, "t2"));
-    ck_assert_int_eq(principal_of(st, "t4"), owner_of(st, "j4")); /* t3's too */
-    ck_assert_int_eq(owner_of(st, "j1"), principal_of(st, "t1"));
-    ck_assert_int_eq(owner_of(st, "j2"), principal_of(st, "t2"));
-    ck_assert_int_eq(owner_of(st, "j7"), principal_of(st, "t8"));
-    ck_assert_int_eq(owner_of(st, "j8"), principal_of(st, "t7"));
-    ck_assert_int_eq(owner_of(st, "j9"), principal_of(st, "t6"));
-    j3 = owner_of(st, "j3");
-    j6 = owner_of(st, "j6");
-    ck_assert_int_gt(j3, 0);
-    ck_assert_int_gt(j6, 0);
-    ck_assert_int_ne(j3, principal_of(st, "t1"));
-    ck_assert_int_ne(j3, principal_of(st, "t2"));
-    ck_assert_int_ne(j3, j6);
-    /* alice1 no longer reaches alice2's job */
-    ck_assert_int_eq(store_job_get(st, "j2", principal_of(st, "t1"), &job, &err), -1);
-    ck_assert_int_eq(errno, ENOENT);
-    {
-        struct store_filter local = {.owner_id = STORE_LOCAL}, all = {.owner_id = STORE_ANYONE};
-        int64_t next;
-        json_t *page = list(st, &local, 0, 100, &next);
-        ck_assert_int_eq(json_array_size(page), 0); /* every job has a principal */
-        json_decref(page);
-        page = list(st, &all, 0, 100, &next);
-        ck_assert_int_eq(json_array_size(page), 9); /* and none was dropped */
-        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(page, 2), "owner")),
-                         "alice");
-        json_decref(page);
-    }
-    /* Retired (carol's, and the unmatched owners'): a new token of the name is someone new.
-     * Live (bob's): a new token for the same user is bob again. */
-    ck_assert_int_eq(store_token_create(st, "n1", "carol", "x1", 0, NULL, 0, &p, &err), 0);
-    ck_assert_int_ne(p, owner_of(st, "j5"));
-    ck_assert_int_eq(store_token_create(st, "n2", "local", "x2", 0, "root", 0, &p, &err), 0);
-    ck_assert_int_ne(p, j6);
-    ck_assert_int_eq(store_token_create(st, "n3", "bob", "x3", 0, "bob", 0, &p, &err), 0);
-    ck_assert_int_eq(p, owner_of(st, "j4"));
-    ck_assert_int_eq(store_token_create(st, "n4", "alice", "x4", 0, "mallory", 0, &p, &err), -1);
-    ck_assert_int_eq(errno, EEXIST); /* alice is live for alice1 and alice2 */
-    /* Idempotency keys moved to the principals: alice2 reuses alice1's key for a new job. */
-    ck_assert_int_eq(
-        store_job_create(st, principal_of(st, "t2"), "alice", s, "k", "hk", &job, &created, &err),
-        0);
-    ck_assert_int_eq(created, 1);
-    json_decref(job);
-    ck_assert_int_eq(
-        store_job_create(st, principal_of(st, "t1"), "alice", s, "k", "hk", &job, &created, &err),
-        0);
-    ck_assert_int_eq(created, 0);
-    ck_assert_str_eq(json_string_value(json_object_get(job, "id")), "j1");
-    json_decref(job);
-    json_decref(s);
-    store_close(st);
-    unlink(path);
-}
-END_TEST
-
 /*
  * A token joins the live principal of its name and Unix user (a rotated key sees the same
  * jobs); the name live for another user, or for admin tokens, is refused; once all of a
@@ -834,62 +497,6 @@ START_TEST(check_finds_corruption)
 }
 END_TEST
 
-/* metrics: m's value at path ("counters.ringd_resizes_total", "jobs.QUEUED",
- * "histograms.NAME.count", "histograms.NAME.sum"); 0 when absent. */
-static double metric(json_t *m, const char *a, const char *b, const char *c)
-{
-    json_t *v = json_object_get(m, a);
-    if (b != NULL)
-        v = json_object_get(v, b);
-    if (c != NULL)
-        v = json_object_get(v, c);
-    return json_number_value(v);
-}
-
-/* How many observations of histogram name are <= le. */
-static long long bucket(json_t *m, const char *name, double le)
-{
-    size_t i;
-    json_t *b;
-    json_array_foreach(
-        json_object_get(json_object_get(json_object_get(m, "histograms"), name), "buckets"), i, b)
-    {
-        if (json_real_value(json_array_get(b, 0)) == le)
-            return (long long)json_integer_value(json_array_get(b, 1));
-    }
-    return -1;
-}
-
-/* A job that ran once: started (scheduling latency), reported progress 1.5 s in (start
- * overhead), was resized (a resizing event) and ended 4 s after its stop request. */
-static const char *ran_once(struct store *st, const char *name)
-{
-    static char id[32];
-    struct error err;
-    json_t *s = spec(name, "x"), *job;
-    struct store_attempt a = {.number = 1,
-                              .world_size = 1,
-                              .hosts = "localhost:1",
-                              .gpus = "",
-                              .backend_id = "1",
-                              .run_dir = "/nonexistent",
-                              .id_label = "pid"};
-    struct store_sched sched = {.attempts = 1};
-    int created;
-
-    ck_assert_int_eq(store_job_create(st, ALICE, "alice", s, NULL, "h", &job, &created, &err), 0);
-    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(job, "id")));
-    json_decref(job);
-    json_decref(s);
-    ck_assert_int_eq(store_attempt_start(st, id, &a, &sched, &err), 0);
-    ck_assert_int_eq(store_attempt_progress(st, id, 1, 1.5, 100, &err), 0);
-    ck_assert_int_eq(store_attempt_progress(st, id, 1, -1, 120, &err), 0); /* once per attempt */
-    ck_assert_int_eq(store_job_transition(st, id, "STOPPING", "resizing", "to 2", NULL, &err), 0);
-    ck_assert_int_eq(
-        store_attempt_end(st, id, 1, 0, 4.0, "done", "SUCCEEDED", "succeeded", &sched, &err), 0);
-    return id;
-}
-
 /*
  * /metrics' counters never go down: deleting a job (its attempts and events with it)
  * leaves them, while the gauge of jobs by state follows. Before, they were counted from
@@ -939,42 +546,6 @@ START_TEST(metrics_survive_delete)
     ck_assert(json_equal(before, after));
     json_decref(after);
     json_decref(before);
-    store_close(st);
-    unlink(path);
-}
-END_TEST
-
-/* A database from schema 9 gets its counters from the rows it has, and the jobs per
- * state; the triggers then count on from there. */
-START_TEST(migration_10_backfill)
-{
-    struct store *st = open_fresh();
-    struct error err;
-    json_t *fresh, *m;
-    sqlite3 *db;
-
-    ran_once(st, "a");
-    ran_once(st, "b");
-    ck_assert_int_eq(store_metrics(st, &fresh, &err), 0);
-    store_close(st);
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, UNDO_10 "PRAGMA user_version = 9", NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
-    ck_assert_int_eq(store_open(path, &st, &err), 0);
-    ck_assert_int_eq(store_schema_version(st), SCHEMA);
-    ck_assert_int_eq(store_metrics(st, &m, &err), 0);
-    ck_assert_int_eq(metric(m, "jobs", "SUCCEEDED", NULL), 2);
-    json_object_del(m, "jobs"); /* a fresh store also keeps the states it saw, at 0 */
-    json_object_del(fresh, "jobs");
-    ck_assert_msg(json_equal(fresh, m), "backfilled metrics differ");
-    json_decref(m);
-    ran_once(st, "c");
-    ck_assert_int_eq(store_metrics(st, &m, &err), 0);
-    ck_assert_int_eq(metric(m, "counters", "ringd_resizes_total", NULL), 3);
-    ck_assert_int_eq(metric(m, "jobs", "SUCCEEDED", NULL), 3);
-    json_decref(m);
-    json_decref(fresh);
     store_close(st);
     unlink(path);
 }
@@ -1127,21 +698,16 @@ END_TEST
 
 int main(void)
 {
-    const TTest *tests[] = {migrations_run_once,
-                            migrations_4_to_7_backfill,
-                            migration_8_token_expiry,
-                            create_get_and_owner_scoping,
+    const TTest *tests[] = {create_get_and_owner_scoping,
                             idempotency_keys,
                             paging_and_filters,
                             render,
                             group_commit,
                             tokens,
                             tokens_speak_for_principals,
-                            migration_9_principals,
                             the_last_admin_token_stays,
                             check_finds_corruption,
                             metrics_survive_delete,
-                            migration_10_backfill,
                             paging_newest_first,
                             events_of_every_job,
                             attempts_since_a_time,

@@ -6,8 +6,8 @@
 #include <check.h>
 #include <string.h>
 
+#include "api/utf8.h"
 #include "unit.h"
-#include "utf8.h"
 
 START_TEST(text_ok_takes_utf8_text_only)
 {

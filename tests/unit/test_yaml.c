@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/ringctl/spec_yaml.h"
 #include "unit.h"
-#include "spec_yaml.h"
 
 static char err[512];
 

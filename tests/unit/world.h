@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "bootstrap/auth.h"
 #include "rendezvous.h"
 
 #define WORLD_MAX 16

@@ -13,19 +13,6 @@
 /* Slots per host: well above any real node, low enough that np * slots never overflows. */
 #define SLOTS_MAX 4096
 
-static int errprintf(struct error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int errprintf(struct error *err, const char *fmt, ...)
-{
-    va_list ap;
-    if (err != NULL) {
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static int name_ok(const char *s, size_t n)
 {
     if (n == 0 || n > HOSTS_NAME_MAX)
@@ -56,12 +43,13 @@ static int add_host(struct hostlist *hl, const char *name, size_t n, int slots, 
 
     for (int i = 0; i < hl->count; i++) {
         if (strlen(hl->hosts[i].name) == n && memcmp(hl->hosts[i].name, name, n) == 0)
-            return errprintf(err, "host '%.*s' is listed twice; give it once with its slots",
+            return errno = EINVAL,
+                   errprintf(err, "host '%.*s' is listed twice; give it once with its slots",
                              (int)n, name);
     }
     grown = realloc(hl->hosts, (size_t)(hl->count + 1) * sizeof(*grown));
     if (grown == NULL)
-        return errprintf(err, "out of memory");
+        return errno = ENOMEM, errprintf(err, "out of memory");
     hl->hosts = grown;
     memcpy(grown[hl->count].name, name, n);
     grown[hl->count].name[n] = '\0';
@@ -79,17 +67,20 @@ static int parse_entry(struct hostlist *hl, const char *e, size_t n, struct erro
     int slots = 1;
 
     if (!name_ok(e, name_len))
-        return errprintf(err, "bad host name '%.*s' (letters, digits, '-', '.', '_')", (int)n, e);
+        return errno = EINVAL,
+               errprintf(err, "bad host name '%.*s' (letters, digits, '-', '.', '_')", (int)n, e);
     if (colon != NULL) {
         char buf[16];
         size_t sl = n - name_len - 1;
         if (sl == 0 || sl >= sizeof(buf))
-            return errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)", (int)n,
+            return errno = EINVAL,
+                   errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)", (int)n,
                              e, SLOTS_MAX);
         memcpy(buf, colon + 1, sl);
         buf[sl] = '\0';
         if (parse_slots(buf, &slots) < 0)
-            return errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)", (int)n,
+            return errno = EINVAL,
+                   errprintf(err, "bad slot count in '%.*s' (want host:N with N in 1..%d)", (int)n,
                              e, SLOTS_MAX);
     }
     return add_host(hl, e, name_len, slots, err);
@@ -109,7 +100,8 @@ static int parse_keys(struct hostlist *hl, char *s, struct error *err)
     char *w = s + name_len;
 
     if (!name_ok(s, name_len))
-        return errprintf(err, "bad host name '%.*s' (letters, digits, '-', '.', '_')",
+        return errno = EINVAL,
+               errprintf(err, "bad host name '%.*s' (letters, digits, '-', '.', '_')",
                          (int)name_len, s);
     for (;;) {
         int *into, v;
@@ -125,24 +117,26 @@ static int parse_keys(struct hostlist *hl, char *s, struct error *err)
         else if (strncmp(w, "max_slots=", 10) == 0)
             into = &max;
         else
-            return errprintf(err, "unknown '%.40s' after host '%.*s' (%s)", w, (int)name_len, s,
-                             want);
+            return errno = EINVAL, errprintf(err, "unknown '%.40s' after host '%.*s' (%s)", w,
+                                             (int)name_len, s, want);
         if (*into != 0)
-            return errprintf(err, "'%.*s' given twice for host '%.*s'", (int)(strchr(w, '=') - w),
-                             w, (int)name_len, s);
+            return errno = EINVAL, errprintf(err, "'%.*s' given twice for host '%.*s'",
+                                             (int)(strchr(w, '=') - w), w, (int)name_len, s);
         if (parse_slots(strchr(w, '=') + 1, &v) < 0)
-            return errprintf(err, "bad value in '%.40s' for host '%.*s' (want an integer in 1..%d)",
+            return errno = EINVAL,
+                   errprintf(err, "bad value in '%.40s' for host '%.*s' (want an integer in 1..%d)",
                              w, (int)name_len, s, SLOTS_MAX);
         *into = v;
         w += n;
     }
     if (slots == 0 && max == 0)
-        return errprintf(err, "nothing after host '%.*s' (%s)", (int)name_len, s, want);
+        return errno = EINVAL,
+               errprintf(err, "nothing after host '%.*s' (%s)", (int)name_len, s, want);
     if (slots == 0)
         slots = max;
     if (max != 0 && max < slots)
-        return errprintf(err, "max_slots=%d is less than slots=%d for host '%.*s'", max, slots,
-                         (int)name_len, s);
+        return errno = EINVAL, errprintf(err, "max_slots=%d is less than slots=%d for host '%.*s'",
+                                         max, slots, (int)name_len, s);
     if (add_host(hl, s, name_len, slots, err) < 0)
         return -1;
     hl->hosts[hl->count - 1].max_slots = max;
@@ -154,12 +148,12 @@ int hosts_parse_list(struct hostlist *hl, const char *spec, struct error *err)
     const char *p = spec;
 
     if (spec == NULL || *spec == '\0')
-        return errprintf(err, "empty host list (want host:slots,host:slots,...)");
+        return errno = EINVAL, errprintf(err, "empty host list (want host:slots,host:slots,...)");
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         if (n == 0)
-            return errprintf(err, "empty entry in host list '%s'", spec);
+            return errno = EINVAL, errprintf(err, "empty entry in host list '%s'", spec);
         if (parse_entry(hl, p, n, err) < 0)
             return -1;
         if (comma == NULL)
@@ -189,7 +183,7 @@ int hosts_parse_stream(struct hostlist *hl, FILE *f, const char *path, struct er
         char *s = line, *end;
         lineno++;
         if (strchr(line, '\n') == NULL && !feof(f)) {
-            rc = errprintf(err, "%s:%d: line too long", path, lineno);
+            rc = (errno = EINVAL, errprintf(err, "%s:%d: line too long", path, lineno));
             break;
         }
         if ((end = strchr(s, '#')) != NULL)
@@ -212,7 +206,7 @@ int hosts_parse_stream(struct hostlist *hl, FILE *f, const char *path, struct er
         }
     }
     if (rc == 0 && hl->count == 0)
-        return errprintf(err, "hostfile %s lists no hosts", path);
+        return errno = EINVAL, errprintf(err, "hostfile %s lists no hosts", path);
     return rc;
 }
 
@@ -229,12 +223,13 @@ int hosts_place(const struct hostlist *hl, int np, struct placement *out, struct
     int total = hosts_slots(hl), rank = 0, used = 0, left = np, *n;
 
     if (np < 1)
-        return errprintf(err, "-np must be at least 1");
+        return errno = EINVAL, errprintf(err, "-np must be at least 1");
     if (np > total && !hl->oversubscribe)
-        return errprintf(err, "-np %d is more than the %d slots of the host list%s", np, total,
+        return errno = EINVAL,
+               errprintf(err, "-np %d is more than the %d slots of the host list%s", np, total,
                          hl->count > 0 ? " (--oversubscribe allows more)" : "");
     if ((n = calloc((size_t)hl->count + 1, sizeof(*n))) == NULL)
-        return errprintf(err, "out of memory");
+        return errno = ENOMEM, errprintf(err, "out of memory");
     for (int h = 0; h < hl->count && left > 0; h++) {
         n[h] = hl->hosts[h].slots < left ? hl->hosts[h].slots : left;
         left -= n[h];
@@ -250,7 +245,8 @@ int hosts_place(const struct hostlist *hl, int np, struct placement *out, struct
         }
         if (!took) {
             free(n);
-            return errprintf(err, "-np %d is more than the %d max_slots of the host list", np,
+            return errno = EINVAL,
+                   errprintf(err, "-np %d is more than the %d max_slots of the host list", np,
                              np - left);
         }
     }

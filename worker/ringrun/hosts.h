@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/error.h"
+
 #define HOSTS_NAME_MAX 255
 
 struct host {
@@ -29,20 +31,18 @@ struct placement {
     int cross_rank, cross_size; /* the host's index among hosts used, and their number */
 };
 
-struct error {
-    char text[160];
-};
-
 /*
  * Parses "host[:slots],host[:slots],..." (slots default to 1) and appends to *hl.
- * Returns 0, or -1 with err->text naming the bad entry. A host named twice is an error.
+ * Returns 0, or -1 with errno EINVAL (ENOMEM) and err naming the bad entry. A host named
+ * twice is an error.
  */
 int hosts_parse_list(struct hostlist *hl, const char *spec, struct error *err);
 
 /*
  * Parses a hostfile: one host per line as "host", "host:N", or in Open MPI's form
  * "host slots=N max_slots=M" (either key may be left out: slots defaults to max_slots, or 1);
- * '#' starts a comment. Returns 0, or -1 with err->text naming the file and line.
+ * '#' starts a comment. Returns 0, or -1 with errno (EINVAL for a bad line, ENOMEM, or
+ * fopen's) and err naming the file and line.
  */
 int hosts_parse_file(struct hostlist *hl, const char *path, struct error *err);
 /* The same for a hostfile already open as f (not closed), named path in messages. */
@@ -56,7 +56,8 @@ int hosts_slots(const struct hostlist *hl);
  * horovodrun and mpirun --map-by slot do. With hl->oversubscribe, ranks past the slots go
  * one per host in turn to the hosts below their max_slots (any host without one), as
  * mpirun --oversubscribe does; a host's ranks stay consecutive. Fills out[0..np-1]. Returns
- * 0, or -1 with err->text when np exceeds the slots (oversubscribed: the max_slots).
+ * 0, or -1 with errno EINVAL and err when np exceeds the slots (oversubscribed: the
+ * max_slots), or ENOMEM.
  */
 int hosts_place(const struct hostlist *hl, int np, struct placement *out, struct error *err);
 

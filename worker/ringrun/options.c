@@ -8,25 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "options.h"
 #include "ring.h"
 #include "slurm.h"
 
 int ringrun_verbose;
-
-void ringrun_say(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    int n = snprintf(line, sizeof(line), "ringrun: ");
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    n = (int)strlen(line);
-    line[n++] = '\n';
-    if (write(STDERR_FILENO, line, (size_t)n) < 0)
-        return;
-}
 
 void options_usage(FILE *f)
 {
@@ -92,6 +79,63 @@ enum {
     OPT_HELP,
 };
 
+/* -x NAME[=VALUE]: a variable passed on to every rank. Returns 0, or -1 after saying why. */
+static int add_xvar(struct opts *o, const char *arg)
+{
+    const char **grown;
+    /* ringrun makes the job's secret and passes it privately; a -x would put it (or another
+     * job's) on the remote command line for every user to read. */
+    if (strncmp(arg, "RING_JOB_SECRET", 15) == 0 && (arg[15] == '\0' || arg[15] == '='))
+        return log_error("-x RING_JOB_SECRET: ringrun makes the job's secret itself "
+                         "and never passes it on a command line"),
+               -1;
+    grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return log_error("out of memory"), -1;
+    o->xvars = grown;
+    o->xvars[o->nx++] = arg;
+    return 0;
+}
+
+/*
+ * The hosts the ranks run on, after the options: -H or --hostfile, else the Slurm
+ * allocation ringrun is in (then o->slurm), else this host; and -np from the hosts' slots
+ * when not given. Returns 0, or -1 after saying why.
+ */
+static int choose_hosts(struct opts *o, const char *hosts_spec, const char *hostfile)
+{
+    struct error err;
+
+    if (hosts_spec != NULL && hostfile != NULL)
+        return log_error("give either -H or --hostfile, not both"), -1;
+    if (hosts_spec != NULL && hosts_parse_list(&o->hosts, hosts_spec, &err) < 0)
+        return log_error("-H: %s", err.text), -1;
+    if (hostfile != NULL && hosts_parse_file(&o->hosts, hostfile, &err) < 0)
+        return log_error("--hostfile: %s", err.text), -1;
+    /* Inside an allocation the hosts are Slurm's, unless the user named others. */
+    if (!o->no_slurm && hosts_spec == NULL && hostfile == NULL && slurm_in_allocation()) {
+        if (o->gpus != NULL)
+            return log_error(
+                       "--gpus names this host's GPUs; inside a Slurm allocation the GPUs are "
+                       "Slurm's (use --gpus-per-rank, or --no-slurm)"),
+                   -1;
+        o->slurm = 1;
+        return 0;
+    }
+    if (o->np == 0) {
+        if (o->hosts.count == 0)
+            return log_error("-np N is required"), -1;
+        o->np = hosts_slots(&o->hosts);
+    }
+    if (o->hosts.count == 0) {
+        char spec[32];
+        snprintf(spec, sizeof(spec), "localhost:%d", o->np);
+        if (hosts_parse_list(&o->hosts, spec, &err) < 0)
+            return log_error("%s", err.text), -1;
+    }
+    return 0;
+}
+
 int options_parse(int argc, char **argv, struct opts *o)
 {
     static const struct option longopts[] = {
@@ -114,7 +158,6 @@ int options_parse(int argc, char **argv, struct opts *o)
         {NULL, 0, NULL, 0},
     };
     const char *hosts_spec = NULL, *hostfile = NULL;
-    struct error err;
     int c;
 
     o->grace_s = DEFAULT_GRACE_S;
@@ -126,7 +169,7 @@ int options_parse(int argc, char **argv, struct opts *o)
         switch (c) {
         case 'n':
             if (parse_int(optarg, 1, 1 << 20, &o->np) < 0)
-                return ringrun_say("-np '%s' must be a positive integer", optarg), -1;
+                return log_error("-np '%s' must be a positive integer", optarg), -1;
             break;
         case 'H':
             hosts_spec = optarg;
@@ -139,33 +182,33 @@ int options_parse(int argc, char **argv, struct opts *o)
             break;
         case OPT_TIMEOUT:
             if (parse_int(optarg, 1, 86400, &o->timeout_s) < 0)
-                return ringrun_say("--timeout '%s' must be seconds in 1..86400", optarg), -1;
+                return log_error("--timeout '%s' must be seconds in 1..86400", optarg), -1;
             break;
         case OPT_RSH:
             if (*optarg == '\0')
-                return ringrun_say("--rsh must name a command"), -1;
+                return log_error("--rsh must name a command"), -1;
             o->rsh = optarg;
             break;
         case OPT_PORT:
             if (parse_int(optarg, 0, 65535, &o->port) < 0)
-                return ringrun_say("--port '%s' must be in 0..65535", optarg), -1;
+                return log_error("--port '%s' must be in 0..65535", optarg), -1;
             break;
         case OPT_RDV_ADDR:
             o->rdv_addr = optarg;
             break;
         case OPT_GRACE:
             if (parse_int(optarg, 0, 3600, &o->grace_s) < 0)
-                return ringrun_say("--kill-grace '%s' must be seconds in 0..3600", optarg), -1;
+                return log_error("--kill-grace '%s' must be seconds in 0..3600", optarg), -1;
             break;
         case OPT_GPUS:
             if (strspn(optarg, "0123456789,") != strlen(optarg) || *optarg == '\0')
-                return ringrun_say("--gpus '%s' must be a comma-separated list of GPU ids", optarg),
+                return log_error("--gpus '%s' must be a comma-separated list of GPU ids", optarg),
                        -1;
             o->gpus = optarg;
             break;
         case OPT_GPUS_PER_RANK:
             if (parse_int(optarg, 1, 64, &o->gpus_per_rank) < 0)
-                return ringrun_say("--gpus-per-rank '%s' must be in 1..64", optarg), -1;
+                return log_error("--gpus-per-rank '%s' must be in 1..64", optarg), -1;
             o->gpus_per_rank_given = 1;
             break;
         case OPT_NO_SLURM:
@@ -174,22 +217,10 @@ int options_parse(int argc, char **argv, struct opts *o)
         case OPT_OVERSUBSCRIBE:
             o->hosts.oversubscribe = 1;
             break;
-        case 'x': {
-            const char **grown;
-            /* ringrun makes the job's secret and passes it privately; a -x would put it
-             * (or another job's) on the remote command line for every user to read. */
-            if (strncmp(optarg, "RING_JOB_SECRET", 15) == 0 &&
-                (optarg[15] == '\0' || optarg[15] == '='))
-                return ringrun_say("-x RING_JOB_SECRET: ringrun makes the job's secret itself "
-                                   "and never passes it on a command line"),
-                       -1;
-            grown = realloc(o->xvars, (size_t)(o->nx + 1) * sizeof(*grown));
-            if (grown == NULL)
-                return ringrun_say("out of memory"), -1;
-            o->xvars = grown;
-            o->xvars[o->nx++] = optarg;
+        case 'x':
+            if (add_xvar(o, optarg) < 0)
+                return -1;
             break;
-        }
         case 'v':
             o->verbose = 1;
             break;
@@ -202,40 +233,13 @@ int options_parse(int argc, char **argv, struct opts *o)
             exit(0);
         default:
             /* The word as typed: for -np without its value getopt names only 'n'. */
-            ringrun_say("unknown option '%s' or missing value (see ringrun --help)",
-                        optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+            log_error("unknown option '%s' or missing value (see ringrun --help)",
+                      optind > 0 && optind <= argc ? argv[optind - 1] : "?");
             return -1;
         }
     }
     if (optind >= argc)
-        return ringrun_say("no program given (usage: ringrun -np N program [args...])"), -1;
+        return log_error("no program given (usage: ringrun -np N program [args...])"), -1;
     o->argv = argv + optind;
-    if (hosts_spec != NULL && hostfile != NULL)
-        return ringrun_say("give either -H or --hostfile, not both"), -1;
-    if (hosts_spec != NULL && hosts_parse_list(&o->hosts, hosts_spec, &err) < 0)
-        return ringrun_say("-H: %s", err.text), -1;
-    if (hostfile != NULL && hosts_parse_file(&o->hosts, hostfile, &err) < 0)
-        return ringrun_say("--hostfile: %s", err.text), -1;
-    /* Inside an allocation the hosts are Slurm's, unless the user named others. */
-    if (!o->no_slurm && hosts_spec == NULL && hostfile == NULL && slurm_in_allocation()) {
-        if (o->gpus != NULL)
-            return ringrun_say(
-                       "--gpus names this host's GPUs; inside a Slurm allocation the GPUs are "
-                       "Slurm's (use --gpus-per-rank, or --no-slurm)"),
-                   -1;
-        o->slurm = 1;
-        return 0;
-    }
-    if (o->np == 0) {
-        if (o->hosts.count == 0)
-            return ringrun_say("-np N is required"), -1;
-        o->np = hosts_slots(&o->hosts);
-    }
-    if (o->hosts.count == 0) {
-        char spec[32];
-        snprintf(spec, sizeof(spec), "localhost:%d", o->np);
-        if (hosts_parse_list(&o->hosts, spec, &err) < 0)
-            return ringrun_say("%s", err.text), -1;
-    }
-    return 0;
+    return choose_hosts(o, hosts_spec, hostfile);
 }

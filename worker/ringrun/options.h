@@ -48,7 +48,4 @@ void options_usage(FILE *f);
 /* -v: say what is launched where. */
 extern int ringrun_verbose;
 
-/* One line to stderr, "ringrun: " first, written at once (ranks write there too). */
-void ringrun_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 #endif /* RINGRUN_OPTIONS_H */

@@ -23,7 +23,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "net.h"
+#include "base/base.h" /* ring__now_ms */
+#include "bootstrap/rendezvous_protocol.h"
 #include "rendezvous.h"
 
 /*
@@ -96,9 +97,8 @@ static struct rendezvous *alloc(const struct ring__key *key, int size, struct er
 
     if (r == NULL || size < 1) {
         free(r);
-        snprintf(err->text, sizeof(err->text), size < 1 ? "no ranks" : "out of memory");
         errno = size < 1 ? EINVAL : ENOMEM;
-        return NULL;
+        return errprintf(err, size < 1 ? "no ranks" : "out of memory"), NULL;
     }
     r->lfd = -1;
     r->key = *key;
@@ -108,9 +108,7 @@ static struct rendezvous *alloc(const struct ring__key *key, int size, struct er
     r->clients = calloc((size_t)(RDV_PENDING_MAX + r->max_authed), sizeof(*r->clients));
     if (r->clients == NULL) {
         free(r);
-        snprintf(err->text, sizeof(err->text), "out of memory");
-        errno = ENOMEM;
-        return NULL;
+        return errno = ENOMEM, errprintf(err, "out of memory"), NULL;
     }
     return r;
 }
@@ -124,9 +122,7 @@ struct rendezvous *rendezvous_create(const char *bind_addr, int port, const stru
     int one = 1, e;
 
     if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
-        snprintf(err->text, sizeof(err->text), "'%s' is not an IPv4 address", bind_addr);
-        errno = EINVAL;
-        return NULL;
+        return errno = EINVAL, errprintf(err, "'%s' is not an IPv4 address", bind_addr), NULL;
     }
     if ((r = alloc(key, size, err)) == NULL)
         return NULL;
@@ -137,11 +133,9 @@ struct rendezvous *rendezvous_create(const char *bind_addr, int port, const stru
     if (bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         e = errno;
         if (e == EADDRINUSE)
-            snprintf(err->text, sizeof(err->text),
-                     "port %d is in use; pick another with --port or use --port 0", port);
+            errprintf(err, "port %d is in use; pick another with --port or use --port 0", port);
         else
-            snprintf(err->text, sizeof(err->text), "cannot bind %s:%d: %s", bind_addr, port,
-                     strerror(e));
+            errprintf(err, "cannot bind %s:%d: %s", bind_addr, port, strerror(e));
         rendezvous_destroy(r);
         errno = e;
         return NULL;
@@ -152,7 +146,7 @@ struct rendezvous *rendezvous_create(const char *bind_addr, int port, const stru
     return r;
 error:
     e = errno;
-    snprintf(err->text, sizeof(err->text), "rendezvous socket: %s", strerror(e));
+    errprintf(err, "rendezvous socket: %s", strerror(e));
     rendezvous_destroy(r);
     errno = e;
     return NULL;

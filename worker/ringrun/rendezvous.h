@@ -11,7 +11,7 @@
 
 #include <poll.h>
 
-#include "auth.h"
+#include "bootstrap/auth.h"
 #include "hosts.h"
 
 struct rendezvous;

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -36,9 +35,11 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "auth.h"
+#include "bootstrap/auth.h"
+#include "child.h"
+#include "common/log.h"
 #include "hosts.h"
-#include "net.h"
+#include "base/base.h"
 #include "options.h"
 #include "output.h"
 #include "rendezvous.h"
@@ -78,14 +79,14 @@ static int check_program(const char *prog)
             path += n + (colon ? 1 : 0);
         }
         if (found_noexec)
-            return ringrun_say("%s: found on PATH but not executable (chmod +x it)", prog),
+            return log_error("%s: found on PATH but not executable (chmod +x it)", prog),
                    EXIT_NOEXEC;
-        return ringrun_say("%s: command not found on PATH", prog), EXIT_NOTFOUND;
+        return log_error("%s: command not found on PATH", prog), EXIT_NOTFOUND;
     }
     if (stat(prog, &st) < 0)
-        return ringrun_say("%s: %s", prog, strerror(errno)), EXIT_NOTFOUND;
+        return log_error("%s: %s", prog, strerror(errno)), EXIT_NOTFOUND;
     if (!S_ISREG(st.st_mode) || access(prog, X_OK) < 0)
-        return ringrun_say("%s: not an executable file (chmod +x it?)", prog), EXIT_NOEXEC;
+        return log_error("%s: not an executable file (chmod +x it?)", prog), EXIT_NOEXEC;
     return 0;
 }
 
@@ -234,11 +235,11 @@ static int open_output_file(const char *dir, int rank, const char *name)
     int fd;
     snprintf(path, sizeof(path), "%s/rank.%d", dir, rank);
     if (mkdir(path, 0755) < 0 && errno != EEXIST)
-        return ringrun_say("cannot create %s: %s", path, strerror(errno)), -1;
+        return log_error("cannot create %s: %s", path, strerror(errno)), -1;
     snprintf(path, sizeof(path), "%s/rank.%d/%s", dir, rank, name);
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        ringrun_say("cannot create %s: %s", path, strerror(errno));
+        log_error("cannot create %s: %s", path, strerror(errno));
     return fd;
 }
 
@@ -252,10 +253,10 @@ static int secret_pipe(const char *secret_line)
     size_t n = strlen(secret_line);
 
     if (pipe2(in, O_CLOEXEC) < 0)
-        return ringrun_say("pipe: %s", strerror(errno)), -1;
+        return log_error("pipe: %s", strerror(errno)), -1;
     /* Far below a pipe's buffer (PIPE_BUF even): one write, and it never blocks. */
     if (write(in[1], secret_line, n) != (ssize_t)n) {
-        ringrun_say("pipe: %s", strerror(errno));
+        log_error("pipe: %s", strerror(errno));
         close(in[0]);
         close(in[1]);
         return -1;
@@ -281,18 +282,18 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
     if (pipe2(out, O_CLOEXEC) < 0) {
         if (in >= 0)
             close(in);
-        return ringrun_say("pipe: %s", strerror(errno)), -1;
+        return log_error("pipe: %s", strerror(errno)), -1;
     }
     if (pipe2(err, O_CLOEXEC) < 0) {
         if (in >= 0)
             close(in);
         close(out[0]);
         close(out[1]);
-        return ringrun_say("pipe: %s", strerror(errno)), -1;
+        return log_error("pipe: %s", strerror(errno)), -1;
     }
     pid = fork();
     if (pid < 0) {
-        ringrun_say("fork: %s", strerror(errno));
+        log_error("fork: %s", strerror(errno));
         if (in >= 0)
             close(in);
         close(out[0]);
@@ -302,16 +303,11 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
         return -1;
     }
     if (pid == 0) {
-        sigset_t none;
-        int devnull = in >= 0 ? in : open("/dev/null", O_RDONLY);
-        setpgid(0, 0);
-        /* If ringrun dies without a chance to forward anything (SIGKILL, OOM), its ranks
-         * must not live on as orphans holding GPUs and ports. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
+        /* A group of its own, so that signals and kills reach everything the rank starts;
+         * and if ringrun dies without a chance to forward anything (SIGKILL, OOM), its
+         * ranks must not live on as orphans holding GPUs and ports. */
+        if (child_setup(parent, in, out[1], err[1]) < 0)
             _exit(EXIT_OSERR);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
         /* ringrun forwards these to the rank: they must act there, even when ringrun was
          * started with them ignored (a shell script's background command ignores SIGINT),
          * which exec would otherwise pass on. A SIGHUP ignored on purpose (nohup) stays so. */
@@ -319,11 +315,6 @@ static int spawn(struct rank *rk, int rank, char *const *argv, const struct rank
         signal(SIGTERM, SIG_DFL);
         if (!hup_ignored)
             signal(SIGHUP, SIG_DFL);
-        signal(SIGPIPE, SIG_DFL);
-        if (devnull >= 0)
-            dup2(devnull, STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        dup2(err[1], STDERR_FILENO);
         if (local) {
             for (int i = 0; i < env->n; i++)
                 putenv((char *)env->vars[i]);
@@ -381,7 +372,7 @@ static int guess_rdv_addr(const struct opts *o, const struct placement *pl, char
         if (hosts_is_local(h))
             continue;
         if (getaddrinfo(h, "9", &hints, &res) != 0)
-            return ringrun_say("cannot resolve host '%s'; give --rendezvous-addr", h), -1;
+            return log_error("cannot resolve host '%s'; give --rendezvous-addr", h), -1;
         fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         /* A UDP connect sends nothing; it only picks the route and source address. */
         if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
@@ -392,7 +383,7 @@ static int guess_rdv_addr(const struct opts *o, const struct placement *pl, char
             close(fd);
         freeaddrinfo(res);
         if (rc < 0)
-            ringrun_say("no route to host '%s'; give --rendezvous-addr", h);
+            log_error("no route to host '%s'; give --rendezvous-addr", h);
         return rc;
     }
     snprintf(out, cap, "127.0.0.1");
@@ -428,23 +419,259 @@ static int any_remote(const struct opts *o, const struct placement *pl)
     return 0;
 }
 
+/* Runs the job as one Slurm step (slurm.c) instead of ranks of its own. */
+static int run_slurm(const struct opts *o)
+{
+    char step[64];
+    struct slurm_launch l = {
+        .np = o->np,
+        .gpus_per_rank = o->gpus_per_rank_given ? o->gpus_per_rank : 0,
+        .grace_s = o->grace_s,
+        .timeout_s = o->timeout_s,
+        .output_dir = o->output_dir,
+        .step_name = step,
+        .verbose = o->verbose,
+        .hup_ignored = hup_ignored,
+        .argv = o->argv,
+    };
+    snprintf(step, sizeof(step), "ringrun.%d", (int)getpid());
+    return slurm_run(&l);
+}
+
+/*
+ * What must hold before anything starts: the rendezvous address (given, or guessed from
+ * the placement pl), the program when a rank runs here, and --output-dir a directory.
+ * Returns 0, or the exit status after saying why.
+ */
+static int check_launch(const struct opts *o, const struct placement *pl, char *addr, size_t len)
+{
+    int rc;
+    if (o->rdv_addr != NULL)
+        snprintf(addr, len, "%s", o->rdv_addr);
+    else if (guess_rdv_addr(o, pl, addr, len) < 0)
+        return EXIT_USAGE;
+    for (int r = 0; r < o->np; r++) {
+        if (hosts_is_local(o->hosts.hosts[pl[r].host].name)) {
+            if ((rc = check_program(o->argv[0])) != 0)
+                return rc;
+            break;
+        }
+    }
+    if (o->output_dir != NULL && mkdir(o->output_dir, 0755) < 0 && errno != EEXIST) {
+        log_error("cannot create --output-dir %s: %s", o->output_dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (o->output_dir != NULL) { /* EEXIST: it may be a file, where no rank.N fits */
+        struct stat st;
+        if (stat(o->output_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            log_error("--output-dir %s is not a directory", o->output_dir);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+/* A running job, as ringrun watches over it. */
+struct job {
+    const struct opts *o;
+    const struct placement *pl;
+    struct rank *ranks;
+    struct rendezvous *rdv;
+    struct pollfd *pfd;
+    int npfd, sfd;
+    int first_fail;   /* the first rank that failed, or -1 */
+    int signals_seen; /* INT, TERM, HUP received */
+    int64_t kill_at;  /* when the ranks left get SIGKILL, or -1 */
+    int64_t drain_until;
+};
+
+/* Starts every rank: here with its secret in the environment, elsewhere through o->rsh
+ * with it on stdin. Returns 0, or -1 after killing those started. */
+static int spawn_all(struct job *j, const char *rendezvous, const char *secret_env,
+                     const char *secret_line)
+{
+    const struct opts *o = j->o;
+    for (int r = 0; r < o->np; r++) {
+        const char *host = o->hosts.hosts[j->pl[r].host].name;
+        struct rank_env env;
+        int ok;
+        make_env(o, &j->pl[r], r, rendezvous, &env);
+        if (hosts_is_local(host)) {
+            if (ringrun_verbose)
+                log_info("rank %d: %s on %s (local rank %d/%d)", r, o->argv[0], host,
+                         j->pl[r].local_rank, j->pl[r].local_size);
+            ok = spawn(&j->ranks[r], r, o->argv, &env, 1, secret_env, NULL, o->output_dir);
+        } else {
+            static struct remote rem;
+            if (remote_argv(o, host, &env, &rem) < 0) {
+                free(rem.words);
+                log_error("cannot build the remote command for rank %d (too long?)", r);
+                signal_all(j->ranks, o->np, SIGKILL);
+                return -1;
+            }
+            if (ringrun_verbose)
+                log_info("rank %d: %s %s", r, o->rsh, rem.cmd);
+            ok = spawn(&j->ranks[r], r, rem.av, &env, 0, NULL, secret_line, o->output_dir);
+            free(rem.words);
+        }
+        if (ok < 0) {
+            signal_all(j->ranks, o->np, SIGKILL);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The signals that came: the first is passed to every rank (and starts the grace period),
+ * a second kills them. */
+static void read_signals(struct job *j)
+{
+    for (;;) {
+        struct signalfd_siginfo si;
+        ssize_t k = read(j->sfd, &si, sizeof(si));
+        if (k != (ssize_t)sizeof(si))
+            break;
+        if (si.ssi_signo == SIGCHLD)
+            continue; /* reaped below */
+        j->signals_seen++;
+        if (j->signals_seen == 1) {
+            log_info("got signal %d; passing it to every rank (again to kill them)",
+                     (int)si.ssi_signo);
+            signal_all(j->ranks, j->o->np, (int)si.ssi_signo);
+            if (j->kill_at < 0)
+                j->kill_at = ring__now_ms() + (int64_t)j->o->grace_s * 1000;
+        } else {
+            signal_all(j->ranks, j->o->np, SIGKILL);
+        }
+    }
+}
+
+/* Reaps the ranks that exited; the first that failed starts the others' grace period. */
+static void reap(struct job *j)
+{
+    const struct opts *o = j->o;
+    struct rank *ranks = j->ranks;
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            break;
+        for (int r = 0; r < o->np; r++) {
+            if (ranks[r].pid != pid)
+                continue;
+            ranks[r].alive = 0;
+            ranks[r].status = status;
+            if (shell_status(status) != 0 && j->first_fail < 0) {
+                j->first_fail = r;
+                if (WIFSIGNALED(status))
+                    log_error("rank %d was killed by signal %d", r, WTERMSIG(status));
+                else
+                    log_error("rank %d exited with status %d", r, WEXITSTATUS(status));
+                if (j->kill_at < 0) {
+                    int others = 0;
+                    for (int k = 0; k < o->np; k++)
+                        others += ranks[k].alive;
+                    j->kill_at = ring__now_ms() + (int64_t)o->grace_s * 1000;
+                    if (others > 0)
+                        log_warning("stopping the other ranks in %d s", o->grace_s);
+                }
+            } else if (ringrun_verbose) {
+                log_info("rank %d exited with status %d", r, shell_status(status));
+            }
+        }
+    }
+}
+
+/*
+ * The poll set of one turn into j->pfd: every open output pipe, the signalfd and the
+ * rendezvous's sockets; the poll timeout into *timeout (-1: none): the nearest of the drain
+ * or kill deadline and the rendezvous's own, after sending SIGKILL when the kill deadline
+ * has come. Returns how many entries, or 0 when the job is over
+ * (every rank gone and its pipes drained or given up on).
+ */
+static int poll_set(struct job *j, int *timeout)
+{
+    const struct opts *o = j->o;
+    int n = 0, alive = 0, open_outputs = 0, rdv_timeout;
+    int64_t now;
+
+    *timeout = -1;
+    for (int r = 0; r < o->np; r++) {
+        alive += j->ranks[r].alive;
+        for (int k = 0; k < 2; k++) {
+            if (j->ranks[r].out[k].fd >= 0) {
+                j->pfd[n++] = (struct pollfd){.fd = j->ranks[r].out[k].fd, .events = POLLIN};
+                open_outputs++;
+            }
+        }
+    }
+    now = ring__now_ms();
+    if (alive == 0) {
+        /* Every rank is gone. A rank's own children may still hold its pipes open;
+         * drain for a moment, then stop waiting for them. */
+        if (open_outputs == 0)
+            return 0;
+        if (j->drain_until < 0)
+            j->drain_until = now + 1000;
+        if (now >= j->drain_until)
+            return 0;
+        *timeout = (int)(j->drain_until - now);
+    } else if (j->kill_at >= 0) {
+        if (now >= j->kill_at) {
+            log_warning("killing the %d remaining rank%s", alive, alive == 1 ? "" : "s");
+            signal_all(j->ranks, o->np, SIGKILL);
+            j->kill_at = now + 1000; /* re-send if something ignores it (stuck in D) */
+        }
+        *timeout = (int)(j->kill_at - now);
+    }
+    j->pfd[n++] = (struct pollfd){.fd = j->sfd, .events = POLLIN};
+    n += rendezvous_pollfds(j->rdv, j->pfd + n, j->npfd - n);
+    rdv_timeout = rendezvous_timeout(j->rdv);
+    if (rdv_timeout >= 0 && (*timeout < 0 || rdv_timeout < *timeout))
+        *timeout = rdv_timeout;
+    return n;
+}
+
+/* Watches the job until every rank has exited and its output is drained: the ranks'
+ * output, the rendezvous, signals, exits. Returns 0, or -1 when poll failed (the ranks are
+ * killed). */
+static int supervise(struct job *j)
+{
+    for (;;) {
+        int timeout, n = poll_set(j, &timeout);
+        if (n == 0)
+            return 0;
+        if (poll(j->pfd, (nfds_t)n, timeout) < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("poll: %s", strerror(errno));
+            signal_all(j->ranks, j->o->np, SIGKILL);
+            return -1;
+        }
+        rendezvous_handle(j->rdv, j->pfd, n);
+        for (int r = 0; r < j->o->np; r++) {
+            for (int k = 0; k < 2; k++)
+                output_pump(&j->ranks[r].out[k]);
+        }
+        read_signals(j);
+        reap(j);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {0};
     struct placement *pl = NULL;
-    struct rank *ranks = NULL;
-    struct rendezvous *rdv = NULL;
-    struct pollfd *pfd = NULL;
+    struct job j = {.o = &o, .sfd = -1, .first_fail = -1, .kill_at = -1, .drain_until = -1};
     struct error err;
     struct ring__key key;
     char addr[64], rendezvous[96], hex[RING__KEY_HEX + 1];
     char secret_env[sizeof(RING__SECRET_ENV) + RING__KEY_HEX + 1];
     char secret_line[RING__KEY_HEX + 2];
-    sigset_t mask;
     struct sigaction old;
-    int sfd = -1, rc = EXIT_OSERR, alive, open_outputs, first_fail = -1, signals_seen = 0, npfd = 0;
-    int64_t kill_at = -1, drain_until = -1;
+    int rc = EXIT_OSERR;
 
+    log_init("ringrun", LOG_STYLE_TEXT);
     if (options_parse(argc, argv, &o) < 0) {
         rc = EXIT_USAGE;
         goto out;
@@ -452,60 +679,23 @@ int main(int argc, char **argv)
     ringrun_verbose = o.verbose;
     hup_ignored = sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN;
     if (o.slurm) {
-        char step[64];
-        struct slurm_launch l = {
-            .np = o.np,
-            .gpus_per_rank = o.gpus_per_rank_given ? o.gpus_per_rank : 0,
-            .grace_s = o.grace_s,
-            .timeout_s = o.timeout_s,
-            .output_dir = o.output_dir,
-            .step_name = step,
-            .verbose = o.verbose,
-            .hup_ignored = hup_ignored,
-            .argv = o.argv,
-        };
-        snprintf(step, sizeof(step), "ringrun.%d", (int)getpid());
-        rc = slurm_run(&l);
+        rc = run_slurm(&o);
         goto out;
     }
-    pl = calloc((size_t)o.np, sizeof(*pl));
-    ranks = calloc((size_t)o.np, sizeof(*ranks));
-    if (pl == NULL || ranks == NULL) {
-        ringrun_say("out of memory for %d ranks", o.np);
+    j.pl = pl = calloc((size_t)o.np, sizeof(*pl));
+    j.ranks = calloc((size_t)o.np, sizeof(*j.ranks));
+    if (pl == NULL || j.ranks == NULL) {
+        log_error("out of memory for %d ranks", o.np);
         goto out;
     }
     if (hosts_place(&o.hosts, o.np, pl, &err) < 0) {
-        ringrun_say("%s", err.text);
+        log_error("%s", err.text);
         rc = EXIT_USAGE;
         goto out;
     }
-    if (o.rdv_addr != NULL)
-        snprintf(addr, sizeof(addr), "%s", o.rdv_addr);
-    else if (guess_rdv_addr(&o, pl, addr, sizeof(addr)) < 0) {
-        rc = EXIT_USAGE;
+    if ((rc = check_launch(&o, pl, addr, sizeof(addr))) != 0)
         goto out;
-    }
-    for (int r = 0; r < o.np; r++) {
-        if (hosts_is_local(o.hosts.hosts[pl[r].host].name)) {
-            if ((rc = check_program(o.argv[0])) != 0)
-                goto out;
-            break;
-        }
-    }
     rc = EXIT_OSERR;
-    if (o.output_dir != NULL && mkdir(o.output_dir, 0755) < 0 && errno != EEXIST) {
-        ringrun_say("cannot create --output-dir %s: %s", o.output_dir, strerror(errno));
-        rc = EXIT_USAGE;
-        goto out;
-    }
-    if (o.output_dir != NULL) { /* EEXIST: it may be a file, where no rank.N fits */
-        struct stat st;
-        if (stat(o.output_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            ringrun_say("--output-dir %s is not a directory", o.output_dir);
-            rc = EXIT_USAGE;
-            goto out;
-        }
-    }
 
     /* ringrun's ranks meet at its rendezvous. A ringrun that is itself a task of a PMIx
      * launcher (srun --mpi=pmix, mpirun) must not pass that launcher's PMIx identity on:
@@ -513,191 +703,53 @@ int main(int argc, char **argv)
     unset_pmix_env();
 
     if (ring__key_generate(&key) < 0) {
-        ringrun_say("cannot make the job's secret: %s", ring_last_error());
+        log_error("cannot make the job's secret: %s", ring_last_error());
         goto out;
     }
     ring__key_hex(&key, hex);
     snprintf(secret_env, sizeof(secret_env), "%s=%s", RING__SECRET_ENV, hex);
     snprintf(secret_line, sizeof(secret_line), "%s\n", hex);
     /* Local-only jobs keep the rendezvous off the network. */
-    rdv = rendezvous_create(any_remote(&o, pl) ? "0.0.0.0" : "127.0.0.1", o.port, &key, o.np, &err);
+    j.rdv =
+        rendezvous_create(any_remote(&o, pl) ? "0.0.0.0" : "127.0.0.1", o.port, &key, o.np, &err);
     ring__key_wipe(&key);
-    if (rdv == NULL) {
-        ringrun_say("cannot start the rendezvous: %s", err.text);
+    if (j.rdv == NULL) {
+        log_error("cannot start the rendezvous: %s", err.text);
         rc = EXIT_UNAVAILABLE;
         goto out;
     }
     /* Every rank's two output pipes, the signalfd, and the rendezvous's sockets. */
-    npfd = 2 * o.np + 1 + rendezvous_max_pollfds(rdv);
-    if ((pfd = calloc((size_t)npfd, sizeof(*pfd))) == NULL) {
-        ringrun_say("out of memory for %d ranks", o.np);
+    j.npfd = 2 * o.np + 1 + rendezvous_max_pollfds(j.rdv);
+    if ((j.pfd = calloc((size_t)j.npfd, sizeof(*j.pfd))) == NULL) {
+        log_error("out of memory for %d ranks", o.np);
         goto out;
     }
-    snprintf(rendezvous, sizeof(rendezvous), "%s:%d", addr, rendezvous_port(rdv));
+    snprintf(rendezvous, sizeof(rendezvous), "%s:%d", addr, rendezvous_port(j.rdv));
     if (ringrun_verbose)
-        ringrun_say("rendezvous at %s; %d ranks on %d hosts", rendezvous, o.np, pl[0].cross_size);
-
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    if (!hup_ignored)
-        sigaddset(&mask, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-        (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-        ringrun_say("signalfd: %s", strerror(errno));
+        log_info("rendezvous at %s; %d ranks on %d hosts", rendezvous, o.np, pl[0].cross_size);
+    if ((j.sfd = child_signalfd(hup_ignored)) < 0)
         goto out;
-    }
-    signal(SIGPIPE, SIG_IGN);
-
+    if (spawn_all(&j, rendezvous, secret_env, secret_line) < 0 || supervise(&j) < 0)
+        goto out;
     for (int r = 0; r < o.np; r++) {
-        const char *host = o.hosts.hosts[pl[r].host].name;
-        int local = hosts_is_local(host);
-        struct rank_env env;
-        int ok;
-        make_env(&o, &pl[r], r, rendezvous, &env);
-        if (local) {
-            if (ringrun_verbose)
-                ringrun_say("rank %d: %s on %s (local rank %d/%d)", r, o.argv[0], host,
-                            pl[r].local_rank, pl[r].local_size);
-            ok = spawn(&ranks[r], r, o.argv, &env, 1, secret_env, NULL, o.output_dir);
-        } else {
-            static struct remote rem;
-            if (remote_argv(&o, host, &env, &rem) < 0) {
-                free(rem.words);
-                ringrun_say("cannot build the remote command for rank %d (too long?)", r);
-                signal_all(ranks, o.np, SIGKILL);
-                goto out;
-            }
-            if (ringrun_verbose)
-                ringrun_say("rank %d: %s %s", r, o.rsh, rem.cmd);
-            ok = spawn(&ranks[r], r, rem.av, &env, 0, NULL, secret_line, o.output_dir);
-            free(rem.words);
-        }
-        if (ok < 0) {
-            signal_all(ranks, o.np, SIGKILL);
-            goto out;
-        }
+        output_close(&j.ranks[r].out[0]);
+        output_close(&j.ranks[r].out[1]);
     }
-
-    for (;;) {
-        int n = 0, timeout = -1, rdv_timeout;
-        int64_t now;
-
-        alive = 0;
-        open_outputs = 0;
-        for (int r = 0; r < o.np; r++) {
-            alive += ranks[r].alive;
-            for (int k = 0; k < 2; k++) {
-                if (ranks[r].out[k].fd >= 0) {
-                    pfd[n++] = (struct pollfd){.fd = ranks[r].out[k].fd, .events = POLLIN};
-                    open_outputs++;
-                }
-            }
-        }
-        now = ring__now_ms();
-        if (alive == 0) {
-            /* Every rank is gone. A rank's own children may still hold its pipes open;
-             * drain for a moment, then stop waiting for them. */
-            if (open_outputs == 0)
-                break;
-            if (drain_until < 0)
-                drain_until = now + 1000;
-            if (now >= drain_until)
-                break;
-            timeout = (int)(drain_until - now);
-        } else if (kill_at >= 0) {
-            if (now >= kill_at) {
-                ringrun_say("killing the %d remaining rank%s", alive, alive == 1 ? "" : "s");
-                signal_all(ranks, o.np, SIGKILL);
-                kill_at = now + 1000; /* re-send if something ignores it (stuck in D) */
-            }
-            timeout = (int)(kill_at - now);
-        }
-        pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
-        n += rendezvous_pollfds(rdv, pfd + n, npfd - n);
-        rdv_timeout = rendezvous_timeout(rdv);
-        if (rdv_timeout >= 0 && (timeout < 0 || rdv_timeout < timeout))
-            timeout = rdv_timeout;
-        if (poll(pfd, (nfds_t)n, timeout) < 0) {
-            if (errno == EINTR)
-                continue;
-            ringrun_say("poll: %s", strerror(errno));
-            signal_all(ranks, o.np, SIGKILL);
-            goto out;
-        }
-        rendezvous_handle(rdv, pfd, n);
-        for (int r = 0; r < o.np; r++) {
-            for (int k = 0; k < 2; k++)
-                output_pump(&ranks[r].out[k]);
-        }
-        for (;;) {
-            struct signalfd_siginfo si;
-            ssize_t k = read(sfd, &si, sizeof(si));
-            if (k != (ssize_t)sizeof(si))
-                break;
-            if (si.ssi_signo == SIGCHLD)
-                continue; /* reaped below */
-            signals_seen++;
-            if (signals_seen == 1) {
-                ringrun_say("got signal %d; passing it to every rank (again to kill them)",
-                            (int)si.ssi_signo);
-                signal_all(ranks, o.np, (int)si.ssi_signo);
-                if (kill_at < 0)
-                    kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
-            } else {
-                signal_all(ranks, o.np, SIGKILL);
-            }
-        }
-        for (;;) {
-            int status;
-            pid_t pid = waitpid(-1, &status, WNOHANG);
-            if (pid <= 0)
-                break;
-            for (int r = 0; r < o.np; r++) {
-                if (ranks[r].pid != pid)
-                    continue;
-                ranks[r].alive = 0;
-                ranks[r].status = status;
-                if (shell_status(status) != 0 && first_fail < 0) {
-                    first_fail = r;
-                    if (WIFSIGNALED(status))
-                        ringrun_say("rank %d was killed by signal %d", r, WTERMSIG(status));
-                    else
-                        ringrun_say("rank %d exited with status %d", r, WEXITSTATUS(status));
-                    if (kill_at < 0) {
-                        int others = 0;
-                        for (int k = 0; k < o.np; k++)
-                            others += ranks[k].alive;
-                        kill_at = ring__now_ms() + (int64_t)o.grace_s * 1000;
-                        if (others > 0)
-                            ringrun_say("stopping the other ranks in %d s", o.grace_s);
-                    }
-                } else if (ringrun_verbose) {
-                    ringrun_say("rank %d exited with status %d", r, shell_status(status));
-                }
-            }
-        }
-    }
-    for (int r = 0; r < o.np; r++) {
-        output_close(&ranks[r].out[0]);
-        output_close(&ranks[r].out[1]);
-    }
-    rc = first_fail >= 0 ? shell_status(ranks[first_fail].status) : 0;
-    if (rendezvous_refused(rdv) > 0)
-        ringrun_say("the rendezvous closed %d connection%s that did not prove the job's secret",
-                    rendezvous_refused(rdv), rendezvous_refused(rdv) == 1 ? "" : "s");
+    rc = j.first_fail >= 0 ? shell_status(j.ranks[j.first_fail].status) : 0;
+    if (rendezvous_refused(j.rdv) > 0)
+        log_warning("the rendezvous closed %d connection%s that did not prove the job's secret",
+                    rendezvous_refused(j.rdv), rendezvous_refused(j.rdv) == 1 ? "" : "s");
 out:
     explicit_bzero(hex, sizeof(hex));
     explicit_bzero(secret_env, sizeof(secret_env));
     explicit_bzero(secret_line, sizeof(secret_line));
-    if (sfd >= 0)
-        close(sfd);
-    rendezvous_destroy(rdv);
+    if (j.sfd >= 0)
+        close(j.sfd);
+    rendezvous_destroy(j.rdv);
     hosts_free(&o.hosts);
     free(o.xvars);
     free(pl);
-    free(ranks);
-    free(pfd);
+    free(j.ranks);
+    free(j.pfd);
     return rc;
 }

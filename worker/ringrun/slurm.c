@@ -8,17 +8,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "child.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/stop_relay.h"
 #include "options.h"
 #include "output.h"
 #include "slurm.h"
-#include "stop_relay.h"
 
 /* squeue and scancel answer in milliseconds; a slurmctld that does not answer in this long
  * is not going to, and ringrun falls back to signalling srun itself. */
@@ -26,13 +27,6 @@
 /* After the step is cancelled, srun normally exits within KillWait; past this, ringrun
  * kills srun itself, which makes Slurm end the step. */
 #define SRUN_KILL_AFTER_MS 15000
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int slurm_in_allocation(void)
 {
@@ -77,9 +71,9 @@ int slurm_srun_argv(const struct slurm_launch *l, char **av, int cap, char *buf,
     } while (0)
 
     if (np == 0) {
-        snprintf(err->text, sizeof(err->text),
-                 "-np N is required: the allocation does not say how many tasks (SLURM_NTASKS)");
-        return -1;
+        return errno = EINVAL,
+               errprintf(err, "-np N is required: the allocation does not say how many tasks "
+                              "(SLURM_NTASKS)");
     }
     ADD("srun");
     ADD("--mpi=pmix");
@@ -110,8 +104,7 @@ int slurm_srun_argv(const struct slurm_launch *l, char **av, int cap, char *buf,
     av[n] = NULL;
     return n;
 too_long:
-    snprintf(err->text, sizeof(err->text), "the srun command line is too long");
-    return -1;
+    return errno = E2BIG, errprintf(err, "the srun command line is too long");
 #undef ADD
 #undef NUM
 }
@@ -124,7 +117,7 @@ static int run_helper(char *const *argv, char *out, size_t cap)
 {
     int pfd[2], status, devnull;
     size_t len = 0;
-    int64_t deadline = now_ms() + HELPER_TIMEOUT_MS;
+    int64_t deadline = clock_mono_ms() + HELPER_TIMEOUT_MS;
     pid_t pid;
 
     if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -149,7 +142,7 @@ static int run_helper(char *const *argv, char *out, size_t cap)
     close(pfd[1]);
     for (;;) {
         struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - clock_mono_ms();
         char tmp[4096];
         ssize_t k;
         if (left <= 0 || poll(&p, 1, (int)left) == 0) {
@@ -174,7 +167,7 @@ static int run_helper(char *const *argv, char *out, size_t cap)
         if (errno != EINTR)
             return -1;
     }
-    if (now_ms() > deadline)
+    if (clock_mono_ms() > deadline)
         return -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -217,11 +210,11 @@ static int signal_step(const struct slurm_launch *l, pid_t srun, int sig)
         snprintf(sigarg, sizeof(sigarg), "--signal=%d", sig == SIGTERM ? RANK_STOP_SIGNAL : sig);
         if (run_helper(sig == SIGKILL ? kill_step : cancel, NULL, 0) == 0) {
             if (l->verbose)
-                ringrun_say("signal %d to step %s", sig, step);
+                log_info("signal %d to step %s", sig, step);
             return 0;
         }
     }
-    ringrun_say("cannot signal the ranks through scancel; signal %d to srun", sig);
+    log_warning("cannot signal the ranks through scancel; signal %d to srun", sig);
     kill(srun, sig);
     return -1;
 }
@@ -236,11 +229,11 @@ static int *open_rank_files(const char *dir, int np, const char *name)
     for (int r = 0; r < np; r++) {
         snprintf(path, sizeof(path), "%s/rank.%d", dir, r);
         if (mkdir(path, 0755) < 0 && errno != EEXIST)
-            ringrun_say("cannot create %s: %s", path, strerror(errno));
+            log_error("cannot create %s: %s", path, strerror(errno));
         snprintf(path, sizeof(path), "%s/rank.%d/%s", dir, r, name);
         fds[r] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fds[r] < 0)
-            ringrun_say("cannot create %s: %s", path, strerror(errno));
+            log_error("cannot create %s: %s", path, strerror(errno));
     }
     return fds;
 }
@@ -256,166 +249,192 @@ static void close_files(int *fds, int np)
     free(fds);
 }
 
-int slurm_run(const struct slurm_launch *l)
+/* Forks and execs srun (av) with its stdout and stderr into new pipes, whose read ends go
+ * to *out_fd and *err_fd (non-blocking). Returns srun's pid, or -1 after saying why. */
+static pid_t start_srun(char **av, int *out_fd, int *err_fd)
 {
-    char *av[4200], buf[256], num[16];
-    struct output out[2];
-    struct error err;
-    int pout[2] = {-1, -1}, perr[2] = {-1, -1}, *files[2] = {NULL, NULL};
-    int np = ranks_of(l), sfd = -1, status = 0, alive = 1, signals = 0, rc = EXIT_OSERR;
-    int64_t kill_at = -1, hard_kill_at = -1;
-    sigset_t mask;
-    pid_t pid, parent = getpid();
+    int pout[2] = {-1, -1}, perr[2] = {-1, -1};
+    pid_t pid = -1, parent = getpid();
 
-    if (slurm_srun_argv(l, av, (int)(sizeof(av) / sizeof(av[0])), buf, sizeof(buf), &err) < 0) {
-        ringrun_say("%s", err.text);
-        return EXIT_USAGE;
-    }
-    if (l->timeout_s > 0) {
-        snprintf(num, sizeof(num), "%d", l->timeout_s);
-        setenv("RING_TIMEOUT_SECONDS", num, 1);
-    }
-    if (l->verbose) {
-        char line[2048];
-        size_t len = 0;
-        for (char **a = av; *a && len + 2 < sizeof(line); a++)
-            len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s", len ? " " : "", *a);
-        ringrun_say("in Slurm job %s: %s", getenv("SLURM_JOB_ID"), line);
-    }
-    if (l->output_dir != NULL) {
-        if (mkdir(l->output_dir, 0755) < 0 && errno != EEXIST) {
-            ringrun_say("cannot create --output-dir %s: %s", l->output_dir, strerror(errno));
-            return EXIT_USAGE;
-        }
-        files[0] = open_rank_files(l->output_dir, np, "stdout");
-        files[1] = open_rank_files(l->output_dir, np, "stderr");
-    }
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    if (!l->hup_ignored)
-        sigaddset(&mask, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-        (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-        ringrun_say("signalfd: %s", strerror(errno));
-        goto out;
-    }
-    signal(SIGPIPE, SIG_IGN);
     if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
-        ringrun_say("pipe: %s", strerror(errno));
-        goto out;
+        log_error("pipe: %s", strerror(errno));
+        goto fail;
     }
     pid = fork();
     if (pid < 0) {
-        ringrun_say("fork: %s", strerror(errno));
-        goto out;
+        log_error("fork: %s", strerror(errno));
+        goto fail;
     }
     if (pid == 0) {
-        sigset_t none;
-        int devnull = open("/dev/null", O_RDONLY);
         /* A group of its own: a SIGTERM to ringrun's group must reach srun only through
          * ringrun, since srun would answer it by killing the step. If ringrun dies, srun
          * dies with it, and Slurm ends the step. */
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
+        if (child_setup(parent, -1, pout[1], perr[1]) < 0)
             _exit(EXIT_OSERR);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        if (devnull >= 0)
-            dup2(devnull, STDIN_FILENO);
-        dup2(pout[1], STDOUT_FILENO);
-        dup2(perr[1], STDERR_FILENO);
         execvp(av[0], av);
         dprintf(STDERR_FILENO, "ringrun: cannot execute srun: %s\n", strerror(errno));
         _exit(EXIT_NOTFOUND);
     }
     close(pout[1]);
     close(perr[1]);
-    pout[1] = perr[1] = -1;
     fcntl(pout[0], F_SETFL, O_NONBLOCK);
     fcntl(perr[0], F_SETFL, O_NONBLOCK);
-    output_init_labelled(&out[0], pout[0], 0, np, files[0]);
-    output_init_labelled(&out[1], perr[0], 1, np, files[1]);
-    pout[0] = perr[0] = -1; /* the outputs own them now */
-
-    while (alive || out[0].fd >= 0 || out[1].fd >= 0) {
-        struct pollfd pfd[3];
-        int n = 0, timeout = -1;
-        int64_t now = now_ms();
-
-        if (alive && kill_at >= 0 && now >= kill_at) {
-            ringrun_say("the ranks did not all end within %d s; killing the step", l->grace_s);
-            signal_step(l, pid, SIGKILL);
-            kill_at = -1;
-            hard_kill_at = now + SRUN_KILL_AFTER_MS;
-        }
-        if (alive && hard_kill_at >= 0 && now >= hard_kill_at) {
-            kill(pid, SIGKILL);
-            hard_kill_at = -1;
-        }
-        if (alive && kill_at >= 0)
-            timeout = (int)(kill_at - now);
-        else if (alive && hard_kill_at >= 0)
-            timeout = (int)(hard_kill_at - now);
-        for (int k = 0; k < 2; k++) {
-            if (out[k].fd >= 0)
-                pfd[n++] = (struct pollfd){.fd = out[k].fd, .events = POLLIN};
-        }
-        if (alive)
-            pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
-        if (n == 0)
-            break;
-        if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
-            ringrun_say("poll: %s", strerror(errno));
-            kill(pid, SIGKILL);
-            break;
-        }
-        for (int k = 0; k < 2; k++)
-            output_pump(&out[k]);
-        for (;;) {
-            struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
-                break;
-            if (si.ssi_signo == SIGCHLD)
-                continue;
-            if (++signals == 1) {
-                ringrun_say("got signal %d; passing it to every rank (again to kill them)",
-                            (int)si.ssi_signo);
-                signal_step(l, pid, (int)si.ssi_signo);
-                if (kill_at < 0 && hard_kill_at < 0)
-                    kill_at = now_ms() + (int64_t)l->grace_s * 1000;
-            } else if (signals == 2) {
-                signal_step(l, pid, SIGKILL);
-                kill_at = -1;
-                hard_kill_at = now_ms() + SRUN_KILL_AFTER_MS;
-            }
-        }
-        if (alive && waitpid(pid, &status, WNOHANG) == pid)
-            alive = 0;
-    }
-    if (alive) {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    }
-    output_close(&out[0]);
-    output_close(&out[1]);
-    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    /* srun exits with the highest status of any task; ringrun's contract is the first
-     * failing rank's, which srun reports first. */
-    if (rc != 0 && out[1].first_failure > 0)
-        rc = out[1].first_failure;
-out:
+    *out_fd = pout[0];
+    *err_fd = perr[0];
+    return pid;
+fail:
     for (int k = 0; k < 2; k++) {
         if (pout[k] >= 0)
             close(pout[k]);
         if (perr[k] >= 0)
             close(perr[k]);
     }
-    if (sfd >= 0)
-        close(sfd);
+    return -1;
+}
+
+/* srun as slurm_run() watches it. */
+struct srun_watch {
+    const struct slurm_launch *l;
+    pid_t pid;
+    int sfd;
+    struct output out[2];
+    int alive, status, signals;
+    int64_t kill_at;      /* SIGKILL to the step's tasks, or -1 */
+    int64_t hard_kill_at; /* SIGKILL to srun itself, or -1 */
+};
+
+/* The kill deadlines that have come are carried out; returns poll's timeout to the next
+ * (-1: none). */
+static int deadlines(struct srun_watch *w)
+{
+    int64_t now = clock_mono_ms();
+
+    if (w->alive && w->kill_at >= 0 && now >= w->kill_at) {
+        log_warning("the ranks did not all end within %d s; killing the step", w->l->grace_s);
+        signal_step(w->l, w->pid, SIGKILL);
+        w->kill_at = -1;
+        w->hard_kill_at = now + SRUN_KILL_AFTER_MS;
+    }
+    if (w->alive && w->hard_kill_at >= 0 && now >= w->hard_kill_at) {
+        kill(w->pid, SIGKILL);
+        w->hard_kill_at = -1;
+    }
+    if (w->alive && w->kill_at >= 0)
+        return (int)(w->kill_at - now);
+    if (w->alive && w->hard_kill_at >= 0)
+        return (int)(w->hard_kill_at - now);
+    return -1;
+}
+
+/* The signals that came: the first goes to the step (and starts the grace period), a
+ * second kills it. */
+static void read_signals(struct srun_watch *w)
+{
+    for (;;) {
+        struct signalfd_siginfo si;
+        if (read(w->sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+            break;
+        if (si.ssi_signo == SIGCHLD)
+            continue;
+        if (++w->signals == 1) {
+            log_info("got signal %d; passing it to every rank (again to kill them)",
+                     (int)si.ssi_signo);
+            signal_step(w->l, w->pid, (int)si.ssi_signo);
+            if (w->kill_at < 0 && w->hard_kill_at < 0)
+                w->kill_at = clock_mono_ms() + (int64_t)w->l->grace_s * 1000;
+        } else if (w->signals == 2) {
+            signal_step(w->l, w->pid, SIGKILL);
+            w->kill_at = -1;
+            w->hard_kill_at = clock_mono_ms() + SRUN_KILL_AFTER_MS;
+        }
+    }
+}
+
+/* Forwards srun's output and the signals that come until srun has exited and its output
+ * is drained; srun's wait status into w->status. */
+static void watch(struct srun_watch *w)
+{
+    while (w->alive || w->out[0].fd >= 0 || w->out[1].fd >= 0) {
+        struct pollfd pfd[3];
+        int n = 0, timeout = deadlines(w);
+
+        for (int k = 0; k < 2; k++) {
+            if (w->out[k].fd >= 0)
+                pfd[n++] = (struct pollfd){.fd = w->out[k].fd, .events = POLLIN};
+        }
+        if (w->alive)
+            pfd[n++] = (struct pollfd){.fd = w->sfd, .events = POLLIN};
+        if (n == 0)
+            break;
+        if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+            log_error("poll: %s", strerror(errno));
+            kill(w->pid, SIGKILL);
+            break;
+        }
+        for (int k = 0; k < 2; k++)
+            output_pump(&w->out[k]);
+        read_signals(w);
+        if (w->alive && waitpid(w->pid, &w->status, WNOHANG) == w->pid)
+            w->alive = 0;
+    }
+    if (w->alive) {
+        while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* Says the srun command line it will run (--verbose). */
+static void say_srun(char **av)
+{
+    char line[2048];
+    size_t len = 0;
+    for (char **a = av; *a && len + 2 < sizeof(line); a++)
+        len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s", len ? " " : "", *a);
+    log_info("in Slurm job %s: %s", getenv("SLURM_JOB_ID"), line);
+}
+
+int slurm_run(const struct slurm_launch *l)
+{
+    char *av[4200], buf[256], num[16];
+    struct srun_watch w = {.l = l, .sfd = -1, .alive = 1, .kill_at = -1, .hard_kill_at = -1};
+    struct error err;
+    int *files[2] = {NULL, NULL}, out_fd, err_fd;
+    int np = ranks_of(l), rc = EXIT_OSERR;
+
+    if (slurm_srun_argv(l, av, (int)(sizeof(av) / sizeof(av[0])), buf, sizeof(buf), &err) < 0) {
+        log_error("%s", err.text);
+        return EXIT_USAGE;
+    }
+    if (l->timeout_s > 0) {
+        snprintf(num, sizeof(num), "%d", l->timeout_s);
+        setenv("RING_TIMEOUT_SECONDS", num, 1);
+    }
+    if (l->verbose)
+        say_srun(av);
+    if (l->output_dir != NULL) {
+        if (mkdir(l->output_dir, 0755) < 0 && errno != EEXIST) {
+            log_error("cannot create --output-dir %s: %s", l->output_dir, strerror(errno));
+            return EXIT_USAGE;
+        }
+        files[0] = open_rank_files(l->output_dir, np, "stdout");
+        files[1] = open_rank_files(l->output_dir, np, "stderr");
+    }
+    if ((w.sfd = child_signalfd(l->hup_ignored)) < 0 ||
+        (w.pid = start_srun(av, &out_fd, &err_fd)) < 0)
+        goto out;
+    output_init_labelled(&w.out[0], out_fd, 0, np, files[0]);
+    output_init_labelled(&w.out[1], err_fd, 1, np, files[1]);
+    watch(&w);
+    output_close(&w.out[0]);
+    output_close(&w.out[1]);
+    rc = WIFEXITED(w.status) ? WEXITSTATUS(w.status) : 128 + WTERMSIG(w.status);
+    /* srun exits with the highest status of any task; ringrun's contract is the first
+     * failing rank's, which srun reports first. */
+    if (rc != 0 && w.out[1].first_failure > 0)
+        rc = w.out[1].first_failure;
+out:
+    if (w.sfd >= 0)
+        close(w.sfd);
     close_files(files[0], np);
     close_files(files[1], np);
     return rc;

@@ -36,7 +36,8 @@ int slurm_in_allocation(void);
 /*
  * Builds srun's argument vector for l into av (at most cap entries, NULL-terminated),
  * with the number strings in buf (cap bufcap). Returns the number of entries, or -1 with
- * err when np is missing (0 and no SLURM_NTASKS) or the vector does not fit.
+ * errno EINVAL when np is missing (0 and no SLURM_NTASKS), E2BIG when the vector does not
+ * fit, and err.
  * Pointers in av point into l->argv, buf or string constants.
  */
 int slurm_srun_argv(const struct slurm_launch *l, char **av, int cap, char *buf, size_t bufcap,

@@ -25,7 +25,7 @@
  *
  * Threads: the calls are thread safe; ring_init and ring_finalize must not race with them.
  *
- * Environment read by ring_init() (set by ringrun or ringd; see DESIGN.md):
+ * Environment read by ring_init() (set by ringrun or ringd; see docs/design.md):
  *   RING_RANK, RING_SIZE, RING_LOCAL_RANK, RING_LOCAL_SIZE, RING_CROSS_RANK,
  *   RING_CROSS_SIZE, RING_RENDEZVOUS (host:port). With none of them, the program runs as
  *   a single process of a world of size 1.

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "engine.h"
+#include "engine/engine.h"
+#include "ops/ops.h"
+#include "ring_internal.h"
 
 /*
  * A blocking call is named after its kind alone ("allreduce.noname"): a rank has at most one
@@ -156,8 +157,8 @@ static int base_request(struct ring__engine *e, struct ring__request *r, int typ
 }
 
 /*
- * Sets r->device from where the buffers a and b live (host memory, or a GPU: backend.h), so
- * that the engine sends the request to the right backend and the coordinator can tell ranks
+ * Sets r->device from where the buffers a and b live (host memory, or a GPU: ops/ops.h), so
+ * that the engine sends the request to the right ops and the coordinator can tell ranks
  * that disagree. Returns 0 or RING_EINVAL.
  */
 static int located(struct ring__request *r, const char *name, const void *a, const void *b)
@@ -179,7 +180,7 @@ static int located(struct ring__request *r, const char *name, const void *a, con
                          ring_dtype_name((ring_dtype_t)r->dtype));
     if (!scaled)
         return rc;
-    /* NCCL scales through a pre-multiplied SUM of the tensor's own type (backend_nccl.c). */
+    /* NCCL scales through a pre-multiplied SUM of the tensor's own type (ops_nccl.c). */
     if (r->op == RING_PRODUCT || (integer && !integral))
         return ring__err(RING_ENOTSUP,
                          "%s '%s': on a GPU, scale factors and AVERAGE take SUM of a "
@@ -518,6 +519,27 @@ int ring_alltoallv_async(const char *name, const void *sendbuf, const size_t *se
     return alltoall_common(name, sendbuf, sendcounts, recvbuf, recvcounts, 0, dtype, ps, handle);
 }
 
+/* ---- handles ---- */
+
+int ring_wait(ring_handle_t *h)
+{
+    struct ring__ctx *ctx = ring__ctx();
+    struct ring__engine *e = ctx ? ctx->engine : NULL;
+
+    if (h == NULL || e == NULL)
+        return ring__err(h == NULL ? RING_EINVAL : RING_ENOTINIT, "ring_wait: %s",
+                         h == NULL ? "NULL handle" : "libring is not initialized");
+    return ring__engine_wait(e, h);
+}
+
+int ring_test(ring_handle_t *h)
+{
+    struct ring__ctx *ctx = ring__ctx();
+    if (h == NULL || ctx == NULL || ctx->engine == NULL)
+        return 0;
+    return ring__engine_test(ctx->engine, h);
+}
+
 /* ---- blocking calls: a generated name, a submission and a wait ---- */
 
 static void noname(char *buf, size_t len, const char *what)
@@ -551,7 +573,7 @@ int ring_allreduce_scaled(const void *sendbuf, void *recvbuf, size_t count, ring
     if ((rc = allreduce_sub(e, name, sendbuf, recvbuf, count, dtype, op, prescale, postscale,
                             RING_GLOBAL, &sub)) < 0)
         return rc;
-    /* The fast path when it applies (engine.c), else a submission and a wait. */
+    /* The fast path when it applies (engine_fast.c), else a submission and a wait. */
     return ring__engine_blocking(e, &sub);
 }
 
@@ -629,7 +651,7 @@ int ring_barrier(void)
     if ((rc = base_request(e, &sub.req, RING__BARRIER, name, RING_UINT8, RING_GLOBAL, &sr, &ss)) <
         0)
         return rc;
-    /* On the fast path like a small allreduce (engine.c): a program that synchronizes then
+    /* On the fast path like a small allreduce (engine_fast.c): a program that synchronizes then
      * times a call (bench/allreduce) would otherwise wake the engine thread to run the
      * barrier and be woken by it after. */
     return ring__engine_blocking(e, &sub);

@@ -8,15 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "bootstrap.h"
-#include "engine.h"
-#include "transport.h"
+#include "bootstrap/bootstrap.h"
+#include "engine/engine.h"
+#include "ops/ops.h"
+#include "ring_internal.h"
+#include "transport/transport.h"
 
 static struct ring__ctx ctx;
 static int initialized;
-/* This rank's own stop request; read by the engine thread, set by the SIGTERM handler. */
-static atomic_int stop_flag;
 
 const char *ring_version(void)
 {
@@ -38,27 +37,17 @@ struct ring__ctx *ring__ctx_usable(int *rc)
     return &ctx;
 }
 
-struct ring__comm ring__world(struct ring__ctx *c)
-{
-    struct ring__comm w = {.ctx = c, .rank = c->rank, .size = c->size, .members = NULL};
-    return w;
-}
-
-int ring__stop_local(void)
-{
-    return atomic_load(&stop_flag) != 0;
-}
-
 /*
  * SIGTERM. The handler may run on any thread at any moment, also while ring_finalize tears
- * the engine down, so it touches only atomics: it sets stop_flag and writes to the eventfd
- * published in sig_wake_fd (write() is async-signal-safe). Finalize first puts the
- * program's previous handler back, so no new invocation starts, then unpublishes the fd
- * and waits until no invocation is between reading sig_wake_fd and its write(): only then
- * may the engine close the fd. The handler counts itself in before it reads the fd and
- * finalize unpublishes before it reads the count, so with sequentially consistent atomics
- * one of them always sees the other. (libuv's signal.c guards its handler state with a
- * lock the handler itself can take; one signal and one fd need only this counter.)
+ * the engine down, so it touches only atomics: it sets the stop request (ring__stop_request,
+ * an atomic store) and writes to the eventfd published in sig_wake_fd (write() is
+ * async-signal-safe). Finalize first puts the program's previous handler back, so no new
+ * invocation starts, then unpublishes the fd and waits until no invocation is between
+ * reading sig_wake_fd and its write(): only then may the engine close the fd. The handler
+ * counts itself in before it reads the fd and finalize unpublishes before it reads the
+ * count, so with sequentially consistent atomics one of them always sees the other.
+ * (libuv's signal.c guards its handler state with a lock the handler itself can take; one
+ * signal and one fd need only this counter.)
  */
 static atomic_int sig_wake_fd = -1;
 static atomic_int sig_in_handler;
@@ -74,7 +63,7 @@ static void on_sigterm(int sig)
     uint64_t one = 1;
 
     atomic_fetch_add(&sig_in_handler, 1);
-    atomic_store(&stop_flag, 1);
+    ring__stop_request();
     fd = atomic_load(&sig_wake_fd);
     if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
         fd = -1; /* the counter is saturated: the engine is awake anyway */
@@ -113,7 +102,7 @@ static int install_sigterm(int wake_fd)
  */
 static void uninstall_sigterm(void)
 {
-    int stopping = atomic_load(&stop_flag) || ring__engine_stop_seen();
+    int stopping = ring__stop_local() || ring__engine_stop_seen();
 
     if (!sig_installed)
         return;
@@ -209,12 +198,12 @@ int ring_init(void)
     }
     ctx = c;
     /* A new job: nothing asked this one to stop yet, whatever the last one was told. */
-    atomic_store(&stop_flag, 0);
-    if ((rc = ring__backends_create(&ctx, &ctx.backends)) < 0 ||
+    ring__stop_clear();
+    if ((rc = ring__ops_create(&ctx, &ctx.ops)) < 0 ||
         (rc = ring__engine_start(&ctx, &ctx.engine)) < 0) {
-        /* The ranks may not all have failed here: tell the backends and the bootstrap not
+        /* The ranks may not all have failed here: tell the ops and the bootstrap not
          * to wait for the others. */
-        ring__backends_destroy(ctx.backends, 1);
+        ring__ops_destroy(ctx.ops, 1);
         ring__mesh_destroy(ctx.mesh);
         if (ctx.boot != NULL)
             ctx.boot->job_failed = 1;
@@ -232,8 +221,8 @@ int ring_init(void)
               "initialized: rank %d of %d (local %d/%d, host %d/%d), bootstrap %s, host "
               "memory through %s",
               c.rank, c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size,
-              c.boot->ops->name, ctx.backends->cpu->name);
-    if (ctx.backends->cpu == &ring__backend_ring && ring__log_enabled(RING_LOG_INFO)) {
+              c.boot->ops->name, ctx.ops->cpu->name);
+    if (ctx.ops->cpu == &ring__ops_ring && ring__log_enabled(RING_LOG_INFO)) {
         char line[256];
         if (ring__hier_describe(&ctx, line, sizeof(line)) == 0)
             ring__log(RING_LOG_INFO, "hierarchical allreduce: %s", line);
@@ -255,7 +244,7 @@ int ring_finalize(void)
     /* After a transport error some peer may be dead or stuck: nothing below may wait for
      * the others then (MPI_Finalize, NCCL's finalize and PMIx's would). */
     failed = ctx.mesh != NULL && ring__mesh_broken(ctx.mesh);
-    ring__backends_destroy(ctx.backends, failed);
+    ring__ops_destroy(ctx.ops, failed);
     ring__mesh_destroy(ctx.mesh);
     ctx.boot->job_failed = failed;
     ring__bootstrap_close(ctx.boot);
@@ -284,7 +273,7 @@ GETTER(ring_cross_size, cross_size)
 
 void ring_request_stop(void)
 {
-    atomic_store(&stop_flag, 1);
+    ring__stop_request();
 }
 
 int ring_stop_requested(void)
@@ -292,6 +281,6 @@ int ring_stop_requested(void)
     /* A world of one agrees with itself at once; larger worlds see the stop after the
      * same operation on every rank (engine.c). */
     if (initialized && ctx.size == 1)
-        return atomic_load(&stop_flag) != 0;
+        return ring__stop_local();
     return ring__engine_stop_seen();
 }

@@ -24,10 +24,10 @@ import threading
 
 from . import basics
 from ._handles import chain, submit
-from ._library import CODES, RingError, RingValueError, check, lib
+from ._library import CODES, DTYPES, RingError, RingValueError, check, lib
 
 IN_PLACE = 1  # RING_IN_PLACE
-_BOOL = 10  # RING_BOOL
+_BOOL = DTYPES["bool"]
 
 _counters = {}
 _counters_lock = threading.Lock()
@@ -119,13 +119,52 @@ def _two_phase(what, named, ps, blocking, meta_args, keep, second):
     return h.wait()
 
 
+def _one_code(A, xs, dtype, what):
+    """The one libring dtype of a reducing group's tensors (a reduction cannot mix them)."""
+    codes = {A.code(x, dtype) for x in xs}
+    if len(codes) != 1:
+        raise TypeError("ringmaster: %s needs tensors of one dtype" % what)
+    return codes.pop()
+
+
 def _mismatch(what, detail):
     """What every rank raises when the first phase showed the ranks disagree."""
     return RingError(CODES["EMISMATCH"], "%s: %s" % (what, detail))
 
 
+class Adapter:
+    """What an adapter shares with every array type that slices, reshapes and names its
+    dtype as numpy does (numpy arrays and torch tensors both do). An adapter subclasses it
+    and adds the rest: code, is_float, ptr, numel, contiguity, allocation, copies, splits,
+    scaling (arrays.py's _NumpyAdapter, torch/_adapter.py's TorchAdapter)."""
+
+    @staticmethod
+    def shape(x):
+        return x.shape
+
+    @staticmethod
+    def rows(x, n):
+        return x[:n]
+
+    @staticmethod
+    def slice(x, at, n):
+        return x[at : at + n]
+
+    @staticmethod
+    def flat(x):
+        return x.reshape(-1)
+
+    @staticmethod
+    def reshape(x, shape):
+        return x.reshape(shape)
+
+    @staticmethod
+    def dtype_name(x):
+        return str(x.dtype)
+
+
 class Collectives:
-    """The collectives for one adapter (see numpy_adapter.py and torch/_adapter.py)."""
+    """The collectives for one adapter (an Adapter: arrays.py's, torch/_adapter.py's)."""
 
     def __init__(self, adapter):
         self.A = adapter
@@ -173,10 +212,7 @@ class Collectives:
         xs = list(xs)
         if not xs:
             return [] if blocking else _Done([])
-        codes = {A.code(x, dtype) for x in xs}
-        if len(codes) != 1:
-            raise TypeError("ringmaster: grouped_allreduce needs tensors of one dtype")
-        code = codes.pop()
+        code = _one_code(A, xs, dtype, "grouped_allreduce")
         op, post = _horovod_average(A, op, post, ps, code)
         if (pre != 1.0 or post != 1.0) and code == _BOOL:
             raise TypeError("ringmaster: grouped_allreduce: bool tensors take neither scale factors nor Average")
@@ -488,10 +524,7 @@ class Collectives:
         xs = list(xs)
         if not xs:
             return [] if blocking else _Done([])
-        codes = {A.code(x, dtype) for x in xs}
-        if len(codes) != 1:
-            raise TypeError("ringmaster: grouped_reducescatter needs tensors of one dtype")
-        code = codes.pop()
+        code = _one_code(A, xs, dtype, "grouped_reducescatter")
         shapes = [tuple(A.shape(x)) for x in xs]
         if any(not shp for shp in shapes):
             raise ValueError("ringmaster: reducescatter needs at least one dimension")

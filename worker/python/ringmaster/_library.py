@@ -94,6 +94,7 @@ _PROTOTYPES = {
     "ring_err_name": (ctypes.c_char_p, [_c_int]),
     "ring_last_error": (ctypes.c_char_p, []),
     "ring_dtype_size": (_c_size, [_c_int]),
+    "ring_dtype_name": (ctypes.c_char_p, [_c_int]),
     "ring_init": (_c_int, []),
     "ring_finalize": (_c_int, []),
     "ring_initialized": (_c_int, []),
@@ -174,6 +175,16 @@ for _code in range(-1, -64, -1):
     if _n == "RING_EUNKNOWN":
         break
     CODES[_n[len("RING_") :]] = _code
+
+# The element types, by name: uint8 -> 0 ... bool -> 10 (ring.h's ring_dtype_t), asked of
+# libring as the error codes are, so that ring.h alone numbers them. The adapters map their
+# own dtypes onto these names (arrays.py, torch/_adapter.py).
+DTYPES = {}
+for _code in range(64):
+    _n = lib.ring_dtype_name(_code).decode()
+    if _n == "invalid":
+        break
+    DTYPES[_n] = _code
 
 
 class HorovodInternalError(RuntimeError):

@@ -10,8 +10,8 @@ and synchronize()). numpy has no bfloat16: pass dtype="bfloat16" with a 16-bit a
 import numpy as np
 
 from . import basics
-from ._collectives import Collectives
-from ._library import lib
+from ._collectives import Adapter, Collectives
+from ._library import DTYPES, lib
 
 __all__ = [
     "allreduce",
@@ -38,23 +38,12 @@ __all__ = [
     "grouped_reducescatter_async",
 ]
 
-# numpy dtype -> libring's ring_dtype_t
-_CODES = {
-    np.dtype(np.uint8): 0,
-    np.dtype(np.int8): 1,
-    np.dtype(np.int32): 2,
-    np.dtype(np.int64): 3,
-    np.dtype(np.float16): 4,
-    np.dtype(np.float32): 6,
-    np.dtype(np.float64): 7,
-    np.dtype(np.int16): 8,
-    np.dtype(np.uint16): 9,
-    np.dtype(np.bool_): 10,
-}
-_BF16 = 5
+# numpy dtype -> libring's ring_dtype_t, by name (numpy has every one but bfloat16)
+_CODES = {np.dtype(n): c for n, c in DTYPES.items() if n != "bfloat16"}
+_BF16 = DTYPES["bfloat16"]
 
 
-class _NumpyAdapter:
+class _NumpyAdapter(Adapter):
     name = "numpy"
 
     @staticmethod
@@ -92,10 +81,6 @@ class _NumpyAdapter:
         return x.size
 
     @staticmethod
-    def shape(x):
-        return x.shape
-
-    @staticmethod
     def is_contiguous(x):
         return x.flags.c_contiguous
 
@@ -128,26 +113,6 @@ class _NumpyAdapter:
     def copy_(dst, src):
         np.copyto(dst, src)
         return dst
-
-    @staticmethod
-    def rows(x, n):
-        return x[:n]
-
-    @staticmethod
-    def slice(x, at, n):
-        return x[at : at + n]
-
-    @staticmethod
-    def flat(x):
-        return x.reshape(-1)
-
-    @staticmethod
-    def reshape(x, shape):
-        return x.reshape(shape)
-
-    @staticmethod
-    def dtype_name(x):
-        return str(x.dtype)
 
     @staticmethod
     def splits(v):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The stop/resume contract of DESIGN.md ("The worker contract"), for Python programs.
+"""The stop/resume contract of docs/design.md ("The worker contract"), for Python programs.
 
 ringd resizes and preempts a job by sending SIGTERM to its ranks; libring agrees on the
 stop, so that stop_requested() turns true on every rank after the same collective. At a

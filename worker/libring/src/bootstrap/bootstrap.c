@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "bootstrap/bootstrap.h"
 
-/* In the order of DESIGN.md; the first that does not decline wins. */
+/* In the order of docs/design.md; the first that does not decline wins. */
 static const struct ring__bootstrap_impl *const impls[] = {
     &ring__bootstrap_pmix,   &ring__bootstrap_rendezvous,
 #ifdef RING_HAVE_MPI

@@ -7,11 +7,11 @@
  * blobs, a barrier, and a goodbye. libring uses it once at ring_init: every transport
  * writes its address into this rank's blob (transport.h), one allgather gives every rank
  * everybody's, and the transports connect from there. After that the bootstrap is idle
- * until ring_finalize, but stays usable (a backend that needs a second exchange, such as
+ * until ring_finalize, but stays usable (collective ops that need a second exchange, such as
  * NCCL's unique id, may use it).
  *
- * Implementations, tried in this order by ring__bootstrap_open() (DESIGN.md, "libring
- * internals"); the first that does not decline wins:
+ * Implementations, tried in this order by ring__bootstrap_open() (docs/design.md,
+ * "libring"); the first that does not decline wins:
  *   pmix        PMIX_RANK is set: the job was started by a PMIx server (srun --mpi=pmix,
  *               Open MPI's mpirun); bootstrap_pmix.c. A libring built without PMIx refuses
  *               such a process rather than letting it run alone as a world of one.
@@ -49,7 +49,7 @@
 
 #include <stddef.h>
 
-#include "auth.h"
+#include "bootstrap/auth.h"
 
 struct ring__bootstrap;
 

@@ -14,19 +14,18 @@
  * transport between hosts), which Open MPI neither authenticates nor encrypts: under MPI the
  * pairs of libring are as safe as the job's MPI, and no safer (README, Security).
  *
- * Third in DESIGN.md's order. Open MPI's mpirun also sets PMIX_RANK, so a libring built
+ * Third in docs/design.md's order. Open MPI's mpirun also sets PMIX_RANK, so a libring built
  * with PMIx meets its peers through PMIx there; RING_BOOTSTRAP=mpi picks this one
- * (bootstrap.c). RING_CPU_OPERATIONS=mpi is separate (backend_mpi.c): it works with any
+ * (bootstrap.c). RING_CPU_OPERATIONS=mpi is separate (ops_mpi.c): it works with any
  * bootstrap under mpirun.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "mpi_env.h"
-#include "net.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "base/mpi_env.h"
+#include "bootstrap/bootstrap.h"
 
 struct mpiboot {
     struct ring__bootstrap b; /* first: the bootstrap is a struct mpiboot */

@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "bootstrap/bootstrap.h"
 
 #ifdef RING_HAVE_PMIX
 #include <pmix.h>

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bootstrap_rendezvous.c - the bootstrap through ringrun's key-value rendezvous (the
- * protocol is in net.h): the job's shape comes from the worker contract, and an allgather
- * is a SET of this rank's blob and a GET of every other rank's.
+ * protocol is in rendezvous_protocol.h): the job's shape comes from the worker contract,
+ * and an allgather is a SET of this rank's blob and a GET of every other rank's.
  *
  * A GET of a key nobody has set yet waits at the server until some rank sets it, so the
  * GETs themselves are the synchronisation: a rank returns from the allgather once every
  * rank has published. Values are printable tokens of at most 255 characters, so a blob
  * travels hex-encoded in parts of PART_BYTES, under keys "ag<seq>.<rank>.<part>"; seq
  * counts this process's allgathers, which every rank makes in the same order, over all its
- * ring_inits: the server sets a key once (net.h), and a rank that initializes again must
- * not read the addresses its peers published the first time.
+ * ring_inits: the server sets a key once (rendezvous_protocol.h), and a rank that
+ * initializes again must not read the addresses its peers published the first time.
  *
  * Every connection first proves the job's secret, which ringrun passed in RING_JOB_SECRET
  * (auth.h), and checks that the server holds it too; without the variable a rendezvous is
@@ -27,9 +27,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "net.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/rendezvous_protocol.h"
 
 /* 120 bytes are 240 hex characters, inside the protocol's 255. */
 #define PART_BYTES 120

@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h"
-#include "transport.h"
+#include "collectives/collectives.h"
+#include "transport/transport.h"
 
 struct adasum {
     const struct ring__comm *c;

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h"
-#include "transport.h"
+#include "collectives/collectives.h"
+#include "transport/transport.h"
 
 int ring__allreduce_ringv(const struct ring__comm *c, const struct ring__bufv *bv, size_t count,
                           ring_dtype_t dtype, ring_op_t op, double prescale, double postscale)

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h"
-#include "transport.h"
+#include "collectives/collectives.h"
+#include "transport/transport.h"
 
 /* Byte offsets and lengths of size blocks of counts[i] (or uniform) elements, packed. */
 static int layout(int size, const size_t *counts, size_t uniform, size_t esize, size_t **out)

@@ -1,17 +1,93 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * collectives.h - the collectives' parts: pure schedule and offset functions (schedule.c),
- * the reduction kernels (reduce.c), the ring pipeline (pipeline.c) and the data-plane
- * algorithms (allreduce.c, collectives.c). They move bytes through the mesh's streams
- * (transport.h) and never see a wire.
+ * collectives.h - the collectives layer: the process-wide state and the communicators the
+ * collectives run over, and the collectives' parts: pure schedule and offset functions
+ * (schedule.c), the reduction kernels (reduce.c), the ring pipeline (pipeline.c) and the
+ * data-plane algorithms (allreduce.c, collectives.c...). They move bytes through the mesh's
+ * streams (transport/transport.h) and never see a wire.
  */
 #ifndef RING_COLLECTIVES_H
 #define RING_COLLECTIVES_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring_internal.h"
+#include "base/base.h"
+#include "base/tuning.h"
+
+/* ---- the process-wide state ---------------------------------------------------------------
+ *
+ * One per process, owned by ring.c (ring_init fills it, ring_finalize clears it). It is
+ * declared here, in the lowest layer that reads it: the collectives take their knobs, the
+ * mesh and the scratch segment from it. The layers above keep their state behind the
+ * opaque pointers (engine, ops), and the layers below never see it: the transports get a
+ * struct ring__mesh_cfg, the bootstrap nothing.
+ */
+
+struct ring__engine;
+struct ring__bootstrap;
+struct ring__mesh;
+struct ring__ops_ctx;
+
+struct ring__ctx {
+    struct ring__tuning tune; /* every knob, parsed once by ring_init (tuning.h) */
+    int rank, size;
+    int local_rank, local_size, cross_rank, cross_size;
+    int algo;                     /* RING__ALGO_* */
+    int hier;                     /* RING__HIER_*: RING_HIERARCHICAL */
+    int hier_logged;              /* the first hierarchical allreduce was logged */
+    size_t small_bytes;           /* auto: recursive doubling at or below this */
+    size_t rhd_bytes;             /* auto: halving-doubling above small_bytes, up to this */
+    size_t segment_bytes;         /* pipeline reduction granularity */
+    char *scratch;                /* one segment, allocated on first use by the engine thread */
+    struct ring__bootstrap *boot; /* how the ranks met (bootstrap/bootstrap.h) */
+    struct ring__mesh *mesh;      /* every peer's pair; NULL when size == 1 (transport.h) */
+    int oversubscribed;           /* more ranks on this host than CPUs */
+    int crowded;                  /* fewer CPUs than ranks' threads (program and engine) */
+    int spin_us;                  /* how long a wait spins before it sleeps (RING_SPIN_US) */
+    int bind;                     /* RING__BIND_*: RING_BIND */
+    int bound_cpu;                /* the CPU ring_init bound the calling thread to, or -1 */
+    cpu_set_t bind_saved;         /* that thread's mask before, for ring_finalize */
+    struct ring__engine *engine;
+
+    int setup_timeout_ms;      /* RING_TIMEOUT_SECONDS */
+    int op_timeout_ms;         /* RING_OP_TIMEOUT_SECONDS */
+    struct ring__ops_ctx *ops; /* what moves the data of each request (ops/ops.h) */
+};
+
+enum { RING__ALGO_AUTO, RING__ALGO_RING, RING__ALGO_RD, RING__ALGO_RHD };
+enum { RING__HIER_OFF, RING__HIER_AUTO, RING__HIER_ON };
+
+/* ---- communicators ------------------------------------------------------------------------ */
+
+/*
+ * A view of some ranks over the world's transport: the world itself, or a process set.
+ * Collectives take one and speak in its ranks; ring__peer() maps them to world ranks.
+ */
+struct ring__comm {
+    struct ring__ctx *ctx;
+    int rank, size;     /* this rank's place in the view, and the view's size */
+    const int *members; /* world rank of each member; NULL for the world */
+    int set;            /* the process set's id (0: the world); ops that keep a
+                           communicator per set (mpi, nccl) key it on this */
+};
+
+static inline int ring__peer(const struct ring__comm *c, int i)
+{
+    return c->members != NULL ? c->members[i] : i;
+}
+
+/* The world as a communicator. */
+static inline struct ring__comm ring__world(struct ring__ctx *ctx)
+{
+    struct ring__comm w = {.ctx = ctx, .rank = ctx->rank, .size = ctx->size, .members = NULL};
+    return w;
+}
+
+/* Internal reduction ops on integer dtypes, for the engine's control vectors. */
+#define RING__OP_BAND ((ring_op_t)(RING_OP_COUNT + 0))
+#define RING__OP_BOR  ((ring_op_t)(RING_OP_COUNT + 1))
 
 /* ---- dtypes and reductions (reduce.c) ------------------------------------------------ */
 

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h"
-#include "transport.h"
+#include "collectives/collectives.h"
+#include "transport/transport.h"
 
 struct attach_header {
     uint32_t valid;

@@ -25,8 +25,8 @@
  */
 #include <stdlib.h>
 
-#include "ring_internal.h"
-#include "transport.h"
+#include "collectives/collectives.h"
+#include "transport/transport.h"
 
 void ring__rhd_region(size_t count, int rank, int level, size_t *lo, size_t *hi)
 {

@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring_internal.h"
-#include "transport.h"
+#include "collectives/collectives.h"
+#include "transport/transport.h"
 
 int ring__hier_plan(const int *host_of, int size, int nids, int rank, struct ring__hier *h)
 {

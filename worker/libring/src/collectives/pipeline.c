@@ -11,8 +11,8 @@
  */
 #include <stdlib.h>
 
-#include "ring_internal.h"
-#include "transport.h"
+#include "collectives/collectives.h"
+#include "transport/transport.h"
 
 static size_t item_len(const struct ring__pipe_state *r, int item, int send)
 {

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ring_internal.h"
+#include "collectives/collectives.h"
 
 static const struct {
     const char *name;

@@ -15,7 +15,7 @@
  * it sends at item j+1, so the send of item j+1 can start as soon as the first segment of
  * item j has been reduced: the whole operation is one pipelined stream per direction.
  */
-#include "ring_internal.h"
+#include "collectives/collectives.h"
 
 void ring__chunk(size_t count, int size, int i, size_t *offset, size_t *len)
 {

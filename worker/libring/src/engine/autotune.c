@@ -38,8 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autotune.h"
-#include "engine_impl.h"
+#include "engine/autotune.h"
+#include "engine/engine_impl.h"
 
 #define MIB ((uint64_t)1 << 20)
 

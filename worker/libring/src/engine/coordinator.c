@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 static int mismatch(char *msg, size_t len, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -52,89 +52,93 @@ int ring__coord_allowed_with_joined(int type)
     return type == RING__ALLREDUCE || type == RING__BROADCAST || type == RING__BARRIER;
 }
 
-int ring__coord_validate(const struct ring__request *const *req, const int *ranks, int n,
-                         const struct ring__pset *ps, const unsigned char *joined, char *msg,
-                         size_t msglen)
+/* The first difference between two ranks' requests of one name (ra's a, rb's b), as a
+ * RING_EMISMATCH message in msg, or 0 when they agree. */
+static int compare_pair(const struct ring__request *a, const struct ring__request *b, int ra,
+                        int rb, char *msg, size_t msglen)
 {
-    const struct ring__request *a = req[0];
     const char *what = ring__optype_name(a->type), *name = a->name;
-    int ra = ranks[0];
     char b1[48], b2[48];
 
-    for (int i = 1; i < n; i++) {
-        const struct ring__request *b = req[i];
-        int rb = ranks[i];
-        if (b->type != a->type)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "tensor '%s': rank %d submitted %s, rank %d submitted %s", name, ra,
-                            what, rb, ring__optype_name(b->type));
-        if (b->process_set != a->process_set)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d used process set %d, rank %d process set %d", what,
-                            name, ra, a->process_set, rb, b->process_set);
-        if (b->dtype != a->dtype)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d sent %s, rank %d sent %s", what, name, ra,
-                            ring_dtype_name((ring_dtype_t)a->dtype), rb,
-                            ring_dtype_name((ring_dtype_t)b->dtype));
-        /* Ranks drive different GPUs (each its own), so only host versus GPU must agree. */
-        if ((b->device >= 0) != (a->device >= 0))
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d sent %s, rank %d sent %s", what, name, ra,
-                            device_name(a->device, b1, sizeof(b1)), rb,
-                            device_name(b->device, b2, sizeof(b2)));
-        if (b->op != a->op)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d asked for %s, rank %d for %s", what, name, ra,
-                            op_name(a->op), rb, op_name(b->op));
-        /* Before the counts: a group's count is its members' sum. */
-        if (b->group_size != a->group_size)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d put it in a group of %d, rank %d of %d", what, name,
-                            ra, a->group_size, rb, b->group_size);
-        /* Only a corrupt message sends a host group member by member (api.c). */
-        if ((ring__request_packed(a) || ring__request_packed(b)) && a->ncounts != b->ncounts)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d sent its group %s, rank %d %s", what, name, ra,
-                            a->ncounts > 0 ? "whole" : "member by member", rb,
-                            b->ncounts > 0 ? "whole" : "member by member");
-        if (ring__request_packed(a) &&
-            memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) != 0) {
-            char member[RING__NAME_MAX + 16];
-            uint32_t k = 0;
-            while (k + 1 < a->ncounts && a->counts[k] == b->counts[k])
-                k++;
-            sibling(name, (int)k, member, sizeof(member));
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d sent %llu elements, rank %d sent %llu (member %u "
-                            "of a group of %d)",
-                            what, member, ra, (unsigned long long)a->counts[k], rb,
-                            (unsigned long long)b->counts[k], k, a->group_size);
-        }
-        if (a->type != RING__ALLGATHERV && a->type != RING__ALLTOALLV && b->count != a->count)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d sent %llu elements, rank %d sent %llu", what, name,
-                            ra, (unsigned long long)a->count, rb, (unsigned long long)b->count);
-        if (b->shape != a->shape)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d and rank %d sent %llu elements in different "
-                            "shapes",
-                            what, name, ra, rb, (unsigned long long)a->count);
-        if (b->root != a->root)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d named root %d, rank %d root %d", what, name, ra,
-                            a->root, rb, b->root);
-        if (b->prescale != a->prescale || b->postscale != a->postscale)
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "%s '%s': rank %d scales by %g/%g (pre/post), rank %d by %g/%g", what,
-                            name, ra, a->prescale, a->postscale, rb, b->prescale, b->postscale);
-        if (a->type == RING__ALLGATHERV &&
-            (b->ncounts != a->ncounts ||
-             memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) != 0))
-            return mismatch(msg, msglen, RING_EMISMATCH,
-                            "allgatherv '%s': rank %d and rank %d passed different recvcounts",
-                            name, ra, rb);
+    if (b->type != a->type)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "tensor '%s': rank %d submitted %s, rank %d submitted %s", name, ra, what,
+                        rb, ring__optype_name(b->type));
+    if (b->process_set != a->process_set)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d used process set %d, rank %d process set %d", what, name,
+                        ra, a->process_set, rb, b->process_set);
+    if (b->dtype != a->dtype)
+        return mismatch(msg, msglen, RING_EMISMATCH, "%s '%s': rank %d sent %s, rank %d sent %s",
+                        what, name, ra, ring_dtype_name((ring_dtype_t)a->dtype), rb,
+                        ring_dtype_name((ring_dtype_t)b->dtype));
+    /* Ranks drive different GPUs (each its own), so only host versus GPU must agree. */
+    if ((b->device >= 0) != (a->device >= 0))
+        return mismatch(msg, msglen, RING_EMISMATCH, "%s '%s': rank %d sent %s, rank %d sent %s",
+                        what, name, ra, device_name(a->device, b1, sizeof(b1)), rb,
+                        device_name(b->device, b2, sizeof(b2)));
+    if (b->op != a->op)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d asked for %s, rank %d for %s", what, name, ra,
+                        op_name(a->op), rb, op_name(b->op));
+    /* Before the counts: a group's count is its members' sum. */
+    if (b->group_size != a->group_size)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d put it in a group of %d, rank %d of %d", what, name, ra,
+                        a->group_size, rb, b->group_size);
+    /* Only a corrupt message sends a host group member by member (api.c). */
+    if ((ring__request_packed(a) || ring__request_packed(b)) && a->ncounts != b->ncounts)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d sent its group %s, rank %d %s", what, name, ra,
+                        a->ncounts > 0 ? "whole" : "member by member", rb,
+                        b->ncounts > 0 ? "whole" : "member by member");
+    if (ring__request_packed(a) &&
+        memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) != 0) {
+        char member[RING__NAME_MAX + 16];
+        uint32_t k = 0;
+        while (k + 1 < a->ncounts && a->counts[k] == b->counts[k])
+            k++;
+        sibling(name, (int)k, member, sizeof(member));
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d sent %llu elements, rank %d sent %llu (member %u "
+                        "of a group of %d)",
+                        what, member, ra, (unsigned long long)a->counts[k], rb,
+                        (unsigned long long)b->counts[k], k, a->group_size);
     }
+    if (a->type != RING__ALLGATHERV && a->type != RING__ALLTOALLV && b->count != a->count)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d sent %llu elements, rank %d sent %llu", what, name, ra,
+                        (unsigned long long)a->count, rb, (unsigned long long)b->count);
+    if (b->shape != a->shape)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d and rank %d sent %llu elements in different "
+                        "shapes",
+                        what, name, ra, rb, (unsigned long long)a->count);
+    if (b->root != a->root)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d named root %d, rank %d root %d", what, name, ra, a->root,
+                        rb, b->root);
+    if (b->prescale != a->prescale || b->postscale != a->postscale)
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "%s '%s': rank %d scales by %g/%g (pre/post), rank %d by %g/%g", what, name,
+                        ra, a->prescale, a->postscale, rb, b->prescale, b->postscale);
+    if (a->type == RING__ALLGATHERV &&
+        (b->ncounts != a->ncounts ||
+         memcmp(a->counts, b->counts, a->ncounts * sizeof(uint64_t)) != 0))
+        return mismatch(msg, msglen, RING_EMISMATCH,
+                        "allgatherv '%s': rank %d and rank %d passed different recvcounts", name,
+                        ra, rb);
+    return 0;
+}
+
+/* allgatherv's and alltoallv's counts, which each rank gives for every rank: do they add
+ * up between the ranks (req, ranks: n of them, in process set ps)? */
+static int check_v_counts(const struct ring__request *const *req, const int *ranks, int n,
+                          const struct ring__pset *ps, char *msg, size_t msglen)
+{
+    const struct ring__request *a = req[0];
+    const char *name = a->name;
+
     if (a->type == RING__ALLGATHERV) {
         for (int i = 0; i < n; i++) {
             int sr = set_rank(ps, ranks[i]);
@@ -168,6 +172,15 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
             }
         }
     }
+    return 0;
+}
+
+/* Whether a's operation may run while ranks of its set have joined (joined: per world rank). */
+static int check_joined(const struct ring__request *a, const struct ring__pset *ps,
+                        const unsigned char *joined, char *msg, size_t msglen)
+{
+    const char *what = ring__optype_name(a->type), *name = a->name;
+
     for (int i = 0; i < ps->size; i++) {
         int w = ps->members[i];
         if (!joined[w])
@@ -182,6 +195,21 @@ int ring__coord_validate(const struct ring__request *const *req, const int *rank
                             a->root, w);
     }
     return 0;
+}
+
+int ring__coord_validate(const struct ring__request *const *req, const int *ranks, int n,
+                         const struct ring__pset *ps, const unsigned char *joined, char *msg,
+                         size_t msglen)
+{
+    int rc;
+
+    for (int i = 1; i < n; i++) {
+        if ((rc = compare_pair(req[0], req[i], ranks[0], ranks[i], msg, msglen)) != 0)
+            return rc;
+    }
+    if ((rc = check_v_counts(req, ranks, n, ps, msg, msglen)) != 0)
+        return rc;
+    return check_joined(req[0], ps, joined, msg, msglen);
 }
 
 struct slot {
@@ -298,6 +326,81 @@ static int misnamed(struct ring__response *r, int n)
     return (r->message = strdup(msg)) == NULL ? RING_ENOMEM : 0;
 }
 
+/* Puts every rank's requests (reqs[r]: nreqs[r] of them) in m's slots, one per name, in
+ * order of first appearance, lowest rank first. Returns 0 or RING_ENOMEM. */
+static int fill_slots(struct match *m, int size, struct ring__request *const *reqs,
+                      const int *nreqs)
+{
+    for (int r = 0; r < size; r++) {
+        for (int i = 0; i < nreqs[r]; i++) {
+            const struct ring__request *q = &reqs[r][i];
+            struct slot *s = slot_of(m, q->name);
+            if (s == NULL) {
+                s = &m->slots[m->nslots];
+                s->name = q->name;
+                s->order = m->nslots;
+                s->by_rank = calloc((size_t)size, sizeof(*s->by_rank));
+                if (s->by_rank == NULL ||
+                    ring__strmap_put(&m->index, q->name, (void *)(intptr_t)(m->nslots + 1)) < 0) {
+                    free(s->by_rank);
+                    return RING_ENOMEM;
+                }
+                m->nslots++;
+            }
+            s->by_rank[r] = q;
+        }
+    }
+    return 0;
+}
+
+/* Marks the slots that are ready: every member of the set that has not joined (joined:
+ * per world rank) submitted it, and, for a member of a group sent member by member, every
+ * member of the group is ready too. */
+static void mark_ready(struct match *m, int size, const unsigned char *joined,
+                       const struct ring__process_sets *psets)
+{
+    /* Ready: every member of the set that has not joined submitted it. */
+    for (int i = 0; i < m->nslots; i++) {
+        struct slot *s = &m->slots[i];
+        const struct ring__request *any = NULL;
+        const struct ring__pset *ps;
+        for (int w = 0; w < size && any == NULL; w++)
+            any = s->by_rank[w];
+        ps = ring__psets_get(psets, any->process_set);
+        s->ready = 1;
+        if (ps == NULL)
+            continue; /* ready, so that the error reaches every rank now */
+        for (int k = 0; k < ps->size; k++) {
+            int w = ps->members[k];
+            if (!joined[w] && s->by_rank[w] == NULL)
+                s->ready = 0;
+        }
+    }
+    /* A group is ready when all of its members are. */
+    for (int i = 0; i < m->nslots; i++) {
+        struct slot *s = &m->slots[i];
+        const struct ring__request *any = NULL;
+        for (int w = 0; w < size && any == NULL; w++)
+            any = s->by_rank[w];
+        if (!s->ready || any->group_size <= 1 || ring__request_packed(any))
+            continue; /* a group sent whole (packed) is ready as one tensor */
+        /* Ranks that disagree on the group are a mismatch to report now, not a wait. */
+        for (int w = 0; w < size; w++) {
+            if (s->by_rank[w] != NULL && s->by_rank[w]->group_size != any->group_size)
+                goto next_slot;
+        }
+        for (int g = 0; g < any->group_size && s->ready; g++) {
+            char sib[RING__NAME_MAX + 16];
+            struct slot *t;
+            sibling(s->name, g, sib, sizeof(sib));
+            t = slot_of(m, sib);
+            if (t == NULL || !t->ready)
+                s->ready = 0;
+        }
+    next_slot:;
+    }
+}
+
 int ring__coord_match(int size, struct ring__request *const *reqs, const int *nreqs,
                       const unsigned char *joined, const struct ring__process_sets *psets,
                       struct ring__response **out, int *nout)
@@ -318,67 +421,9 @@ int ring__coord_match(int size, struct ring__request *const *reqs, const int *nr
         rc = RING_ENOMEM;
         goto out;
     }
-    /* Slots in order of first appearance, lowest rank first. */
-    for (int r = 0; r < size; r++) {
-        for (int i = 0; i < nreqs[r]; i++) {
-            const struct ring__request *q = &reqs[r][i];
-            struct slot *s = slot_of(&m, q->name);
-            if (s == NULL) {
-                s = &m.slots[m.nslots];
-                s->name = q->name;
-                s->order = m.nslots;
-                s->by_rank = calloc((size_t)size, sizeof(*s->by_rank));
-                if (s->by_rank == NULL ||
-                    ring__strmap_put(&m.index, q->name, (void *)(intptr_t)(m.nslots + 1)) < 0) {
-                    free(s->by_rank);
-                    rc = RING_ENOMEM;
-                    goto out;
-                }
-                m.nslots++;
-            }
-            s->by_rank[r] = q;
-        }
-    }
-    /* Ready: every member of the set that has not joined submitted it. */
-    for (int i = 0; i < m.nslots; i++) {
-        struct slot *s = &m.slots[i];
-        const struct ring__request *any = NULL;
-        const struct ring__pset *ps;
-        for (int w = 0; w < size && any == NULL; w++)
-            any = s->by_rank[w];
-        ps = ring__psets_get(psets, any->process_set);
-        s->ready = 1;
-        if (ps == NULL)
-            continue; /* ready, so that the error reaches every rank now */
-        for (int k = 0; k < ps->size; k++) {
-            int w = ps->members[k];
-            if (!joined[w] && s->by_rank[w] == NULL)
-                s->ready = 0;
-        }
-    }
-    /* A group is ready when all of its members are. */
-    for (int i = 0; i < m.nslots; i++) {
-        struct slot *s = &m.slots[i];
-        const struct ring__request *any = NULL;
-        for (int w = 0; w < size && any == NULL; w++)
-            any = s->by_rank[w];
-        if (!s->ready || any->group_size <= 1 || ring__request_packed(any))
-            continue; /* a group sent whole (packed) is ready as one tensor */
-        /* Ranks that disagree on the group are a mismatch to report now, not a wait. */
-        for (int w = 0; w < size; w++) {
-            if (s->by_rank[w] != NULL && s->by_rank[w]->group_size != any->group_size)
-                goto next_slot;
-        }
-        for (int g = 0; g < any->group_size && s->ready; g++) {
-            char sib[RING__NAME_MAX + 16];
-            struct slot *t;
-            sibling(s->name, g, sib, sizeof(sib));
-            t = slot_of(&m, sib);
-            if (t == NULL || !t->ready)
-                s->ready = 0;
-        }
-    next_slot:;
-    }
+    if ((rc = fill_slots(&m, size, reqs, nreqs)) < 0)
+        goto out;
+    mark_ready(&m, size, joined, psets);
     for (int i = 0; i < m.nslots && rc == 0; i++) {
         struct slot *s = &m.slots[i];
         const struct ring__request *any = NULL;

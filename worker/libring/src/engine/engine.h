@@ -3,9 +3,11 @@
  * engine.h - the pieces of libring's background engine: requests and responses and their
  * wire format (message.c), a string map (strmap.c), the response cache (cache.c), the
  * coordinator's matching and validation (coordinator.c), fusion planning (fusion.c), the
- * timeline (timeline.c), process sets (process_set.c) and the engine thread (engine.c).
+ * timeline (timeline.c), process sets (process_set.c) and the engine itself (engine.c, the
+ * thread, and the files engine_impl.h lists).
  *
- * Everything but engine.c is a pure data structure or function, unit-tested on its own.
+ * Everything but the engine's own files is a pure data structure or function, unit-tested
+ * on its own.
  */
 #ifndef RING_ENGINE_H
 #define RING_ENGINE_H
@@ -13,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ring_internal.h"
+#include "collectives/collectives.h"
 
 #define RING__NAME_MAX 255
 /* Tensors in one grouped allreduce at most (ring_grouped_allreduce_async's limit). */
@@ -269,7 +271,7 @@ void ring__timeline_instant(struct ring__timeline *t, const char *name, const ch
 /* Makes what was written so far a valid JSON document on disk. */
 void ring__timeline_flush(struct ring__timeline *t);
 
-/* ---- the engine (engine.c) ---- */
+/* ---- the engine (engine*.c; engine.c gives the whole picture) ---- */
 
 struct ring__engine;
 struct ring_handle;
@@ -307,7 +309,7 @@ int ring__engine_submit_group(struct ring__engine *e, const struct ring__request
                               const void *const *sendbufs, void *const *recvbufs,
                               const size_t *counts, struct ring_handle **handle);
 /*
- * A blocking call (an allreduce, a barrier...): the fast path (engine.c) when it applies,
+ * A blocking call (an allreduce, a barrier...): the fast path (engine_fast.c) when it applies,
  * else a submission and a wait. Returns the call's status, as ring_wait.
  */
 int ring__engine_blocking(struct ring__engine *e, const struct ring__submit *sub);
@@ -336,7 +338,23 @@ void ring__engine_wake(struct ring__engine *e);
  * ring__engine_wake does, and is async-signal-safe. Valid until ring__engine_stop.
  */
 int ring__engine_wake_fd(const struct ring__engine *e);
+/*
+ * Waits for h (ring_wait): returns its status, with its message in ring__err() when it
+ * failed, and frees h. ring__engine_test says whether h is done (ring_test), without
+ * waiting.
+ */
+int ring__engine_wait(struct ring__engine *e, struct ring_handle *h);
+int ring__engine_test(struct ring__engine *e, struct ring_handle *h);
 /* The agreed stop flag as the caller's completed operations have seen it. */
 int ring__engine_stop_seen(void);
+/*
+ * This rank's own stop request, before the ranks agree on it (the engine's negotiation
+ * carries it): ring__stop_request sets it (SIGTERM's handler and ring_request_stop; an
+ * atomic store, so async-signal-safe), ring__stop_clear clears it for a new job, and
+ * ring__stop_local reads it.
+ */
+void ring__stop_request(void);
+void ring__stop_clear(void);
+int ring__stop_local(void);
 
 #endif /* RING_ENGINE_H */

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_cycle.c - one negotiation cycle (see engine.c for the whole picture): the control
- * vector, the cache's bit-vector agreement, the full round through the coordinator, stall
- * inspection, then execution and the cache update, identically on every rank.
+ * vector, the cache's bit-vector agreement, the full round through the coordinator when a
+ * rank needs one (engine_round.c), then execution and the cache update, identically on
+ * every rank.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
-#include "engine_impl.h"
+#include "engine/engine_impl.h"
+#include "ops/ops.h"
 
 static void ctl_set(uint64_t *w, int bit)
 {
@@ -19,251 +20,6 @@ static void ctl_set(uint64_t *w, int bit)
 static int ctl_get(const uint64_t *w, int bit)
 {
     return (int)((w[bit / 64] >> (bit % 64)) & 1u);
-}
-
-/* Rank 0: stall bookkeeping for the names of a full round that are not ready yet. */
-static void inspect_stalls(struct ring__engine *e, struct ring__request **reqs, const int *nreqs,
-                           const struct ring__response *resp, int nresp, int64_t now, int *shutdown,
-                           char *msg, size_t msglen)
-{
-    int size = e->ctx->size;
-
-    for (int i = 0; i < nresp; i++) {
-        struct stall *s = ring__strmap_del(&e->stalls, resp[i].req.name);
-        if (s != NULL) {
-            for (int r = 0; r < size; r++) {
-                char what[32];
-                snprintf(what, sizeof(what), "rank %d ready", r);
-                if (!s->seen[r])
-                    ring__timeline_mark(e->timeline, resp[i].req.name, what, now);
-            }
-            free(s->seen);
-            free(s);
-        }
-    }
-    for (int r = 0; r < size; r++) {
-        for (int i = 0; i < nreqs[r]; i++) {
-            const char *name = reqs[r][i].name;
-            struct stall *s;
-            int done = 0;
-            for (int k = 0; k < nresp && !done; k++)
-                done = strcmp(resp[k].req.name, name) == 0;
-            if (done)
-                continue;
-            s = ring__strmap_get(&e->stalls, name);
-            if (s == NULL) {
-                s = calloc(1, sizeof(*s));
-                if (s == NULL || (s->seen = calloc((size_t)size, 1)) == NULL ||
-                    ring__strmap_put(&e->stalls, name, s) < 0) {
-                    if (s != NULL)
-                        free(s->seen);
-                    free(s);
-                    continue;
-                }
-                s->first_us = now;
-            }
-            if (!s->seen[r]) {
-                char what[32];
-                snprintf(what, sizeof(what), "rank %d ready", r);
-                ring__timeline_mark(e->timeline, name, what, now);
-                s->seen[r] = 1;
-            }
-        }
-    }
-    /* Warn about (or give up on) names some ranks have lacked for too long. */
-    for (int r = 0; r < size; r++) {
-        for (int i = 0; i < nreqs[r]; i++) {
-            const char *name = reqs[r][i].name;
-            struct stall *s = ring__strmap_get(&e->stalls, name);
-            char have[256], missing[256];
-            size_t hl = 0, ml = 0;
-            int64_t age;
-            if (s == NULL)
-                continue;
-            age = now - s->first_us;
-            have[0] = missing[0] = '\0';
-            for (int k = 0; k < size; k++) {
-                char *b = s->seen[k] ? have : missing;
-                size_t *l = s->seen[k] ? &hl : &ml;
-                if (*l + 12 < sizeof(have))
-                    *l += (size_t)snprintf(b + *l, sizeof(have) - *l, "%s%d", *l ? ", " : "", k);
-            }
-            if (e->stall_shutdown_us > 0 && age >= e->stall_shutdown_us && !*shutdown) {
-                *shutdown = 1;
-                snprintf(msg, msglen,
-                         "%s '%s' stalled for %lld s (RING_STALL_SHUTDOWN_SECONDS): submitted "
-                         "by ranks %s, never by ranks %s",
-                         ring__optype_name(reqs[r][i].type), name, (long long)(age / 1000000), have,
-                         missing);
-            }
-            if (e->stall_check_us > 0 && age >= e->stall_check_us &&
-                now - s->warned_us >= e->stall_check_us) {
-                s->warned_us = now;
-                ring__log(RING_LOG_WARNING,
-                          "stall: %s '%s' was submitted by ranks %s but not by ranks %s for "
-                          "%lld s; those ranks may have diverged (different code paths, "
-                          "uneven data without ring_join)",
-                          ring__optype_name(reqs[r][i].type), name, have, missing,
-                          (long long)(age / 1000000));
-            }
-        }
-    }
-}
-
-/*
- * RING_JOIN_BROADCAST=0, on rank 0: while ranks have joined, every broadcast fails with
- * RING_EJOINED, as in Horovod, rather than only those from a joined root (coordinator.c).
- * Returns 0 or RING_ENOMEM.
- */
-static int refuse_joined_broadcasts(struct ring__engine *e, struct ring__response *resp, int n)
-{
-    int joined = -1;
-    if (e->ctx->tune.v[RING__K_JOIN_BROADCAST])
-        return 0;
-    for (int r = 0; r < e->ctx->size && joined < 0; r++)
-        joined = e->joined_ranks[r] ? r : -1;
-    for (int i = 0; joined >= 0 && i < n; i++) {
-        char msg[RING__NAME_MAX + 128];
-        if (resp[i].req.type != RING__BROADCAST || resp[i].error != 0)
-            continue;
-        snprintf(msg, sizeof(msg),
-                 "broadcast '%s': not allowed while ranks have joined (rank %d has; "
-                 "RING_JOIN_BROADCAST=0)",
-                 resp[i].req.name, joined);
-        if ((resp[i].message = strdup(msg)) == NULL)
-            return ring__err(RING_ENOMEM, "coordinator: out of memory");
-        resp[i].error = RING_EJOINED;
-    }
-    return 0;
-}
-
-/* Step 4: every rank's unfired requests to rank 0 and the responses back. */
-static int full_round(struct ring__engine *e, const unsigned char *fired,
-                      struct ring__response **out, int *nout, int *shutdown, char *msg,
-                      size_t msglen)
-{
-    struct ring__buf b = {0};
-    uint64_t nreq = 0;
-    char **bufs = NULL, *payload = NULL;
-    size_t *lens = NULL, plen = 0;
-    int size = e->ctx->size, rc;
-
-    *out = NULL;
-    *nout = 0;
-    ring__put_u64(&b, 0); /* count, patched below */
-    for (struct entry *en = e->phead; en != NULL; en = en->pnext) {
-        if (en->bit < 0 || !fired[en->bit]) {
-            ring__put_request(&b, &en->req);
-            nreq++;
-        }
-    }
-    if (b.oom) {
-        ring__buf_free(&b);
-        return ring__err(RING_ENOMEM, "out of memory serializing requests");
-    }
-    for (int i = 0; i < 8; i++)
-        b.data[i] = (char)(nreq >> (8 * i));
-    rc = ring__gather_bytes(&e->world, b.data, b.len, &bufs, &lens);
-    ring__buf_free(&b);
-    if (rc < 0)
-        return rc;
-
-    if (e->ctx->rank == 0) {
-        struct ring__request **reqs = calloc((size_t)size, sizeof(*reqs));
-        int *nreqs = calloc((size_t)size, sizeof(int));
-        struct ring__response *resp = NULL;
-        struct ring__buf ob = {0};
-        int nresp = 0;
-        int64_t now = ring__now_us();
-
-        rc = reqs && nreqs ? 0 : ring__err(RING_ENOMEM, "coordinator: out of memory");
-        for (int r = 0; r < size && rc == 0; r++) {
-            struct ring__reader rd = {bufs[r], bufs[r] + lens[r], 0};
-            uint64_t n = ring__get_u64(&rd);
-            if (rd.bad || n > lens[r] / RING__REQUEST_WIRE_MIN) {
-                rc = ring__err(RING_EPROTO, "rank %d sent a malformed request list", r);
-                break;
-            }
-            reqs[r] = calloc(n > 0 ? n : 1, sizeof(**reqs));
-            if (reqs[r] == NULL) {
-                rc = RING_ENOMEM;
-                break;
-            }
-            for (uint64_t i = 0; i < n && rc == 0; i++) {
-                if ((rc = ring__get_request(&rd, &reqs[r][i])) < 0)
-                    rc = ring__err(RING_EPROTO, "rank %d sent a malformed request", r);
-                else
-                    nreqs[r]++;
-            }
-        }
-        if (rc == 0) {
-            pthread_mutex_lock(&e->mu);
-            for (int r = 0; r < size; r++)
-                e->stats.coordinator_names += (uint64_t)nreqs[r];
-            rc = ring__coord_match(size, reqs, nreqs, e->joined_ranks, &e->psets, &resp, &nresp);
-            pthread_mutex_unlock(&e->mu);
-        }
-        if (rc == 0)
-            rc = refuse_joined_broadcasts(e, resp, nresp);
-        if (rc == 0)
-            inspect_stalls(e, reqs, nreqs, resp, nresp, now, shutdown, msg, msglen);
-        ring__put_u64(&ob, (uint64_t)*shutdown);
-        ring__put_str(&ob, *shutdown ? msg : "");
-        ring__put_u64(&ob, (uint64_t)nresp);
-        for (int i = 0; i < nresp; i++)
-            ring__put_response(&ob, &resp[i]);
-        for (int r = 0; r < size; r++) {
-            for (int i = 0; reqs && reqs[r] && i < nreqs[r]; i++)
-                ring__request_clear(&reqs[r][i]);
-            if (reqs)
-                free(reqs[r]);
-            free(bufs[r]);
-        }
-        free(reqs);
-        free(nreqs);
-        free(bufs);
-        free(lens);
-        for (int i = 0; i < nresp; i++)
-            ring__response_clear(&resp[i]);
-        free(resp);
-        if (rc == 0 && ob.oom)
-            rc = ring__err(RING_ENOMEM, "coordinator: out of memory");
-        if (rc < 0) {
-            /* Still answer, so the other ranks fail with a message instead of timing out. */
-            ring__buf_free(&ob);
-            ring__put_u64(&ob, 1);
-            ring__put_str(&ob, ring_last_error());
-            ring__put_u64(&ob, 0);
-        }
-        payload = ob.data;
-        plen = ob.len;
-    }
-    rc = ring__bcast_bytes(&e->world, &payload, &plen);
-    if (rc == 0) {
-        struct ring__reader rd = {payload, payload + plen, 0};
-        uint64_t n;
-        char *smsg;
-        *shutdown = (int)ring__get_u64(&rd);
-        smsg = ring__get_str(&rd);
-        if (smsg != NULL) {
-            snprintf(msg, msglen, "%s", smsg);
-            free(smsg);
-        }
-        n = ring__get_u64(&rd);
-        if (rd.bad || n > plen / RING__RESPONSE_WIRE_MIN) {
-            rc = ring__err(RING_EPROTO, "malformed response list from rank 0");
-        } else if (n > 0) {
-            *out = calloc(n, sizeof(**out));
-            if (*out == NULL)
-                rc = RING_ENOMEM;
-            for (uint64_t i = 0; i < n && rc == 0; i++) {
-                if ((rc = ring__get_response(&rd, &(*out)[i])) == 0)
-                    (*nout)++;
-            }
-        }
-    }
-    free(payload);
-    return rc;
 }
 
 /* Rank 0: cached tensors some ranks have had ready for longer than the stall check get a
@@ -311,8 +67,8 @@ static int settle(struct ring__engine *e)
         pthread_mutex_unlock(&e->mu);
         return 0;
     }
-    /* While it waits, the program's first ring_wait may run the cycle itself (engine.c:
-     * run_here); cycle_seq tells. */
+    /* While it waits, the program's first ring_wait may run the cycle itself (engine_fast.c:
+     * ring__eng_run_here); cycle_seq tells. */
     e->settling = 1;
     pthread_mutex_unlock(&e->cycle_mu);
     while (!e->burst_over && !e->shutdown && n > 0 && now < limit &&
@@ -414,11 +170,11 @@ static int runs_with_joined(struct ring__engine *e, const struct ring__request *
     return root >= 0 && !joined[root];
 }
 
-/* Whether anything may ride: the fast path is on and the ring backend runs host buffers
+/* Whether anything may ride: the fast path is on and the ring ops run host buffers
  * (RING_CPU_OPERATIONS=mpi's point is that MPI moves the data). */
 static int any_attachable(const struct ring__engine *e)
 {
-    return e->fast && ring__backend_for(e->ctx, -1) == &ring__backend_ring;
+    return e->fast && ring__ops_for(e->ctx, -1) == &ring__ops_ring;
 }
 
 /* ring__eng_attachable once any_attachable holds: what depends on the request. */
@@ -551,61 +307,34 @@ static void complete_attached(struct ring__engine *e, const struct ring__attach 
     ring__eng_complete_batch(e, e->att_ent, n); /* the entries may be gone after this */
 }
 
-/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. Called
- * by the engine thread with f NULL, it first waits for the burst to end (settle), during
- * which it lets go of cycle_mu. */
-int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
+/*
+ * Step 2: fills the control vector e->ctl (words long, cw words of cache bits up to hwm):
+ * the OR flags (complemented) and the AND flags, the ranks that have not joined, per cached
+ * tensor "ready here" and its complement, from one walk over the pending entries, which
+ * also maps each cache bit to its pending entry (e->bit_entry) for step 5.
+ */
+static void control_vector(struct ring__engine *e, int hwm, int cw, int words, int shutdown_local,
+                           int join_local)
 {
-    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
-    /* Only the cache's used bits travel; every rank's cache is the same, so is its size. */
-    int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw + RING__TUNE_WORDS;
-    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, uncached = 0, natt;
-    uint64_t *w = e->ctl, or_flags, and_flags;
-    unsigned char *fired = NULL;
-    int some_joined = 0;
-    struct ring__response *resp = NULL, *fresp = NULL;
-    struct ring__attach at;
-    char msg[384] = "";
-    int64_t t0;
+    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, uncached = 0, some_joined = 0;
+    uint64_t *w = e->ctl, *ready = w + 2 + jw, *mine = w + 2 + jw + cw, or_flags;
 
-    /* A blocking call on the fast path has no burst to wait for. */
-    if (f == NULL && settle(e))
-        return 0; /* another thread ran the cycle meanwhile */
-    e->cycle_seq++;
-    t0 = ring__now_us();
-    e->last_cycle_us = t0;
-    e->defer_since = 0;
-    take_queue(e);
-    pthread_mutex_lock(&e->mu);
-    shutdown_local = e->shutdown;
-    if (e->join_pending) {
-        e->join_pending = 0;
-        e->joined = 1;
-    }
-    join_local = e->joined;
-    pthread_mutex_unlock(&e->mu);
     for (int r = 0; r < size; r++)
         some_joined |= e->joined_ranks[r];
-
-    /* Step 2: the control vector, from one walk over the pending entries. */
     memset(w, 0, (size_t)words * sizeof(uint64_t));
     /* The complement of what this rank really holds, for the OR. */
     for (int i = 0; i < cw; i++)
         w[2 + jw + cw + i] = ~(uint64_t)0;
     memset(e->bit_entry, 0, (size_t)hwm * sizeof(*e->bit_entry));
-    {
-        uint64_t *ready = w + 2 + jw, *mine = w + 2 + jw + cw;
-        for (struct entry *list = e->phead; list != NULL; list = list->pnext) {
-            if (list->bit < 0 ||
-                (some_joined && !runs_with_joined(e, &list->req, e->joined_ranks))) {
-                uncached = 1; /* to the coordinator (runs_with_joined) */
-                continue;
-            }
-            e->bit_entry[list->bit] = list; /* step 5 runs it without a name lookup */
-            if (!join_local) {
-                ctl_set(ready, list->bit);
-                mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
-            }
+    for (struct entry *list = e->phead; list != NULL; list = list->pnext) {
+        if (list->bit < 0 || (some_joined && !runs_with_joined(e, &list->req, e->joined_ranks))) {
+            uncached = 1; /* to the coordinator (runs_with_joined) */
+            continue;
+        }
+        e->bit_entry[list->bit] = list; /* step 5 runs it without a name lookup */
+        if (!join_local) {
+            ctl_set(ready, list->bit);
+            mine[list->bit / 64] &= ~((uint64_t)1 << (list->bit % 64));
         }
     }
     or_flags = (uncached ? F_UNCACHED : 0) | (ring__stop_local() ? F_STOP : 0) |
@@ -627,6 +356,133 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
              runs_with_joined(e, &e->cache.entries[b].req, e->joined_ranks)))
             ctl_set(w + 2 + jw, b);
     }
+}
+
+/*
+ * Step 3, after the control round: marks in e->fired the cached tensors ready on every rank
+ * (and really held by one), and lists those not attached to the round as responses to run
+ * (e->fresp, with their entries here in e->fent). Returns how many it listed.
+ */
+static int fire_cached(struct ring__engine *e, int hwm, int cw, int natt)
+{
+    const uint64_t *w = e->ctl;
+    unsigned char *fired = e->fired;
+    struct ring__response *fresp = e->fresp;
+    int jw = e->jw, nfired = 0;
+
+    memset(fired, 0, (size_t)hwm);
+    for (int b = 0; b < hwm; b++) {
+        /* ready on every rank, and really held by at least one */
+        /* The bit vectors first: a cache entry is a few hundred bytes, a cache miss each. */
+        if (!ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b) || !e->cache.entries[b].used)
+            continue;
+        fired[b] = 1;
+        if (natt > 0 && ctl_get(e->att_key, b))
+            continue; /* every rank attached it: done already, on every rank */
+        memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
+        /* Shallow: only a packed group has counts here, which execution reads and which
+         * stay in the cache until the cache learns, after it. */
+        fresp[nfired].req = e->cache.entries[b].req;
+        e->fent[nfired] = e->bit_entry[b];
+        nfired++;
+    }
+    return nfired;
+}
+
+/*
+ * After execution, the same on every rank: the fired cache entries count as used, the
+ * negotiated responses enter the cache (failed ones leave it), and the pending entries look
+ * their bits up again, since an entry may have been replaced.
+ */
+static void cache_learn(struct ring__engine *e, int hwm, const struct ring__response *resp,
+                        int nresp)
+{
+    const unsigned char *fired = e->fired;
+
+    for (int b = 0; b < hwm; b++) {
+        if (fired[b])
+            ring__cache_touch(&e->cache, b);
+    }
+    for (int i = 0; i < nresp; i++) {
+        if (resp[i].error != 0) {
+            ring__cache_erase(&e->cache, resp[i].req.name);
+        } else {
+            int bit = ring__cache_put(&e->cache, &resp[i].req);
+            struct ring__comm c;
+            if (bit >= 0)
+                e->absent[bit] = !ring__eng_pset_view(e, resp[i].req.process_set, &c);
+        }
+    }
+    /* A cache entry may have been replaced: pending entries look their bits up again. */
+    if (nresp > 0) {
+        for (struct entry *en = e->phead; en != NULL; en = en->pnext)
+            en->bit = ring__cache_lookup_h(&e->cache, &en->req, en->hash);
+        group_bits(e->phead);
+    }
+}
+
+/* Join: complete when nobody is left working; the last to join is the highest rank among
+ * those that joined in this very cycle. */
+static void join_progress(struct ring__engine *e)
+{
+    int size = e->ctx->size, all_joined = 1, last = -1;
+
+    for (int r = 0; r < size; r++) {
+        all_joined &= e->joined_ranks[r];
+        if (e->joined_ranks[r] && !e->prev_joined[r])
+            last = r;
+    }
+    memcpy(e->prev_joined, e->joined_ranks, (size_t)size);
+    if (!all_joined)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->joined = 0;
+    if (e->join_handle != NULL) {
+        e->join_handle->join_last = last;
+        ring__eng_finish_handle(e, e->join_handle, 0, NULL);
+        e->join_handle = NULL;
+    }
+    pthread_mutex_unlock(&e->mu);
+    ring__eng_flush_waiters(e);
+    memset(e->joined_ranks, 0, (size_t)size);
+    memset(e->prev_joined, 0, (size_t)size);
+}
+
+/* One cycle. Returns 1 when the ranks agreed to shut down, 0 to go on, or an error. Called
+ * by the engine thread with f NULL, it first waits for the burst to end (settle), during
+ * which it lets go of cycle_mu. */
+int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
+{
+    int size = e->ctx->size, rank = e->ctx->rank, jw = e->jw, rc;
+    /* Only the cache's used bits travel; every rank's cache is the same, so is its size. */
+    int hwm = e->cache.hwm, cw = (hwm + 63) / 64, words = 2 + jw + 2 * cw + RING__TUNE_WORDS;
+    int shutdown_local, join_local, stall_shutdown = 0, nresp = 0, nfired = 0, natt;
+    uint64_t *w = e->ctl, or_flags, and_flags;
+    unsigned char *fired = NULL;
+    struct ring__response *resp = NULL, *fresp = NULL;
+    struct ring__attach at;
+    char msg[384] = "";
+    int64_t t0;
+
+    /* A blocking call on the fast path has no burst to wait for. */
+    if (f == NULL && settle(e))
+        return 0; /* another thread ran the cycle meanwhile */
+    e->cycle_seq++;
+    t0 = ring__now_us();
+    e->last_cycle_us = t0;
+    e->defer_since = 0;
+    take_queue(e);
+    pthread_mutex_lock(&e->mu);
+    shutdown_local = e->shutdown;
+    if (e->join_pending) {
+        e->join_pending = 0;
+        e->joined = 1;
+    }
+    join_local = e->joined;
+    pthread_mutex_unlock(&e->mu);
+
+    /* Step 2: the control vector, from one walk over the pending entries. */
+    control_vector(e, hwm, cw, words, shutdown_local, join_local);
     /* The tuner's words come last: rank 0's choice of parameters, if any (autotune.h). */
     ring__autotune_put(e->autotune, w + words - RING__TUNE_WORDS);
     natt = build_attach(e, hwm, cw, join_local, &at);
@@ -648,22 +504,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     /* Step 3: cached tensors ready everywhere, in bit order. */
     fired = e->fired;
     fresp = e->fresp;
-    memset(fired, 0, (size_t)hwm);
-    for (int b = 0; b < hwm; b++) {
-        /* ready on every rank, and really held by at least one */
-        /* The bit vectors first: a cache entry is a few hundred bytes, a cache miss each. */
-        if (!ctl_get(w + 2 + jw, b) || ctl_get(w + 2 + jw + cw, b) || !e->cache.entries[b].used)
-            continue;
-        fired[b] = 1;
-        if (natt > 0 && ctl_get(e->att_key, b))
-            continue; /* every rank attached it: done already, on every rank */
-        memset(&fresp[nfired], 0, sizeof(fresp[nfired]));
-        /* Shallow: only a packed group has counts here, which execution reads and which
-         * stay in the cache until the cache learns, after it. */
-        fresp[nfired].req = e->cache.entries[b].req;
-        e->fent[nfired] = e->bit_entry[b];
-        nfired++;
-    }
+    nfired = fire_cached(e, hwm, cw, natt);
     if (rank == 0)
         watch_bits(e, hwm, w + 2 + jw, w + 2 + jw + cw, t0);
     if (natt > 0)
@@ -671,7 +512,7 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
 
     /* Step 4. */
     if (or_flags & (F_UNCACHED | F_FORCE_FULL)) {
-        rc = full_round(e, fired, &resp, &nresp, &stall_shutdown, msg, sizeof(msg));
+        rc = ring__eng_full_round(e, fired, &resp, &nresp, &stall_shutdown, msg, sizeof(msg));
         if (rc < 0)
             goto out;
         pthread_mutex_lock(&e->mu);
@@ -713,51 +554,9 @@ int ring__eng_cycle(struct ring__engine *e, struct ring__fast *f)
     if ((rc = ring__eng_execute(e, fresp, nfired, e->fent)) < 0 ||
         (rc = ring__eng_execute(e, resp, nresp, NULL)) < 0)
         goto out;
-    for (int b = 0; b < hwm; b++) {
-        if (fired[b])
-            ring__cache_touch(&e->cache, b);
-    }
-    for (int i = 0; i < nresp; i++) {
-        if (resp[i].error != 0) {
-            ring__cache_erase(&e->cache, resp[i].req.name);
-        } else {
-            int bit = ring__cache_put(&e->cache, &resp[i].req);
-            struct ring__comm c;
-            if (bit >= 0)
-                e->absent[bit] = !ring__eng_pset_view(e, resp[i].req.process_set, &c);
-        }
-    }
-    /* A cache entry may have been replaced: pending entries look their bits up again. */
-    if (nresp > 0) {
-        for (struct entry *en = e->phead; en != NULL; en = en->pnext)
-            en->bit = ring__cache_lookup_h(&e->cache, &en->req, en->hash);
-        group_bits(e->phead);
-    }
+    cache_learn(e, hwm, resp, nresp);
 
-    /* Join: complete when nobody is left working; the last to join is the highest rank
-     * among those that joined in this very cycle. */
-    {
-        int all_joined = 1, last = -1;
-        for (int r = 0; r < size; r++) {
-            all_joined &= e->joined_ranks[r];
-            if (e->joined_ranks[r] && !e->prev_joined[r])
-                last = r;
-        }
-        memcpy(e->prev_joined, e->joined_ranks, (size_t)size);
-        if (all_joined) {
-            pthread_mutex_lock(&e->mu);
-            e->joined = 0;
-            if (e->join_handle != NULL) {
-                e->join_handle->join_last = last;
-                ring__eng_finish_handle(e, e->join_handle, 0, NULL);
-                e->join_handle = NULL;
-            }
-            pthread_mutex_unlock(&e->mu);
-            ring__eng_flush_waiters(e);
-            memset(e->joined_ranks, 0, (size_t)size);
-            memset(e->prev_joined, 0, (size_t)size);
-        }
-    }
+    join_progress(e);
     ring__autotune_cycle_end(e, fresp, nfired, resp, nresp, natt > 0 ? (uint64_t)at.bytes : 0,
                              ring__now_us());
     ring__timeline_flush(e->timeline);

@@ -4,15 +4,15 @@
  * allreduces (large batches tensor by tensor over their own memory; small ones, compressed
  * ones and a joined rank's fused in the fusion buffer; device memory as one collective over
  * the tensors' own buffers), and every other collective on its process set, each through
- * the collective backend of its buffers (backend.h: ring or mpi for host memory, nccl for
+ * the collective ops of its buffers (ops/ops.h: ring or mpi for host memory, nccl for
  * GPU memory).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "engine_impl.h"
-#include "transport.h"
+#include "engine/engine_impl.h"
+#include "ops/ops.h"
+#include "transport/transport.h"
 
 int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c)
 {
@@ -130,11 +130,11 @@ static const char *phase_name(int type)
 
 /*
  * A fused batch as one collective over the tensors' own buffers (see ring__bufv), through
- * the backend's allreduce_bufv. Pieces of a joined rank (en NULL) are NULL: only a device
- * backend is given those (backend.h); the host path fuses them through the fusion buffer.
+ * the ops' allreduce_bufv. Pieces of a joined rank (en NULL) are NULL: only device
+ * ops are given those (ops/ops.h); the host path fuses them through the fusion buffer.
  */
 static int run_zero_copy(struct ring__engine *e, const struct ring__comm *c,
-                         const struct ring__backend *be, const struct ring__response *resp,
+                         const struct ring__ops *be, const struct ring__response *resp,
                          struct entry **en, int n, ring_op_t op, double post)
 {
     size_t es = ring_dtype_size((ring_dtype_t)resp[0].req.dtype), total = 0;
@@ -229,7 +229,7 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
                                const struct ring__response *resp, struct entry **en, int n)
 {
     const struct ring__request *r0 = &resp[0].req;
-    const struct ring__backend *be = ring__backend_for(e->ctx, r0->device);
+    const struct ring__ops *be = ring__ops_for(e->ctx, r0->device);
     ring_dtype_t dt = (ring_dtype_t)r0->dtype, wire = dt;
     ring_op_t op = (ring_op_t)r0->op;
     double post = r0->postscale;
@@ -244,7 +244,7 @@ static int run_allreduce_batch(struct ring__engine *e, const struct ring__comm *
         op = RING_SUM;
         post /= active_members(e, c);
     }
-    if (be->device_memory) /* the backend fuses on the device (backend.h) */
+    if (be->device_memory) /* the ops fuse on the device (ops/ops.h) */
         return run_zero_copy(e, c, be, resp, en, n, op, post);
     for (int i = 0; i < n; i++)
         total += resp[i].req.count;
@@ -346,7 +346,7 @@ static int run_other(struct ring__engine *e, const struct ring__comm *c,
                      const struct ring__response *resp, struct entry *en)
 {
     const struct ring__request *r = &resp->req;
-    const struct ring__backend *be = ring__backend_for(e->ctx, r->device);
+    const struct ring__ops *be = ring__ops_for(e->ctx, r->device);
     ring_dtype_t dt = (ring_dtype_t)r->dtype;
     const char *phase = phase_name(r->type);
     int rc = 0;

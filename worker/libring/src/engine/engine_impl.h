@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * engine_impl.h - the engine's state, shared by its three files: engine.c (the thread, its
- * lifecycle and what user threads call), engine_cycle.c (negotiation) and engine_exec.c
- * (running the agreed responses). Nothing outside them includes this.
+ * engine_impl.h - the engine's state, shared by its files: engine.c (the thread and its
+ * lifecycle), engine_submit.c (the queue, handles and their completion), engine_fast.c
+ * (cycles on the program's thread), engine_cycle.c (negotiation), engine_round.c (its full
+ * round through rank 0), engine_exec.c (running the agreed responses) and engine_info.c
+ * (process sets, timeline, stats). Nothing outside the engine includes this.
  */
 #ifndef RING_ENGINE_IMPL_H
 #define RING_ENGINE_IMPL_H
@@ -10,10 +12,10 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
-#include "autotune.h"
-#include "engine.h"
-#include "net.h"
+#include "engine/autotune.h"
+#include "engine/engine.h"
 
 #define MAX_PSETS 256
 
@@ -62,7 +64,7 @@ struct solo {
 };
 
 /* A grouped allreduce of GPU buffers: the handle and its members' entries in one allocation
- * (host memory goes as one packed entry: struct pack, engine.c). */
+ * (host memory goes as one packed entry: struct pack, engine_submit.c). */
 struct group {
     struct ring_handle h;
     struct entry en[];
@@ -75,11 +77,11 @@ struct stall {
 
 /*
  * Who runs cycles. Usually the engine thread; but a blocking allreduce with nothing else
- * in flight may run the cycle itself, on the caller's thread (the fast path, engine.c),
- * and so may the first ring_wait after a burst (run_here), which saves waking the engine
- * thread and waiting for it. Whoever holds cycle_mu runs the next cycle and owns the
- * fields marked "cycle" below; the engine thread drops it while it sleeps, and while it
- * waits in settle() for a burst to end.
+ * in flight may run the cycle itself, on the caller's thread (the fast path,
+ * engine_fast.c), and so may the first ring_wait after a burst (ring__eng_run_here), which
+ * saves waking the engine thread and waiting for it. Whoever holds cycle_mu runs the next
+ * cycle and owns the fields marked "cycle" below; the engine thread drops it while it
+ * sleeps, and while it waits in settle() for a burst to end.
  */
 struct ring__engine {
     struct ring__ctx *ctx;
@@ -123,7 +125,7 @@ struct ring__engine {
     struct ring__timeline *timeline_swap;
     int timeline_swapping;
     /* A small group was queued without waking the sleeping engine thread: the program's
-     * wait runs it (run_here), and end_burst wakes the thread if it did not. */
+     * wait runs it (ring__eng_run_here), and end_burst wakes the thread if it did not. */
     atomic_int deferred;
     struct ring_engine_stats stats;
     struct ring__process_sets psets;
@@ -172,7 +174,56 @@ struct ring__engine {
             ring__timeline_phase((e)->timeline, name, phase, begin, ring__now_us(), args);         \
     } while (0)
 
-/* ---- engine.c: completing work (engine thread) ---- */
+/* ---- engine.c: the thread ---- */
+
+/* After a failed cycle: every request fails with the error (a stall did that itself). */
+void ring__eng_cycle_failed(struct ring__engine *e, int rc);
+/* A handle the program waited for saw the agreed stop: ring_stop_requested says so now. */
+void ring__eng_note_stop_seen(void);
+
+/* ---- engine_fast.c ---- */
+
+/* The program's first wait after a burst runs the cycle itself when it can: 1 if it did. */
+int ring__eng_run_here(struct ring__engine *e);
+
+/* ---- engine_submit.c: handles and entries (user threads) ---- */
+
+/* Fills every field of en but req (the caller copies that in) and hash. */
+static inline void ring__eng_entry_init(struct entry *en, const struct ring__submit *sub,
+                                        struct ring_handle *h)
+{
+    en->sendbuf = sub->sendbuf;
+    en->recvbuf = sub->recvbuf;
+    en->handle = h;
+    en->submit_us = 0;
+    en->bit = -1;
+    en->nmem = 0;
+    en->taken = 0;
+    en->next = en->pprev = en->pnext = NULL;
+}
+
+static inline void ring__eng_handle_init(struct ring_handle *h, int n, int solo)
+{
+    atomic_init(&h->done, 0);
+    h->status = 0;
+    h->remaining = n;
+    h->stop_seen = 0;
+    h->join_last = 0;
+    h->solo = solo;
+    h->message[0] = '\0';
+}
+
+/* A struct solo from the pool, or a new one (NULL when out of memory). Under mu. */
+static inline struct solo *ring__eng_solo_take(struct ring__engine *e)
+{
+    struct solo *s = e->pool;
+    if (s == NULL && (s = atomic_exchange(&e->freed, NULL)) == NULL)
+        return malloc(sizeof(*s));
+    e->pool = (struct solo *)s->en.next;
+    return s;
+}
+
+/* ---- engine_submit.c: completing work (engine thread) ---- */
 
 /* Counts one completed tensor of handle h (under mu); the last one marks it done. */
 void ring__eng_finish_handle(struct ring__engine *e, struct ring_handle *h, int status,
@@ -209,6 +260,18 @@ int ring__eng_pset_view(struct ring__engine *e, int id, struct ring__comm *c);
 int ring__eng_execute(struct ring__engine *e, struct ring__response *resp, int n,
                       struct entry *const *known);
 
+/* ---- engine_round.c ---- */
+
+/*
+ * Step 4 of a cycle, under cycle_mu: sends this rank's requests that did not fire from the
+ * cache (fired, per cache bit) to rank 0 and returns the responses every rank runs, in
+ * order (*out, *nout: the caller clears and frees them). *shutdown and msg (msglen bytes)
+ * say when rank 0 shut the job down for a stall. Returns 0 or an error.
+ */
+int ring__eng_full_round(struct ring__engine *e, const unsigned char *fired,
+                         struct ring__response **out, int *nout, int *shutdown, char *msg,
+                         size_t msglen);
+
 /* ---- engine_cycle.c ---- */
 
 /* A blocking allreduce or barrier taken on the fast path: its entry. */
@@ -220,7 +283,7 @@ struct ring__fast {
 /*
  * Whether a cached request may ride in the control round (an attachment, control.c): an
  * allreduce of host memory on the global set, of at most RING__ATTACH_MAX bytes, that the
- * ring backend runs uncompressed; or a barrier on the global set. Nonzero only with
+ * ring ops run uncompressed; or a barrier on the global set. Nonzero only with
  * RING_FAST_PATH on. Depends on the request alone, so it is the same on every rank.
  */
 int ring__eng_attachable(const struct ring__engine *e, const struct ring__request *r);

@@ -4,7 +4,7 @@
  * pays the ring's 2(n-1) latency steps once per batch instead of once per tensor, which is
  * most of the cost of the small tensors that dominate a model's gradient count.
  */
-#include "engine.h"
+#include "engine/engine.h"
 
 static int compatible(const struct ring__request *a, const struct ring__request *b)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 static const char *const optype_names[RING__OPTYPE_COUNT] = {
     [RING__ALLREDUCE] = "allreduce",         [RING__ALLGATHER] = "allgather",

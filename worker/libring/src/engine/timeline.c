@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 struct ring__timeline {
     FILE *f;

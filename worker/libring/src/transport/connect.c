@@ -20,10 +20,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "handshake.h"
-#include "net.h"
-#include "ring_internal.h"
-#include "transport.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "base/tuning.h"
+#include "transport/handshake.h"
+#include "transport/transport.h"
 
 int ring__mesh_wanted(const struct ring__mesh_cfg *cfg, const unsigned char *use,
                       struct ring__pair *const *pairs, uint32_t rank, uint32_t size)

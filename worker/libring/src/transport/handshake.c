@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "handshake.h"
-#include "ring_internal.h"
+#include "base/base.h"
+#include "transport/handshake.h"
 
 static void transcript(struct ring__auth_transcript *t, const struct ring__hs_ctx *c,
                        uint32_t dialer, uint32_t acceptor, const unsigned char *dialer_nonce,

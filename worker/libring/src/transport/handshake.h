@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth.h"
+#include "bootstrap/auth.h"
 
 struct ring__hs_hello {
     uint32_t magic;

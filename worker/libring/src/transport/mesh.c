@@ -30,10 +30,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "net.h"
-#include "ring_internal.h"
-#include "transport.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "base/tuning.h"
+#include "bootstrap/bootstrap.h"
+#include "transport/transport.h"
 
 /* In order of preference: the first one both ends offer and that can reach the peer. */
 static const struct ring__transport *const transports[] = {
@@ -148,6 +149,66 @@ static int choose(const struct blob_header *me, const struct blob_header *peer, 
     return -1;
 }
 
+/* Numbers the hosts of the blobs in all (one per rank, stride apart) into m->host and
+ * m->nhosts: by their lowest rank, so that every rank numbers them alike. */
+static void number_hosts(struct ring__mesh *m, const char *all, size_t stride)
+{
+    for (int r = 0; r < m->size; r++) {
+        const struct blob_header *hr = (const struct blob_header *)(all + (size_t)r * stride);
+        m->host[r] = -1;
+        for (int q = 0; q < r && m->host[r] < 0; q++) {
+            if (memcmp(hr->host, ((const struct blob_header *)(all + (size_t)q * stride))->host,
+                       HOST_ID_LEN) == 0)
+                m->host[r] = m->host[q];
+        }
+        if (m->host[r] < 0)
+            m->host[r] = m->nhosts++;
+    }
+}
+
+/*
+ * The transport to each peer (via[p], an index in transports[]) from every rank's blob in
+ * all: the first both ends offer that can reach it (choose). Returns 0, RING_EBOOTSTRAP
+ * when a peer shares none, or RING_EENV when RING_TRANSPORT=shm (mode 2) cannot have shared
+ * memory to a peer on this host.
+ */
+static int choose_transports(const struct ring__mesh *m, const char *all, size_t stride, int mode,
+                             int *via)
+{
+    for (int p = 0; p < m->size; p++) {
+        const struct blob_header *me = (const struct blob_header *)(all + (size_t)m->rank * stride);
+        const struct blob_header *hp = (const struct blob_header *)(all + (size_t)p * stride);
+        int same = m->host[p] == m->host[m->rank];
+        if (p == m->rank)
+            continue;
+        via[p] = choose(me, hp, same);
+        if (via[p] < 0)
+            return ring__err(RING_EBOOTSTRAP, "rank %d: rank %d and this rank share no transport",
+                             m->rank, p);
+        if (mode == 2 && same && !host_local(transports[via[p]]))
+            return ring__err(RING_EENV,
+                             "rank %d: RING_TRANSPORT=shm, but shared memory is not available "
+                             "between this rank and rank %d on the same host (see the log)",
+                             m->rank, p);
+    }
+    return 0;
+}
+
+/* Logs (debug) how many hosts the mesh spans and how many peers each transport serves. */
+static void log_mesh(const struct ring__mesh *m, const int *via)
+{
+    char line[256];
+    size_t len = 0;
+    for (int t = 0; t < NTRANSPORTS; t++) {
+        int count = 0;
+        for (int p = 0; p < m->size; p++)
+            count += p != m->rank && via[p] == t;
+        len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s to %d peers", t ? ", " : "",
+                                transports[t]->name, count);
+    }
+    ring__log(RING_LOG_DEBUG, "mesh: %d hosts; %s", m->nhosts, line);
+}
+
 int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cfg, int spin_us,
                       struct ring__mesh **out)
 {
@@ -206,38 +267,9 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
     if ((rc = b->ops->allgather(b, mine, stride, all)) < 0)
         goto error;
 
-    /* Hosts are numbered by their lowest rank, so every rank numbers them alike. */
-    for (int r = 0; r < n; r++) {
-        const struct blob_header *hr = (const struct blob_header *)(all + (size_t)r * stride);
-        m->host[r] = -1;
-        for (int q = 0; q < r && m->host[r] < 0; q++) {
-            if (memcmp(hr->host, ((const struct blob_header *)(all + (size_t)q * stride))->host,
-                       HOST_ID_LEN) == 0)
-                m->host[r] = m->host[q];
-        }
-        if (m->host[r] < 0)
-            m->host[r] = m->nhosts++;
-    }
-    for (int p = 0; p < n; p++) {
-        const struct blob_header *me = (const struct blob_header *)(all + (size_t)m->rank * stride);
-        const struct blob_header *hp = (const struct blob_header *)(all + (size_t)p * stride);
-        int same = m->host[p] == m->host[m->rank];
-        if (p == m->rank)
-            continue;
-        via[p] = choose(me, hp, same);
-        if (via[p] < 0) {
-            rc = ring__err(RING_EBOOTSTRAP, "rank %d: rank %d and this rank share no transport",
-                           m->rank, p);
-            goto error;
-        }
-        if (mode == 2 && same && !host_local(transports[via[p]])) {
-            rc = ring__err(RING_EENV,
-                           "rank %d: RING_TRANSPORT=shm, but shared memory is not available "
-                           "between this rank and rank %d on the same host (see the log)",
-                           m->rank, p);
-            goto error;
-        }
-    }
+    number_hosts(m, all, stride);
+    if ((rc = choose_transports(m, all, stride, mode, via)) < 0)
+        goto error;
     for (int t = 0; t < NTRANSPORTS; t++) {
         int any = 0;
         for (int p = 0; p < n; p++) {
@@ -250,18 +282,8 @@ int ring__mesh_create(struct ring__bootstrap *b, const struct ring__mesh_cfg *cf
     }
     for (int t = 0; t < NTRANSPORTS; t++)
         transports[t]->close(state[t]);
-    if (ring__log_enabled(RING_LOG_DEBUG)) {
-        char line[256];
-        size_t len = 0;
-        for (int t = 0; t < NTRANSPORTS; t++) {
-            int count = 0;
-            for (int p = 0; p < n; p++)
-                count += p != m->rank && via[p] == t;
-            len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s to %d peers",
-                                    t ? ", " : "", transports[t]->name, count);
-        }
-        ring__log(RING_LOG_DEBUG, "mesh: %d hosts; %s", m->nhosts, line);
-    }
+    if (ring__log_enabled(RING_LOG_DEBUG))
+        log_mesh(m, via);
     free(mine);
     free(all);
     free(use);
@@ -298,11 +320,6 @@ void ring__mesh_destroy(struct ring__mesh *m)
 int ring__mesh_broken(const struct ring__mesh *m)
 {
     return m->broken;
-}
-
-const char *ring__mesh_transport(const struct ring__mesh *m, int peer)
-{
-    return m->pair[peer] != NULL ? m->pair[peer]->ops->name : "self";
 }
 
 int ring__mesh_host(const struct ring__mesh *m, int rank)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "shm_record.h"
+#include "transport/shm_record.h"
 
 #define ALIGN16(n) (((n) + 15) & ~(uint64_t)15)
 

@@ -216,8 +216,6 @@ int ring__mesh_broken(const struct ring__mesh *m);
  * length it may not send). Returns err.
  */
 int ring__mesh_fail(struct ring__mesh *m, int err);
-/* The name of the transport serving peer ("tcp", "shm"), or "self". */
-const char *ring__mesh_transport(const struct ring__mesh *m, int peer);
 /* The host index of rank (hosts numbered by their lowest rank, from 0), and the count. */
 int ring__mesh_host(const struct ring__mesh *m, int rank);
 int ring__mesh_nhosts(const struct ring__mesh *m);

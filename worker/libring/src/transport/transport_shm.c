@@ -54,10 +54,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "net.h"
-#include "ring_internal.h"
-#include "shm_record.h"
-#include "transport.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "base/tuning.h"
+#include "transport/shm_record.h"
+#include "transport/transport.h"
 
 /* "RSM2": the wire's magic (handshake.h); "RSM1" was the unauthenticated hello before it. */
 #define SHM_MAGIC 0x52534d32u

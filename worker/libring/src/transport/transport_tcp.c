@@ -27,9 +27,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "net.h"
-#include "ring_internal.h"
-#include "transport.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "base/tuning.h"
+#include "transport/transport.h"
 
 /* "RIN2": the wire's magic (handshake.h); "RING" was the unauthenticated hello before it. */
 #define TCP_MAGIC 0x52494e32u

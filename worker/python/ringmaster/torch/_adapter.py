@@ -3,23 +3,11 @@
 libring as they are: its pointer is the tensor's own memory (data_ptr()), no copy."""
 import torch
 
-from .._collectives import Collectives
+from .._collectives import Adapter, Collectives
+from .._library import DTYPES
 
-# torch dtype -> libring's ring_dtype_t. torch.uint16 exists from torch 2.3 on.
-CODES = {
-    torch.uint8: 0,
-    torch.int8: 1,
-    torch.int32: 2,
-    torch.int64: 3,
-    torch.float16: 4,
-    torch.bfloat16: 5,
-    torch.float32: 6,
-    torch.float64: 7,
-    torch.int16: 8,
-    torch.bool: 10,
-}
-if hasattr(torch, "uint16"):
-    CODES[torch.uint16] = 9
+# torch dtype -> libring's ring_dtype_t, by name (torch.uint16 exists from torch 2.3 on)
+CODES = {getattr(torch, n): c for n, c in DTYPES.items() if hasattr(torch, n)}
 
 
 def _refuse(x):
@@ -40,7 +28,7 @@ def _refuse(x):
     )
 
 
-class TorchAdapter:
+class TorchAdapter(Adapter):
     name = "torch"
     horovod = True  # Horovod's AVERAGE and alltoall handles (_collectives.py)
 
@@ -62,10 +50,6 @@ class TorchAdapter:
     @staticmethod
     def numel(x):
         return x.numel()
-
-    @staticmethod
-    def shape(x):
-        return x.shape
 
     @staticmethod
     def is_contiguous(x):
@@ -100,26 +84,6 @@ class TorchAdapter:
         with torch.no_grad():
             dst.copy_(src)
         return dst
-
-    @staticmethod
-    def rows(x, n):
-        return x[:n]
-
-    @staticmethod
-    def slice(x, at, n):
-        return x[at : at + n]
-
-    @staticmethod
-    def flat(x):
-        return x.reshape(-1)
-
-    @staticmethod
-    def reshape(x, shape):
-        return x.reshape(shape)
-
-    @staticmethod
-    def dtype_name(x):
-        return str(x.dtype)
 
     @staticmethod
     def splits(v):
