@@ -1,38 +1,44 @@
 # SPDX-License-Identifier: Apache-2.0
 #
-# The thin front door. `make run` and `make test` are all a newcomer needs on a fresh
-# Debian 12 machine: both install missing packages (contrib/deps.sh), configure with CMake
-# into build/ and build. Everything else is in CMakeLists.txt.
+# The thin front door. Plain `make` configures with CMake into build/ and builds; it
+# installs nothing on the system. `make run` and `make test` are all a newcomer needs on a
+# fresh Debian 12 machine: both first install the Debian packages that are missing
+# (contrib/deps.sh, which `make deps` runs alone). Everything else is in CMakeLists.txt.
 
 BUILD ?= build
+PKG_BUILD ?= build-deb
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 1
 
-.PHONY: all deps configure build run test bench fuzz format clean
+.PHONY: all deps configure build run test bench fuzz package format clean
 
 all: build
 
 deps:
 	@sh contrib/deps.sh
 
-configure: deps
-	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+configure:
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null || \
+		{ echo "make: configure failed; 'make deps' installs the Debian packages it needs" >&2; exit 1; }
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Starts ringd on 127.0.0.1:8080 (data in ./var), submits the example trainer through the
 # API, follows it, then serves until Ctrl-C.
-run: build
+run: deps
+	@$(MAKE) build
 	@contrib/run.sh $(BUILD)
 
-test: build
+test: deps
+	@$(MAKE) build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(JOBS)
 
-bench: build
+bench: deps
+	@$(MAKE) build
 	@bench/allreduce/run.sh --build $(BUILD)
 	@bench/allreduce/hosts.sh --build $(BUILD)
 	@bench/engine/run.sh --build $(BUILD)
@@ -52,8 +58,17 @@ fuzz: deps
 	@cmake --build build-fuzz -j $(JOBS) --target fuzzers
 	@FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
+# The Debian packages (cmake/RingPackage.cmake) in $(PKG_BUILD)/: a build of their own
+# for /usr, where ringd looks for ringd-exec, without the tests.
+package:
+	@cmake -S . -B $(PKG_BUILD) -DCMAKE_INSTALL_PREFIX=/usr -DBUILD_TESTING=OFF $(CMAKE_FLAGS) \
+		>/dev/null
+	@cmake --build $(PKG_BUILD) -j $(JOBS)
+	@cd $(PKG_BUILD) && cpack
+	@ls $(PKG_BUILD)/*.deb
+
 format:
 	@find common worker tests bench server api db scheduler -name '*.[ch]' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz build-tsan
+	rm -rf $(BUILD) $(PKG_BUILD) build-asan build-fuzz build-tsan

@@ -24,8 +24,10 @@ set -eu
 # mpirun) and libslurm-dev for ringd's Slurm backend. Formatting: clang-format. Python bindings
 # (worker/python) and their tests: Debian's python3 with numpy, PyTorch 1.13 (python3-torch
 # imports only in Debian's /usr/bin/python3), torchvision (bench/torch's resnet18),
-# scikit-learn (the digits data set of the PyTorch example), pytest, and setuptools, pip and
-# venv (the packaging test installs the package offline). Fuzzing (make fuzz): clang with
+# scikit-learn (the digits data set of the PyTorch example), pytest, and setuptools, wheel,
+# pip and venv (the packaging test builds the wheel and installs the package offline).
+# Packages (make package, tests/integration/install.sh): CPack's DEB generator reads each
+# file's type with file(1); dpkg-shlibdeps comes with build-essential (dpkg-dev). Fuzzing (make fuzz): clang with
 # libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes; only a Recommends of clang)
 # and llvm (llvm-symbolizer, for readable stacks in its reports). The dashboard's browser
 # tests and bench/dashboard: Chromium, its WebDriver (chromium-driver) and Selenium for
@@ -40,7 +42,7 @@ slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurm-wlm-ba
 libpmix-dev libslurm-dev
 clang-format clang libclang-rt-14-dev llvm
 python3 python3-numpy python3-torch python3-torchvision python3-sklearn python3-pytest
-python3-setuptools python3-pip python3-venv
+python3-setuptools python3-wheel python3-pip python3-venv file
 chromium chromium-driver python3-selenium fonts-dejavu-core"
 
 missing=""

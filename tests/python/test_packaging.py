@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """Installing the package: `pip install ./worker/python` offline into a venv that sees
 Debian's packages, and `cmake --install` into a prefix. Each install is then imported from
-outside the checkout, with no RING_LIBRARY, and runs a collective."""
+outside the checkout, with no RING_LIBRARY, and runs a collective. And the wheel: its
+name, platform tag and contents."""
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import zipfile
 
 import pytest
 
@@ -27,7 +30,10 @@ def test_pip_install_offline(tmp_path):
         pytest.skip("python3 -m venv does not work here (python3-venv): " + r.stderr[-200:])
     # A copy, so that pip's in-place build leaves the checkout clean.
     shutil.copytree(SRC, tmp_path / "src", ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    r = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-index", str(tmp_path / "src")],
+    # PEP 517 offline: the build uses the setuptools and wheel installed (Debian's), not
+    # ones fetched into an isolated environment.
+    r = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-index", "--no-build-isolation",
+                        str(tmp_path / "src")],
                        env=dict(clean_env(), RING_LIBRARY=os.environ["RING_LIBRARY"]), capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -37,6 +43,32 @@ def test_pip_install_offline(tmp_path):
     lib, result = r.stdout.split("\n")[:2]
     assert lib.startswith(str(venv)) and lib.endswith("ringmaster/libring.so.0"), lib
     assert result == "[1.0, 1.0]"
+
+
+def test_wheel_is_platform_tagged_and_carries_libring(tmp_path):
+    """`pip wheel` offline makes ringmaster_hpc-<v>-py3-none-<platform>.whl: the distribution
+    name PyPI does not have yet (ringmaster is taken), the import name ringmaster, and the
+    build's libring.so inside as ringmaster/libring.so.0, in the wheel's root (platlib)."""
+    shutil.copytree(SRC, tmp_path / "src", ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-index", "--no-build-isolation", "--no-deps",
+                        "--no-cache-dir", "-w", str(tmp_path / "dist"), str(tmp_path / "src")],
+                       env=dict(clean_env(), RING_LIBRARY=os.environ["RING_LIBRARY"]), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    wheels = os.listdir(tmp_path / "dist")
+    assert wheels == ["ringmaster_hpc-0.1.0-py3-none-%s.whl" % platform], wheels
+    with zipfile.ZipFile(tmp_path / "dist" / wheels[0]) as z:
+        names = set(z.namelist())
+        info = "ringmaster_hpc-0.1.0.dist-info/"
+        wheel = z.read(info + "WHEEL").decode()
+        meta = z.read(info + "METADATA").decode()
+        lib = z.read("ringmaster/libring.so.0")
+    assert {"ringmaster/__init__.py", "ringmaster/client.py", "ringmaster/torch/__init__.py"} <= names, names
+    assert "Root-Is-Purelib: false" in wheel and "Tag: py3-none-%s" % platform in wheel, wheel
+    assert "Name: ringmaster-hpc" in meta and "Requires-Dist: numpy" in meta, meta
+    with open(os.path.realpath(os.environ["RING_LIBRARY"]), "rb") as f:
+        assert lib == f.read(), "the wheel's libring.so.0 is not the build's libring.so"
 
 
 def test_cmake_install(tmp_path):

@@ -1,20 +1,29 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Installs the ringmaster package (pure Python; ctypes binds libring.so).
+"""Builds the ringmaster package (ringmaster-hpc, see pyproject.toml) with libring.so in it.
 
-    pip install ./worker/python          (in a venv made with --system-site-packages, so
-                                          that Debian's python3-torch stays visible)
+    pip install --no-build-isolation ./worker/python   (in a venv made with
+                                          --system-site-packages, so that Debian's
+                                          python3-torch stays visible)
+    pip wheel --no-build-isolation --no-deps ./worker/python
 
-Works offline with Debian's setuptools: there is no pyproject.toml, so pip builds in place
-without fetching a build environment. The libring.so of $RING_LIBRARY, or else of the
-checkout's build tree (build/worker/libring), is copied into the package as libring.so.0,
-so the installed package needs no environment; without either, it finds libring.so at run
-time through the system loader (install it with `cmake --install`).
+The metadata is in pyproject.toml; this file adds the two things no static field says. The
+libring.so of $RING_LIBRARY, or else of the checkout's build tree (build/worker/libring), is
+copied into the package as libring.so.0, so the installed package needs no environment;
+without either, it finds libring.so at run time through the system loader (install it with
+`cmake --install`). And the wheel that carries that library is tagged for this platform:
+py3-none-<platform>, since ctypes loads the library (no CPython ABI), but it runs only on
+the platform it was built for.
 """
 import os
 import shutil
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
+
+try:
+    from wheel.bdist_wheel import bdist_wheel
+except ImportError:  # building without a wheel: pip install from an sdist or the tree
+    bdist_wheel = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,14 +51,24 @@ class BuildWithLibrary(build_py):
             print("setup.py: bundled %s as ringmaster/libring.so.0" % os.path.realpath(lib))
 
 
-setup(
-    name="ringmaster",
-    version="0.1.0",
-    description="Python and PyTorch bindings of libring, Ringmaster's collective runtime",
-    license="Apache-2.0",
-    packages=["ringmaster", "ringmaster.torch"],
-    python_requires=">=3.9",
-    install_requires=["numpy"],
-    cmdclass={"build_py": BuildWithLibrary},
-    zip_safe=False,
-)
+class BinaryDistribution(Distribution):
+    """With libring.so bundled, the package is built and installed as platform-specific
+    (platlib): it says it has extension modules, as libring.so is one to the loader."""
+
+    def has_ext_modules(self):
+        return built_library() is not None
+
+
+cmdclass = {"build_py": BuildWithLibrary}
+
+if bdist_wheel is not None:
+    class PlatformWheel(bdist_wheel):
+        """py3-none-<platform> rather than cp3X-cp3X-<platform>: no CPython ABI is used."""
+
+        def get_tag(self):
+            python, abi, plat = super().get_tag()
+            return (python, abi, plat) if self.root_is_pure else ("py3", "none", plat)
+
+    cmdclass["bdist_wheel"] = PlatformWheel
+
+setup(cmdclass=cmdclass, distclass=BinaryDistribution)

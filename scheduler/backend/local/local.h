@@ -88,7 +88,7 @@ enum { LOCAL_ISOLATION_AUTO, LOCAL_ISOLATION_NAMESPACE, LOCAL_ISOLATION_NONE };
 struct local_settings {
     int isolation;              /* LOCAL_ISOLATION_* */
     struct local_limits limits; /* job_limits */
-    char exec_helper[PATH_MAX]; /* ringd-exec next to ringd, resolved and checked */
+    char exec_helper[PATH_MAX]; /* ringd-exec (local_config.c), resolved and checked */
 };
 
 /*

@@ -39,21 +39,38 @@ static int isolation_of(const char *v)
                                      : -1;
 }
 
-/* ringd-exec next to this ringd. Never from PATH: ringd runs it with root's privileges. */
+/*
+ * Where the install puts ringd-exec (${libexecdir}/ringmaster/ringd-exec), fixed when ringd
+ * is built: cmake/RingInstall.cmake defines it from CMAKE_INSTALL_PREFIX.
+ */
+#ifndef RINGD_EXEC_PATH
+#error "RINGD_EXEC_PATH must name the installed ringd-exec (cmake/RingInstall.cmake defines it)"
+#endif
+
+/*
+ * ringd-exec: the one next to this ringd when there is one (a build tree, where both are
+ * built together), else the installed one at RINGD_EXEC_PATH (an install puts ringd in bin
+ * and ringd-exec in libexec, so nothing is next to it). The build tree's comes first so that
+ * a ringd under development never runs an older installed ringd-exec, whose arguments may
+ * differ. Never from PATH: ringd runs it with root's privileges (exec_helper_safe checks
+ * who may change it, and every directory above it, before it is used).
+ */
 static void find_exec_helper(char *out, size_t len)
 {
     char self[1900];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     char *slash;
-    if (n <= 0) {
-        snprintf(out, len, "ringd-exec");
-        return;
+
+    if (n > 0) {
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            if (snprintf(out, len, "%s/ringd-exec", self) < (int)len && access(out, F_OK) == 0)
+                return;
+        }
     }
-    self[n] = '\0';
-    slash = strrchr(self, '/');
-    if (slash != NULL)
-        *slash = '\0';
-    snprintf(out, len, "%s/ringd-exec", self);
+    snprintf(out, len, "%s", RINGD_EXEC_PATH);
 }
 
 /* 1 when only root or ringd's own user can change what path names (mode without group or
@@ -78,7 +95,9 @@ static int exec_helper_safe(char *path, size_t len, struct error *err)
     struct stat sb;
 
     if (realpath(path, real) == NULL || strlen(real) >= len)
-        return errprintf(err, "cannot find ringd-exec at %s (it is installed next to ringd): %s",
+        return errprintf(err,
+                         "cannot find ringd-exec at %s: %s (an install puts it at " RINGD_EXEC_PATH
+                         ", a build tree next to ringd)",
                          path, strerror(errno)),
                errno = EINVAL, -1;
     if (!only_ours(real, &sb) || !S_ISREG(sb.st_mode)) {
@@ -101,6 +120,7 @@ static int exec_helper_safe(char *path, size_t len, struct error *err)
         }
     }
     memcpy(path, real, strlen(real) + 1);
+    log_info("jobs start through ringd-exec %s", path);
     return 0;
 }
 
