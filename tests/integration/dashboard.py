@@ -112,6 +112,12 @@ def wait(what, cond, limit=60):
     fail(f"{what}: still not so after {limit} s" + (f" ({last.msg})" if last else ""))
 
 
+def click(css, what):
+    """Clicks what css selects, finding it again when the live page replaced the element
+    between the find and the click (a row re-rendered by an event: a stale element)."""
+    wait(f"a click on {what}", lambda: drv.find_element(By.CSS_SELECTOR, css).click() or True, 10)
+
+
 def js(script, *args):
     return drv.execute_script(script, *args)
 
@@ -165,7 +171,7 @@ try:
     ok("jobs submitted with curl appear in the table live, with their state and workers")
 
     # The resize: a shrinks from 4 to 2 for b, and its page's size chart shows it.
-    drv.find_element(By.CSS_SELECTOR, f"tr[data-id='{a}'] a.job").click()
+    click(f"tr[data-id='{a}'] a.job", "job a's row")
     wait("job a's page", lambda: drv.find_element(By.CSS_SELECTOR, "svg.chart[data-sizes]"))
     sizes = wait("the size chart to show a resize 4 -> 2", lambda: js(
         "const s = document.querySelector('svg.chart[data-sizes]');"
@@ -188,14 +194,12 @@ try:
 
     # Cancel from the page: the button asks twice, then the job is CANCELLED in the API.
     drv.get(URL + f"/#/jobs/{b}")
-    cancel = wait("job b's Cancel button", lambda: drv.find_element(
-        By.CSS_SELECTOR, "button[data-action='cancel']:not([disabled])"))
-    cancel.click()
+    click("button[data-action='cancel']:not([disabled])", "job b's Cancel button")
     wait("Cancel to ask for confirmation", lambda: drv.find_element(
         By.CSS_SELECTOR, "button[data-action='cancel']").text == "Confirm cancel")
     if curl("GET", f"/v1/jobs/{b}")["state"] == "CANCELLED":
         fail("one click cancelled the job")
-    drv.find_element(By.CSS_SELECTOR, "button[data-action='cancel']").click()
+    click("button[data-action='cancel']", "Confirm cancel")
     wait("job b to be CANCELLED in the API", lambda: curl("GET", f"/v1/jobs/{b}")["state"] == "CANCELLED")
     wait("the page to show CANCELLED", lambda: "CANCELLED" in drv.find_element(By.CSS_SELECTOR, ".head h1").text)
     ok("Cancel on a job's page (confirmed) cancels it: CANCELLED in the API and on the page")
