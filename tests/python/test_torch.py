@@ -252,7 +252,7 @@ def test_fast_path_checks_what_it_passes(hvd, monkeypatch):
 def test_gpu_tensors_raise_a_clear_error(hvd):
     if not torch.cuda.is_available():
         pytest.skip("no GPU here: the refusal of device memory is checked with a meta tensor above")
-    with pytest.raises(RuntimeError, match="no GPU path yet"):
+    with pytest.raises(RuntimeError, match="CPU tensors only"):
         hvd.allreduce(torch.ones(2, device="cuda"))
 
 

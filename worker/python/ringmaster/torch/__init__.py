@@ -114,7 +114,7 @@ def _no():
     return False
 
 
-# What this build has, in Horovod's terms: libring is neither MPI nor Gloo, and has no
-# GPU path yet.
+# What this build has, in Horovod's terms: libring is neither MPI nor Gloo, and its NCCL
+# path serves C programs, not torch tensors.
 mpi_built = mpi_enabled = gloo_built = gloo_enabled = nccl_built = cuda_built = rocm_built = _no
 ddl_built = ccl_built = _no

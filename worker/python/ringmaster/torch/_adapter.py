@@ -16,8 +16,9 @@ def _refuse(x):
     if not x.is_cpu:
         if x.is_cuda:
             raise RuntimeError(
-                "ringmaster.torch: the tensor is on %s, but this libring has no GPU path yet (NCCL is "
-                "coming); move it to the CPU with .cpu() or train on the CPU" % x.device
+                "ringmaster.torch: the tensor is on %s, but ringmaster.torch takes CPU tensors only "
+                "(libring's NCCL path serves C programs); move it to the CPU with .cpu() or train "
+                "on the CPU" % x.device
             )
         raise RuntimeError("ringmaster.torch: tensors on %s are not supported; use CPU tensors" % x.device)
     if x.is_sparse:
