@@ -436,8 +436,7 @@ static enum MHD_Result web(struct MHD_Connection *c, struct req *rq, const char 
     metrics_count_request(status);
     log_line(method, rq->raw_uri, status, "-");
     resp.status = status;
-    record_response(rq->h->rec, method, rq->raw_uri, &resp, status == 200 ? a->type : NULL,
-                    "file");
+    record_response(rq->h->rec, method, rq->raw_uri, &resp, status == 200 ? a->type : NULL, "file");
     ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;

@@ -47,7 +47,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < warmup + iters; i++) {
         double t0 = bench_now_us();
         if ((rc = ring_allreduce(RING_IN_PLACE, buf, 1024, RING_FLOAT32, RING_SUM)) != 0) {
-            fprintf(stderr, "bench_call: allreduce: %s (%s)\n", ring_strerror(rc), ring_last_error());
+            fprintf(stderr, "bench_call: allreduce: %s (%s)\n", ring_strerror(rc),
+                    ring_last_error());
             return 1;
         }
         if (i >= warmup)
